@@ -1,0 +1,72 @@
+"""The environment protocol the trajectory generator drives (DESIGN.md section 1).
+
+An environment is host-side and batched. For each task it produces the agents'
+first prompts; then, for a batch of branches, it scores one joint action per
+branch (the N agents' decoded completions) and returns the immediate reward, the
+reward components, diagnostics and each agent's next-turn observation text.
+
+Branch state is an immutable value owned by the environment (for code tasks: the
+task and the branch's previous responses and verdicts). Children share their
+parent's state object, so branching costs nothing on the host.
+
+History modes (`full` or `last`): with `full`, the generator appends the agent's
+response and the observation to the branch's token history (append-only, so the
+parent's KV cache is extended); with `last`, `StepResult.reset_context` is true and
+the observation is a complete fresh prompt (task, last response, feedback), which
+the generator prefills anew.
+"""
+
+from __future__ import annotations
+
+import abc
+import concurrent.futures
+import dataclasses
+from typing import Any, Mapping, Sequence
+
+
+@dataclasses.dataclass(frozen=True)
+class StepResult:
+    reward: float  # immediate reward of this joint action
+    done: bool  # the branch reached a terminal success/failure (informational)
+    observations: tuple[str, ...]  # per agent: next turn's user message
+    state: Any  # the child branch's state
+    components: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    info: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    reset_context: bool = False  # history mode `last`: observation is a whole prompt
+
+
+class Environment(abc.ABC):
+    """Batched, host-side environment for N cooperating agents."""
+
+    num_agents: int
+
+    @abc.abstractmethod
+    def reset(self, task: Any) -> tuple[Any, tuple[str, ...]]:
+        """Initial branch state and each agent's first prompt for `task`."""
+
+    @abc.abstractmethod
+    def step(self, states: Sequence[Any], actions: Sequence[tuple[str, ...]],
+             turn: int) -> list[StepResult]:
+        """Scores one joint action per branch; `turn` is 1-based.
+
+        states[i] is branch i's state, actions[i] the N agents' completions (text).
+        """
+
+    def step_async(self, states: Sequence[Any], actions: Sequence[tuple[str, ...]],
+                   turn: int) -> concurrent.futures.Future:
+        """Starts `step` in the background so device work can overlap it."""
+        return _background().submit(self.step, list(states), list(actions), turn)
+
+    def close(self) -> None:
+        """Releases processes or connections held by the environment."""
+
+
+_EXECUTOR: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _background() -> concurrent.futures.ThreadPoolExecutor:
+    global _EXECUTOR
+    if _EXECUTOR is None:
+        _EXECUTOR = concurrent.futures.ThreadPoolExecutor(
+            max_workers=2, thread_name_prefix="mtrl-env")
+    return _EXECUTOR
