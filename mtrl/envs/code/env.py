@@ -1,0 +1,255 @@
+"""Multi-turn code environment for one agent or two cooperating agents.
+
+One agent writes the entry point. Two agents follow CoMLRL's roles (Liu et al.
+2025): agent 1 writes a helper `aux`, agent 2 writes the entry point, which may
+call `aux`; the program is their combination (see analysis.py).
+
+A step, for a batch of branches (one joint action each):
+1. extract each agent's code from its completion (extraction.py);
+2. join the codes and analyse them statically (analysis.py);
+3. run EVERY test of every runnable program in one batched sandbox call (programs
+   that do not compile, or have no code, are not sent: every test is an error);
+4. score with the configured reward (rewards.py, all tests);
+5. (expert_edits) ask the expert for suggestions, one batched call;
+6. build each agent's next-turn observation with the feedback mode, shaped by the
+   history mode: "full" appends the feedback to the agent's context, which already
+   holds its response; "last" sets `reset_context` and sends a complete prompt
+   (task, previous code, feedback).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Protocol, Sequence
+
+from mtrl.envs.base import Environment, StepResult
+from mtrl.envs.code.analysis import CandidateAnalysis, analyze_candidate, role_function_names
+from mtrl.envs.code.experts.base import Expert, ExpertRequest
+from mtrl.envs.code.extraction import MAX_COMPLETION_CHARS, decode_completion, extract_code
+from mtrl.envs.code.feedback import (FEEDBACK_MODES, FeedbackContext, FeedbackOptions,
+                                     SandboxSlice, compose_observation, expert_diagnostics,
+                                     normalize_sandbox_slice)
+from mtrl.envs.code.prompts import PromptTemplates
+from mtrl.envs.code.rewards import CODE_REWARDS, CodeRewardConfig, max_reward
+from mtrl.envs.code.task import CodeTask
+from mtrl.envs.code.verdict import Verdict, not_run_result
+from mtrl.envs.sandbox.types import ExecutionResult, Limits, Program
+
+HISTORY_MODES = ("full", "last")
+
+
+class BatchExecutor(Protocol):
+    """What the environment needs from the sandbox (SandboxPool provides it)."""
+
+    def run_batch(self, programs: list[Program]) -> list[ExecutionResult]: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class CodeEnvConfig:
+    num_agents: int = 1  # 1: entry point; 2: agent 1 `aux`, agent 2 the entry point
+    feedback_mode: str = "level_feedback"  # a name in FEEDBACK_MODES
+    sandbox_slice: SandboxSlice = 1  # tests whose failures feedback shows (feedback.py)
+    count_hidden_tests: bool = False  # "tests passed p/n" over all tests, not the shown ones
+    history_mode: str = "full"  # "full" | "last"
+    reward: str = "level"  # a name in CODE_REWARDS: "level" | "pass_rate"
+    reward_config: CodeRewardConfig = CodeRewardConfig()
+    limits: Limits = Limits()  # for the sandbox the environment creates itself
+    templates: PromptTemplates = PromptTemplates()
+    show_teammate_code: bool = False  # two agents: show each agent the other's code
+    expert_sees_tests: bool = False  # expert_edits: the expert gets every test's failure
+    max_completion_chars: int = MAX_COMPLETION_CHARS
+    max_test_chars: int = 240
+    max_message_chars: int = 200
+
+    def __post_init__(self):
+        role_function_names(self.num_agents, "f")  # validates num_agents
+        FEEDBACK_MODES.get(self.feedback_mode)  # KeyError lists the valid modes
+        CODE_REWARDS.get(self.reward)
+        normalize_sandbox_slice(self.sandbox_slice)
+        if self.history_mode not in HISTORY_MODES:
+            raise ValueError(f"history_mode must be one of {HISTORY_MODES}, "
+                             f"got {self.history_mode!r}")
+        if self.max_completion_chars < 1:
+            raise ValueError("max_completion_chars must be positive")
+        _ = self.feedback_options  # validates the caps
+
+    @property
+    def feedback_options(self) -> FeedbackOptions:
+        return FeedbackOptions(sandbox_slice=self.sandbox_slice,
+                               count_hidden_tests=self.count_hidden_tests,
+                               max_test_chars=self.max_test_chars,
+                               max_message_chars=self.max_message_chars)
+
+
+@dataclasses.dataclass(frozen=True)
+class CodeBranchState:
+    """One branch of the rollout tree. Immutable: children share their parent's."""
+
+    task: CodeTask
+    turn: int  # turns completed on this branch (0 after reset)
+    responses: tuple[tuple[str, ...], ...]  # [agent][turn]: decoded completions
+    last_verdict: Verdict | None = None
+
+    def __post_init__(self):
+        if self.turn < 0 or any(len(r) != self.turn for r in self.responses):
+            raise ValueError("CodeBranchState needs one response per agent per completed turn")
+
+
+class CodeEnv(Environment):
+    """Code environment (module docstring). `sandbox` defaults to a SandboxPool the
+    environment owns (and closes); `expert` is required by the expert_edits mode."""
+
+    def __init__(self, config: CodeEnvConfig = CodeEnvConfig(), *,
+                 sandbox: BatchExecutor | None = None, expert: Expert | None = None):
+        if config.feedback_mode == "expert_edits" and expert is None:
+            raise ValueError("feedback_mode 'expert_edits' needs an expert "
+                             "(ReferenceExpert, OpenAICompatibleExpert or LocalModelExpert)")
+        self.config = config
+        self.num_agents = config.num_agents
+        self._sandbox = sandbox
+        self._owns_sandbox = sandbox is None
+        self._expert = expert
+        self._feedback = FEEDBACK_MODES.get(config.feedback_mode)
+        self._reward = CODE_REWARDS.get(config.reward)
+
+    @property
+    def max_reward(self) -> float:
+        return max_reward(self.config.reward, self.num_agents, self.config.reward_config)
+
+    def reset(self, task: CodeTask) -> tuple[CodeBranchState, tuple[str, ...]]:
+        if not isinstance(task, CodeTask):
+            raise TypeError(f"CodeEnv.reset expects a CodeTask, got {type(task).__name__}")
+        state = CodeBranchState(task=task, turn=0, responses=((),) * self.num_agents)
+        return state, self.config.templates.first_turn(task, self.num_agents)
+
+    def step(self, states: Sequence[CodeBranchState], actions: Sequence[tuple[str, ...]],
+             turn: int) -> list[StepResult]:
+        self._check_batch(states, actions, turn)
+        cfg = self.config
+        texts = [tuple(decode_completion(a, cfg.max_completion_chars) for a in action)
+                 for action in actions]
+        analyses = [self._analyze(state.task, action) for state, action in zip(states, texts)]
+        results = self._execute(states, analyses)
+        verdicts = []
+        for analysis, (result, ran) in zip(analyses, results):
+            scored = self._reward(analysis, result, cfg.reward_config)
+            verdicts.append(Verdict(analysis=analysis, result=result, reward=scored.reward,
+                                    components=dict(scored.components), tests_run=ran))
+        contexts = [FeedbackContext(task=state.task, verdict=verdict,
+                                    options=cfg.feedback_options, templates=cfg.templates)
+                    for state, verdict in zip(states, verdicts)]
+        if cfg.feedback_mode == "expert_edits":
+            contexts = self._with_suggestions(contexts)
+        out = []
+        for state, text, verdict, ctx in zip(states, texts, verdicts, contexts):
+            feedback = self._feedback(ctx)
+            if len(feedback) != self.num_agents:
+                raise ValueError(f"feedback mode {cfg.feedback_mode!r} returned "
+                                 f"{len(feedback)} texts for {self.num_agents} agents")
+            observations = tuple(
+                compose_observation(history_mode=cfg.history_mode, task=state.task,
+                                    agent=agent, num_agents=self.num_agents,
+                                    feedback=feedback[agent], codes=verdict.analysis.codes,
+                                    templates=cfg.templates,
+                                    show_teammate_code=cfg.show_teammate_code)
+                for agent in range(self.num_agents))
+            child = CodeBranchState(
+                task=state.task, turn=turn,
+                responses=tuple(past + (now,) for past, now in zip(state.responses, text)),
+                last_verdict=verdict)
+            out.append(StepResult(
+                reward=verdict.reward, done=verdict.all_passed, observations=observations,
+                state=child, components=verdict.components,
+                info=self._info(verdict), reset_context=cfg.history_mode == "last"))
+        return out
+
+    def close(self) -> None:
+        if self._owns_sandbox and self._sandbox is not None:
+            self._sandbox.close()  # type: ignore[attr-defined]
+            self._sandbox = None
+
+    def __enter__(self) -> "CodeEnv":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def _check_batch(self, states: Sequence[CodeBranchState],
+                     actions: Sequence[tuple[str, ...]], turn: int) -> None:
+        if len(states) != len(actions):
+            raise ValueError(f"{len(states)} states but {len(actions)} joint actions")
+        for i, (state, action) in enumerate(zip(states, actions)):
+            if not isinstance(state, CodeBranchState):
+                raise TypeError(f"states[{i}] is {type(state).__name__}, not CodeBranchState")
+            if len(action) != self.num_agents:
+                raise ValueError(f"actions[{i}] has {len(action)} completions for "
+                                 f"{self.num_agents} agents")
+            if state.turn != turn - 1:
+                raise ValueError(f"states[{i}] has completed {state.turn} turns; "
+                                 f"cannot play turn {turn}")
+
+    def _analyze(self, task: CodeTask, texts: tuple[str, ...]) -> CandidateAnalysis:
+        names = role_function_names(self.num_agents, task.entry_point)
+        codes = tuple(extract_code(text, name, self.config.max_completion_chars)
+                      for text, name in zip(texts, names))
+        return analyze_candidate(codes, task.entry_point)
+
+    def _execute(self, states: Sequence[CodeBranchState], analyses: list[CandidateAnalysis]
+                 ) -> list[tuple[ExecutionResult, bool]]:
+        """(result, ran) per branch; every runnable program goes in ONE sandbox call."""
+        runnable = [i for i, a in enumerate(analyses) if a.syntax_ok and a.program.strip()]
+        programs = [_program(states[i].task, analyses[i].program) for i in runnable]
+        results: dict[int, ExecutionResult] = {}
+        if programs:
+            executed = self._executor().run_batch(programs)
+            if len(executed) != len(programs):
+                raise RuntimeError(f"sandbox returned {len(executed)} results for "
+                                   f"{len(programs)} programs")
+            results = dict(zip(runnable, executed))
+        return [(results[i], True) if i in results
+                else (not_run_result(_program(states[i].task, "").tests, analyses[i]), False)
+                for i in range(len(analyses))]
+
+    def _executor(self) -> BatchExecutor:
+        if self._sandbox is None:
+            from mtrl.envs.sandbox import SandboxPool  # the sandbox only when needed
+
+            self._sandbox = SandboxPool(limits=self.config.limits)
+        return self._sandbox
+
+    def _with_suggestions(self, contexts: list[FeedbackContext]) -> list[FeedbackContext]:
+        requests = [ExpertRequest(task=ctx.task, program_code=ctx.verdict.analysis.program,
+                                  feedback_text=expert_diagnostics(
+                                      ctx, show_tests=self.config.expert_sees_tests),
+                                  all_passed=ctx.verdict.all_passed)
+                    for ctx in contexts]
+        suggestions = self._expert.suggest_batch(requests)  # type: ignore[union-attr]
+        if len(suggestions) != len(contexts):
+            raise RuntimeError(f"expert returned {len(suggestions)} suggestions for "
+                               f"{len(contexts)} programs")
+        return [dataclasses.replace(ctx, expert_suggestion=text)
+                for ctx, text in zip(contexts, suggestions)]
+
+    @staticmethod
+    def _info(verdict: Verdict) -> dict[str, Any]:
+        analysis, result = verdict.analysis, verdict.result
+        error = analysis.syntax_error
+        return {
+            "codes": analysis.codes,
+            "program": analysis.program,
+            "num_passed": result.num_passed,
+            "num_tests": len(result.tests),
+            "all_passed": verdict.all_passed,
+            "tests_run": verdict.tests_run,
+            "syntax_error": None if error is None else (error.agent, error.info),
+            "sandbox_error": result.error,
+            "verdict": verdict,
+        }
+
+
+def _program(task: CodeTask, code: str) -> Program:
+    """Every test of the task: its asserts, or its test code with a `check` function."""
+    if task.tests:
+        return Program(code=code, tests=task.tests, setup=task.setup)
+    return Program(code=code, tests=(task.test_code or "",), setup=task.setup,
+                   entry_point=task.entry_point)

@@ -1,0 +1,297 @@
+"""Feedback modes: the text that tells each agent how its last attempt went
+(DESIGN.md section 3, `external.mode`).
+
+A feedback mode is a function `mode(ctx: FeedbackContext) -> tuple[str, ...]`
+registered in `FEEDBACK_MODES`; it returns, per agent, the diagnostics and the
+revision instruction, never the agent's previous response (whether that is shown
+is the history mode's business, see `compose_observation`).
+
+- level_feedback (default): each required function found or missing, syntax OK or
+  the error with line and column, tests passed p/n, one line per failing test
+  among the shown tests (test, error type, message; capped), and for two agents
+  whether the entry point calls `aux` and uses its result.
+- level_passed: which reward levels were passed (no test text, no counts).
+- passed: whether all tests passed (no test text).
+- plain: only the instruction to revise.
+- expert_edits: the expert's suggestion; `sandbox_slice` has no effect.
+
+`sandbox_slice` picks the tests whose failures level_feedback shows: 1 the first
+test, 0 / None / "all" every test, -k the last k. The reward always uses every
+test. "Tests passed p/n" counts the shown tests only (so hidden tests do not leak
+their number) unless `FeedbackOptions.count_hidden_tests` is set, when p/n counts
+every test while failure lines still come from the shown tests only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Union
+
+from mtrl.envs.code.analysis import AUX_NAME, role_function_names
+from mtrl.envs.code.prompts import PromptTemplates
+from mtrl.envs.code.task import CodeTask
+from mtrl.envs.code.verdict import Verdict
+from mtrl.envs.sandbox.types import TestResult
+from mtrl.registry import Registry
+
+SandboxSlice = Union[int, str, None]
+_STATUS_WORDS = {"failed": "FAILED", "error": "ERROR", "timeout": "TIMEOUT"}
+
+
+def normalize_sandbox_slice(sandbox_slice: SandboxSlice) -> int:
+    """Canonical form of `sandbox_slice`: 0 all tests, 1 the first, -k the last k."""
+    if sandbox_slice is None or sandbox_slice == "all":
+        return 0
+    if isinstance(sandbox_slice, int) and not isinstance(sandbox_slice, bool):
+        if sandbox_slice <= 1:
+            return sandbox_slice
+    raise ValueError(
+        f"sandbox_slice must be 1 (first test), 0, None or 'all' (every test) or a negative "
+        f"integer -k (the last k tests); got {sandbox_slice!r}")
+
+
+def select_shown_tests(tests: tuple[TestResult, ...], sandbox_slice: SandboxSlice
+                       ) -> tuple[TestResult, ...]:
+    """The tests the feedback may show, in task order."""
+    k = normalize_sandbox_slice(sandbox_slice)
+    if k == 0:
+        return tests
+    if k == 1:
+        return tests[:1]
+    return tests[k:]
+
+
+@dataclasses.dataclass(frozen=True)
+class FeedbackOptions:
+    sandbox_slice: SandboxSlice = 1
+    count_hidden_tests: bool = False  # p/n over every test instead of the shown ones
+    max_test_chars: int = 240  # a failing test's source is cut to this length
+    max_message_chars: int = 200  # an error message is cut to this length
+
+    def __post_init__(self):
+        normalize_sandbox_slice(self.sandbox_slice)
+        if self.max_test_chars < 16 or self.max_message_chars < 16:
+            raise ValueError("FeedbackOptions caps must be at least 16 characters")
+
+
+@dataclasses.dataclass(frozen=True)
+class FeedbackContext:
+    """Everything a feedback mode may look at for one branch."""
+
+    task: CodeTask
+    verdict: Verdict
+    options: FeedbackOptions
+    templates: PromptTemplates
+    expert_suggestion: str = ""  # expert_edits only: the expert's text for this program
+
+    @property
+    def num_agents(self) -> int:
+        return self.verdict.analysis.num_agents
+
+    def revise(self, agent: int) -> str:
+        return self.templates.revise_instruction(self.task, self.num_agents, agent)
+
+
+FeedbackFn = Callable[[FeedbackContext], tuple[str, ...]]
+FEEDBACK_MODES: Registry[FeedbackFn] = Registry("feedback mode")
+
+
+def _cap(text: str, limit: int) -> str:
+    text = " ".join(text.split())  # one line, whatever the test or traceback looked like
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _function_line(ctx: FeedbackContext, agent: int | None, owner: int) -> str:
+    check = ctx.verdict.analysis.functions[owner]
+    if ctx.num_agents == 1 or agent is None:
+        whose = ""
+    else:
+        whose = " (your code)" if owner == agent else " (your teammate's code)"
+    if not check.defined:
+        state = "MISSING"
+    elif not check.returns_value:
+        state = "found, but it never returns a value"
+    else:
+        state = "found, returns a value"
+    return f"- Function `{check.name}`{whose}: {state}."
+
+
+def _syntax_line(ctx: FeedbackContext, agent: int | None) -> str:
+    error = ctx.verdict.analysis.syntax_error
+    if error is None:
+        return "- Syntax: OK."
+    if ctx.num_agents == 1:
+        whose = ""
+    elif agent is None:
+        whose = f" in agent {error.agent + 1}'s code"
+    else:
+        whose = " in your code" if error.agent == agent else " in your teammate's code"
+    message = _cap(error.info.message, ctx.options.max_message_chars)
+    return (f"- Syntax: ERROR{whose} at line {error.info.line}, column {error.info.column}: "
+            f"{message}.")
+
+
+def _test_lines(ctx: FeedbackContext) -> list[str]:
+    verdict, options = ctx.verdict, ctx.options
+    if not verdict.tests_run:
+        reason = "the code has a syntax error" if verdict.analysis.syntax_error else "no code"
+        return [f"- Tests: not run ({reason})."]
+    shown = select_shown_tests(verdict.result.tests, options.sandbox_slice)
+    counted = verdict.result.tests if options.count_hidden_tests else shown
+    passed = sum(test.status == "passed" for test in counted)
+    lines = [f"- Tests: {passed}/{len(counted)} passed."]
+    for test in shown:
+        if test.status == "passed":
+            continue
+        error = test.error_type or test.status
+        if test.message:
+            error = f"{error}: {_cap(test.message, options.max_message_chars)}"
+        lines.append(f"  {_STATUS_WORDS.get(test.status, test.status.upper())}: "
+                     f"{_cap(test.source, options.max_test_chars)} -> {error}")
+    if verdict.result.error:
+        lines.append(f"- Execution: {_cap(verdict.result.error, options.max_message_chars)}")
+    return lines
+
+
+def _helper_line(ctx: FeedbackContext) -> str:
+    analysis = ctx.verdict.analysis
+    main = ctx.task.entry_point
+    helper = analysis.helper
+    if not analysis.main.defined or helper is None:
+        return f"- Helper use: cannot be checked, `{main}` is missing."
+    if not helper.calls_aux:
+        return f"- Helper use: `{main}` does not call `{AUX_NAME}`."
+    if helper.ignored_calls:
+        where = ", ".join(str(line) for line in helper.ignored_calls[:3])
+        return (f"- Helper use: `{main}` calls `{AUX_NAME}` but ignores its result "
+                f"(line {where} of the `{main}` code).")
+    if helper.thin_wrapper:
+        return (f"- Helper use: `{main}` calls `{AUX_NAME}` and uses its result, but only "
+                f"returns it without logic of its own.")
+    return f"- Helper use: `{main}` calls `{AUX_NAME}` and uses its result."
+
+
+@FEEDBACK_MODES.register("level_feedback")
+def level_feedback(ctx: FeedbackContext) -> tuple[str, ...]:
+    """Full diagnostics for the tests chosen by `sandbox_slice` (module docstring)."""
+    test_lines = _test_lines(ctx)
+    out = []
+    for agent in range(ctx.num_agents):
+        lines = ["Diagnostics of the previous attempt:"]
+        lines += [_function_line(ctx, agent, owner) for owner in range(ctx.num_agents)]
+        lines.append(_syntax_line(ctx, agent))
+        lines += test_lines
+        if ctx.num_agents == 2:
+            lines.append(_helper_line(ctx))
+        lines += ["", ctx.revise(agent)]
+        out.append("\n".join(lines))
+    return tuple(out)
+
+
+def levels_passed(verdict: Verdict) -> dict[str, bool | None]:
+    """Which reward levels the attempt passed; None where a level was not reached."""
+    analysis = verdict.analysis
+    structure = all(check.ok for check in analysis.functions)
+    syntax = analysis.syntax_ok if analysis.main.ok else None
+    tests = verdict.all_passed if syntax else None
+    levels: dict[str, bool | None] = {"structure": structure, "syntax": syntax, "tests": tests}
+    if analysis.num_agents == 2:
+        # Reached under the level reward's gate: valid syntax, aux defined, a test passed.
+        reached = bool(syntax and analysis.aux and analysis.aux.ok
+                       and verdict.tests_run and verdict.result.num_passed > 0)
+        helper = analysis.helper
+        levels["helper"] = (bool(helper and helper.uses_result and not helper.thin_wrapper)
+                            if reached else None)
+    return levels
+
+
+@FEEDBACK_MODES.register("level_passed")
+def level_passed(ctx: FeedbackContext) -> tuple[str, ...]:
+    """Outcome per reward level, without test text or test counts."""
+    names = {"structure": "Level 1 (required functions defined, with a return)",
+             "syntax": "Level 2 (syntax)", "tests": "Level 3 (all tests pass)",
+             "helper": f"Level 4 (`{ctx.task.entry_point}` makes real use of `{AUX_NAME}`)"}
+    words = {True: "passed", False: "not passed", None: "not reached"}
+    lines = ["Outcome of the previous attempt:"]
+    lines += [f"- {names[level]}: {words[state]}."
+              for level, state in levels_passed(ctx.verdict).items()]
+    body = "\n".join(lines)
+    return tuple(f"{body}\n\n{ctx.revise(agent)}" for agent in range(ctx.num_agents))
+
+
+@FEEDBACK_MODES.register("passed")
+def passed(ctx: FeedbackContext) -> tuple[str, ...]:
+    """Only whether every test passed."""
+    outcome = ("The previous attempt passed all tests." if ctx.verdict.all_passed
+               else "The previous attempt did not pass all tests.")
+    return tuple(f"{outcome}\n\n{ctx.revise(agent)}" for agent in range(ctx.num_agents))
+
+
+@FEEDBACK_MODES.register("plain")
+def plain(ctx: FeedbackContext) -> tuple[str, ...]:
+    """No diagnostics: the instruction to revise."""
+    return tuple(ctx.revise(agent) for agent in range(ctx.num_agents))
+
+
+@FEEDBACK_MODES.register("expert_edits")
+def expert_edits(ctx: FeedbackContext) -> tuple[str, ...]:
+    """The expert's suggested edits for the joint program (same text for every agent;
+    each agent's instruction names the function it owns)."""
+    suggestion = ctx.expert_suggestion.strip()
+    if suggestion:
+        head = f"An expert reviewed the previous attempt and suggests these edits:\n{suggestion}"
+    else:
+        head = "An expert reviewed the previous attempt and had no suggestion."
+    return tuple(f"{head}\n\n{ctx.revise(agent)}" for agent in range(ctx.num_agents))
+
+
+def expert_diagnostics(ctx: FeedbackContext, show_tests: bool) -> str:
+    """Neutral diagnostics handed to an expert (expert_edits). Without `show_tests`
+    the expert learns only whether all tests passed, so no test text can reach the
+    agents through its suggestion; with it, every test's failure is listed."""
+    lines = [_function_line(ctx, None, owner) for owner in range(ctx.num_agents)]
+    lines.append(_syntax_line(ctx, None))
+    if show_tests:
+        everything = dataclasses.replace(ctx.options, sandbox_slice=0, count_hidden_tests=True)
+        lines += _test_lines(dataclasses.replace(ctx, options=everything))
+    elif ctx.verdict.tests_run:
+        lines.append("- Tests: all passed." if ctx.verdict.all_passed
+                     else "- Tests: not all passed.")
+    else:
+        lines += _test_lines(ctx)
+    if ctx.num_agents == 2:
+        lines.append(_helper_line(ctx))
+    return "\n".join(lines)
+
+
+def compose_observation(*, history_mode: str, task: CodeTask, agent: int, num_agents: int,
+                        feedback: str, codes: tuple[str, ...], templates: PromptTemplates,
+                        show_teammate_code: bool = False) -> str:
+    """One agent's next-turn user message.
+
+    history_mode "full": the agent's own previous response is already in its context
+    (its assistant turn), so the observation is the feedback alone (plus, when
+    `show_teammate_code`, the teammate's code, which is not in that context).
+    history_mode "last": the context is reset, so the observation is a complete
+    prompt: the agent's first-turn prompt, its previous code, the teammate's code
+    (when asked), then the feedback.
+    """
+    if history_mode not in ("full", "last"):
+        raise ValueError(f"history_mode must be 'full' or 'last', got {history_mode!r}")
+    if not 0 <= agent < num_agents or len(codes) != num_agents:
+        raise ValueError(f"agent {agent} / {len(codes)} codes do not match {num_agents} agents")
+    parts = []
+    if history_mode == "last":
+        parts.append(templates.first_turn(task, num_agents)[agent])
+        parts.append(_code_section("Your previous response:", codes[agent]))
+    if show_teammate_code and num_agents == 2:
+        names = role_function_names(num_agents, task.entry_point)
+        other = 1 - agent
+        parts.append(_code_section(f"Your teammate's current `{names[other]}` code:",
+                                   codes[other]))
+    parts.append(feedback)
+    return "\n\n".join(parts)
+
+
+def _code_section(title: str, code: str) -> str:
+    return f"{title}\n```python\n{code}\n```" if code.strip() else f"{title}\n(no code found)"

@@ -1,0 +1,134 @@
+"""Rewards for code environments: pass rate and CoMLRL's level reward.
+
+Every reward function has one signature,
+    reward_fn(analysis: CandidateAnalysis, result: ExecutionResult,
+              config: CodeRewardConfig) -> RewardOutput,
+and registers itself in `CODE_REWARDS`. The reward always uses every test of the
+task (the feedback's `sandbox_slice` never reaches it). `RewardOutput.components`
+holds the named parts for logging; the parts whose names start with "level" add
+up to `components["raw"]`, and `reward = raw - shift`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Mapping
+
+from mtrl.envs.code.analysis import CandidateAnalysis
+from mtrl.envs.sandbox.types import ExecutionResult
+from mtrl.registry import Registry
+
+
+@dataclasses.dataclass(frozen=True)
+class CodeRewardConfig:
+    """Point values of the level reward, and the shift applied to every code reward.
+
+    Level reward (CoMLRL: Liu et al. 2025, "LLM Collaboration with Multi-Agent
+    Reinforcement Learning", github OpenMLRL/CoMLRL, code-generation reward):
+
+      level 1  structure   aux defined with `return <value>` (agent 1)   +aux_defined   0.4
+                           entry point defined with `return <value>`     +main_defined  0.6
+               -- stop here unless the entry point passed level 1 --
+      level 2  syntax      every agent's code compiles                   +syntax        0.5
+               -- stop here unless the syntax is valid --
+      level 3  tests       pass rate over ALL tests, scaled              +tests * p     1.0
+               -- level 4 only with two agents, aux defined, >= 1 test passed --
+      level 4  helper      entry point calls aux                         +aux_called    0.5
+                           ... and is not a thin wrapper of aux           +not_wrapper   1.0
+                           ... but drops aux's result somewhere           -ignored_result 0.5
+
+    Maximum: two agents 0.4 + 0.6 + 0.5 + 1.0 + 0.5 + 1.0 = 4.0; one agent (levels
+    1-3 for the entry point only) 0.6 + 0.5 + 1.0 = 2.1. The pass-rate reward is the
+    fraction of passed tests, maximum 1. Both are reported as `raw - shift`.
+    """
+
+    aux_defined: float = 0.4
+    main_defined: float = 0.6
+    syntax: float = 0.5
+    tests: float = 1.0
+    aux_called: float = 0.5
+    not_wrapper: float = 1.0
+    ignored_result: float = 0.5  # a penalty: subtracted
+    shift: float = 0.0
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise TypeError(f"CodeRewardConfig.{field.name} must be a number, got {value!r}")
+            if field.name != "shift" and value < 0:
+                raise ValueError(f"CodeRewardConfig.{field.name} must be >= 0, got {value}")
+
+    def level_max(self, num_agents: int) -> float:
+        """Largest raw level reward (before the shift)."""
+        if num_agents == 1:
+            return self.main_defined + self.syntax + self.tests
+        if num_agents == 2:
+            return (self.aux_defined + self.main_defined + self.syntax + self.tests
+                    + self.aux_called + self.not_wrapper)
+        raise ValueError(f"code rewards support 1 or 2 agents, got {num_agents}")
+
+
+@dataclasses.dataclass(frozen=True)
+class RewardOutput:
+    reward: float  # raw - shift
+    components: Mapping[str, float]  # named parts, "raw", "pass_rate"
+
+
+RewardFn = Callable[[CandidateAnalysis, ExecutionResult, CodeRewardConfig], RewardOutput]
+CODE_REWARDS: Registry[RewardFn] = Registry("code reward")
+
+
+def max_reward(name: str, num_agents: int, config: CodeRewardConfig) -> float:
+    """The largest value reward `name` can return (shift applied)."""
+    if name == "pass_rate":
+        return 1.0 - config.shift
+    if name == "level":
+        return config.level_max(num_agents) - config.shift
+    CODE_REWARDS.get(name)  # unknown names raise with the valid list
+    raise ValueError(f"max_reward does not know code reward {name!r}")
+
+
+@CODE_REWARDS.register("pass_rate")
+def pass_rate_reward(analysis: CandidateAnalysis, result: ExecutionResult,
+                     config: CodeRewardConfig) -> RewardOutput:
+    """Fraction of the task's tests that passed: r = passed / total (0 with no tests)."""
+    del analysis  # the verdict alone decides
+    rate = result.pass_rate if result.syntax_error is None else 0.0
+    components = {"pass_rate": rate, "raw": rate, "shift": config.shift}
+    return RewardOutput(reward=rate - config.shift, components=components)
+
+
+@CODE_REWARDS.register("level")
+def level_reward(analysis: CandidateAnalysis, result: ExecutionResult,
+                 config: CodeRewardConfig) -> RewardOutput:
+    """CoMLRL's level reward; the table is in `CodeRewardConfig`'s docstring."""
+    two_agents = analysis.num_agents == 2
+    parts = {"level1_aux_defined": 0.0, "level1_main_defined": 0.0, "level2_syntax": 0.0,
+             "level3_tests": 0.0}
+    if two_agents:
+        parts.update({"level4_aux_called": 0.0, "level4_not_wrapper": 0.0,
+                      "level4_ignored_result": 0.0})
+    else:
+        del parts["level1_aux_defined"]
+    rate = 0.0
+    aux = analysis.aux
+    if aux is not None and aux.ok:
+        parts["level1_aux_defined"] = config.aux_defined
+    if analysis.main.ok:
+        parts["level1_main_defined"] = config.main_defined
+        if analysis.syntax_ok and result.syntax_error is None:
+            parts["level2_syntax"] = config.syntax
+            rate = result.pass_rate
+            parts["level3_tests"] = config.tests * rate
+            helper = analysis.helper
+            if (two_agents and aux is not None and aux.ok and result.num_passed > 0
+                    and helper is not None and helper.calls_aux):
+                parts["level4_aux_called"] = config.aux_called
+                if not helper.thin_wrapper:
+                    parts["level4_not_wrapper"] = config.not_wrapper
+                if helper.ignored_calls:
+                    parts["level4_ignored_result"] = -config.ignored_result
+    raw = sum(parts.values())
+    components = dict(parts, pass_rate=rate, raw=raw, shift=config.shift)
+    return RewardOutput(reward=raw - config.shift, components=components)

@@ -1,0 +1,194 @@
+import pytest
+
+from mtrl.envs.code.analysis import analyze_candidate
+from mtrl.envs.code.feedback import (FEEDBACK_MODES, FeedbackContext, FeedbackOptions,
+                                     compose_observation, expert_diagnostics, levels_passed,
+                                     normalize_sandbox_slice, select_shown_tests)
+from mtrl.envs.code.prompts import PromptTemplates
+from mtrl.envs.code.rewards import CodeRewardConfig, level_reward
+from mtrl.envs.code.task import CodeTask
+from mtrl.envs.code.verdict import Verdict, not_run_result
+from mtrl.envs.sandbox.types import ExecutionResult
+from mtrl.envs.sandbox.types import TestResult as TR
+
+TASK = CodeTask(task_id="t/1", prompt="Sum of squares of xs.", entry_point="f",
+                tests=("assert f([1]) == 1", "assert f([1, 2]) == 5", "assert f([3]) == 9",
+                       "assert f([]) == 0"))
+AUX = "def aux(xs):\n    return [x * x for x in xs]"
+MAIN = "def f(xs):\n    squares = aux(xs)\n    return sum(squares)"
+# Tests 0 and 3 pass, 1 fails (assertion), 2 raises.
+MIXED = ExecutionResult(tests=(
+    TR(TASK.tests[0], "passed"),
+    TR(TASK.tests[1], "failed", "AssertionError", ""),
+    TR(TASK.tests[2], "error", "ZeroDivisionError", "division by zero " + "z" * 500),
+    TR(TASK.tests[3], "passed")))
+
+
+def make_ctx(codes, result=MIXED, ran=True, mode_options=None, suggestion=""):
+    analysis = analyze_candidate(codes, TASK.entry_point)
+    if not ran:
+        result = not_run_result(TASK.tests, analysis)
+    scored = level_reward(analysis, result, CodeRewardConfig())
+    verdict = Verdict(analysis, result, scored.reward, scored.components, tests_run=ran)
+    return FeedbackContext(task=TASK, verdict=verdict, options=mode_options or FeedbackOptions(),
+                           templates=PromptTemplates(), expert_suggestion=suggestion)
+
+
+@pytest.mark.parametrize("value, canonical", [(1, 1), (0, 0), (None, 0), ("all", 0), (-2, -2)])
+def test_sandbox_slice_values(value, canonical):
+    assert normalize_sandbox_slice(value) == canonical
+
+
+@pytest.mark.parametrize("bad", [2, 5, True, "first", 1.0, "ALL"])
+def test_sandbox_slice_rejects_other_values(bad):
+    with pytest.raises(ValueError, match="sandbox_slice must be"):
+        normalize_sandbox_slice(bad)
+
+
+def test_select_shown_tests():
+    tests = MIXED.tests
+    assert select_shown_tests(tests, 1) == tests[:1]
+    assert select_shown_tests(tests, "all") == tests
+    assert select_shown_tests(tests, -2) == tests[2:]
+    assert select_shown_tests(tests, -10) == tests
+
+
+def test_level_feedback_all_tests_two_agents():
+    ctx = make_ctx((AUX, MAIN), mode_options=FeedbackOptions(sandbox_slice="all"))
+    helper_text, main_text = FEEDBACK_MODES.get("level_feedback")(ctx)
+    assert "- Function `aux` (your code): found, returns a value." in helper_text
+    assert "- Function `f` (your teammate's code): found, returns a value." in helper_text
+    assert "- Function `f` (your code): found, returns a value." in main_text
+    assert "- Syntax: OK." in main_text
+    assert "- Tests: 2/4 passed." in main_text
+    assert "  FAILED: assert f([1, 2]) == 5 -> AssertionError" in main_text
+    error_line = next(l for l in main_text.splitlines() if l.startswith("  ERROR:"))
+    assert error_line.startswith(
+        "  ERROR: assert f([3]) == 9 -> ZeroDivisionError: division by zero")
+    assert error_line.endswith("...") and len(error_line) < 300  # message capped
+    assert "assert f([1]) == 1" not in main_text  # passing tests get no line
+    assert "- Helper use: `f` calls `aux` and uses its result." in main_text
+    assert helper_text.endswith("Revise your function `aux` accordingly. Reply with the complete "
+                                "function in a single ```python code block.")
+    assert main_text.splitlines()[-1].startswith("Revise your function `f`")
+
+
+def test_level_feedback_slice_hides_tests_and_counts_shown_only():
+    first = make_ctx((AUX, MAIN))  # default slice 1: only the first (passing) test
+    text = FEEDBACK_MODES.get("level_feedback")(first)[1]
+    assert "- Tests: 1/1 passed." in text
+    assert not any(test in text for test in TASK.tests)
+    last_two = make_ctx((AUX, MAIN), mode_options=FeedbackOptions(sandbox_slice=-2))
+    text = FEEDBACK_MODES.get("level_feedback")(last_two)[1]
+    assert "- Tests: 1/2 passed." in text
+    assert "assert f([3]) == 9" in text and "assert f([1, 2]) == 5" not in text
+    counted = make_ctx((AUX, MAIN), mode_options=FeedbackOptions(sandbox_slice=-2,
+                                                                 count_hidden_tests=True))
+    text = FEEDBACK_MODES.get("level_feedback")(counted)[1]
+    assert "- Tests: 2/4 passed." in text and "assert f([1, 2]) == 5" not in text
+
+
+def test_level_feedback_syntax_error_and_missing_function():
+    ctx = make_ctx(("def aux(xs):\n    return [x for x in xs", MAIN), ran=False)
+    helper_text, main_text = FEEDBACK_MODES.get("level_feedback")(ctx)
+    assert "- Syntax: ERROR in your code at line 2, column 12: '[' was never closed." in helper_text
+    assert "- Syntax: ERROR in your teammate's code at line 2, column 12" in main_text
+    assert "- Function `aux` (your code): MISSING." in helper_text
+    assert "- Tests: not run (the code has a syntax error)." in main_text
+    single = make_ctx(("def f(xs):\n    print(xs)",))
+    (text,) = FEEDBACK_MODES.get("level_feedback")(single)
+    assert "- Function `f`: found, but it never returns a value." in text
+    assert "Helper use" not in text and "teammate" not in text
+
+
+@pytest.mark.parametrize("main, expected", [
+    ("def f(xs):\n    return sum(x * x for x in xs)", "`f` does not call `aux`."),
+    ("def f(xs):\n    aux(xs)\n    return 0", "`f` calls `aux` but ignores its result (line 2"),
+    ("def f(xs):\n    return aux(xs)", "only returns it without logic of its own."),
+    ("", "cannot be checked, `f` is missing."),
+])
+def test_level_feedback_helper_use(main, expected):
+    text = FEEDBACK_MODES.get("level_feedback")(make_ctx((AUX, main)))[1]
+    assert expected in text
+
+
+def test_level_passed_and_passed_show_no_test_text():
+    ctx = make_ctx((AUX, MAIN))
+    for mode in ("level_passed", "passed", "plain"):
+        for text in FEEDBACK_MODES.get(mode)(ctx):
+            assert not any(test in text for test in TASK.tests)
+            assert "2/4" not in text and "/4" not in text
+    helper_text, main_text = FEEDBACK_MODES.get("level_passed")(ctx)
+    assert "- Level 1 (required functions defined, with a return): passed." in main_text
+    assert "- Level 2 (syntax): passed." in main_text
+    assert "- Level 3 (all tests pass): not passed." in main_text
+    assert "- Level 4 (`f` makes real use of `aux`): passed." in main_text
+    assert FEEDBACK_MODES.get("passed")(ctx)[0].startswith(
+        "The previous attempt did not pass all tests.")
+    assert FEEDBACK_MODES.get("plain")(ctx) == (
+        PromptTemplates().revise_instruction(TASK, 2, 0),
+        PromptTemplates().revise_instruction(TASK, 2, 1))
+
+
+def test_levels_passed_gates():
+    broken = make_ctx(("def aux(xs):\n    return [x", MAIN), ran=False)
+    assert levels_passed(broken.verdict) == {"structure": False, "syntax": False,
+                                             "tests": None, "helper": None}
+    everything = ExecutionResult(tests=tuple(TR(t, "passed") for t in TASK.tests))
+    good = make_ctx((AUX, MAIN), result=everything)
+    assert levels_passed(good.verdict) == {"structure": True, "syntax": True, "tests": True,
+                                           "helper": True}
+    assert FEEDBACK_MODES.get("passed")(good)[0].startswith(
+        "The previous attempt passed all tests.")
+
+
+def test_expert_edits_text_and_diagnostics():
+    ctx = make_ctx((AUX, MAIN), suggestion="  Use x ** 2.  ")
+    helper_text, main_text = FEEDBACK_MODES.get("expert_edits")(ctx)
+    assert helper_text.startswith("An expert reviewed the previous attempt and suggests these "
+                                  "edits:\nUse x ** 2.\n\nRevise your function `aux`")
+    assert "had no suggestion" in FEEDBACK_MODES.get("expert_edits")(make_ctx((AUX, MAIN)))[0]
+    hidden = expert_diagnostics(ctx, show_tests=False)
+    assert "- Tests: not all passed." in hidden and not any(t in hidden for t in TASK.tests)
+    shown = expert_diagnostics(ctx, show_tests=True)
+    assert "- Tests: 2/4 passed." in shown and "assert f([1, 2]) == 5" in shown
+    assert "your code" not in shown
+
+
+def test_compose_observation_history_modes():
+    templates = PromptTemplates()
+    codes = (AUX, MAIN)
+    full = compose_observation(history_mode="full", task=TASK, agent=1, num_agents=2,
+                               feedback="FEEDBACK", codes=codes, templates=templates)
+    assert full == "FEEDBACK"  # the response is already in the agent's context
+    last = compose_observation(history_mode="last", task=TASK, agent=1, num_agents=2,
+                               feedback="FEEDBACK", codes=codes, templates=templates)
+    assert last.startswith(templates.first_turn(TASK, 2)[1])
+    assert f"Your previous response:\n```python\n{MAIN}\n```" in last and AUX not in last
+    assert last.endswith("FEEDBACK")
+    shared = compose_observation(history_mode="full", task=TASK, agent=0, num_agents=2,
+                                 feedback="FB", codes=codes, templates=templates,
+                                 show_teammate_code=True)
+    assert shared == f"Your teammate's current `f` code:\n```python\n{MAIN}\n```\n\nFB"
+    empty = compose_observation(history_mode="last", task=TASK, agent=0, num_agents=1,
+                                feedback="FB", codes=("",), templates=templates)
+    assert "Your previous response:\n(no code found)" in empty
+    with pytest.raises(ValueError, match="history_mode"):
+        compose_observation(history_mode="all", task=TASK, agent=0, num_agents=1,
+                            feedback="", codes=("",), templates=templates)
+
+
+def test_prompt_templates():
+    helper, main = PromptTemplates().first_turn(TASK, 2)
+    assert "Sum of squares of xs." in helper and "named `aux`" in helper
+    assert "Do not implement `f`" in helper
+    assert "Implement the function `f`" in main and "Do not define `aux` yourself" in main
+    (single,) = PromptTemplates().first_turn(TASK, 1)
+    assert "`f`" in single and "aux" not in single
+    braces = CodeTask(task_id="b", prompt="Return {'a': 1} for {x}.", entry_point="g",
+                      tests=("assert g() == {'a': 1}",))
+    assert "Return {'a': 1} for {x}." in PromptTemplates().first_turn(braces, 1)[0]
+    with pytest.raises(ValueError, match="unknown fields"):
+        PromptTemplates(single="Solve {problem}")
+    for text in PromptTemplates().first_turn(TASK, 2):
+        assert not any(test in text for test in TASK.tests)  # tests never in prompts
