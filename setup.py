@@ -22,6 +22,7 @@ INSTALL_REQUIRES = [
     "matplotlib>=3.10,<4",
     "tensorboardX>=2.6,<3",
     "tqdm>=4.66,<5",
+    "jinja2>=3.1,<4",  # chat templates (transformers tokenizers)
 ]
 
 TEST_REQUIRES = [

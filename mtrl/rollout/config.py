@@ -40,7 +40,7 @@ class RolloutConfig:
     discount: float = 1.0
     max_new_tokens: int = 64
     max_context: int = 512
-    temperature: float = 1.0
+    temperature: float = 1.0  # 0 = greedy
     top_p: float = 1.0
     top_k: int = 0
     max_nodes_per_turn: int = 4096
@@ -76,6 +76,15 @@ class RolloutConfig:
         if self.joint_mode == "align":
             return self.num_generations
         return self.num_generations ** self.num_agents
+
+    def sampling_config(self, *, stop_token_ids: tuple[int, ...], pad_id: int):
+        """The sampler settings of this rollout (temperature 0 means greedy)."""
+        from mtrl.sampling import SamplingConfig
+        greedy = self.temperature == 0.0
+        return SamplingConfig(temperature=1.0 if greedy else self.temperature,
+                              top_p=self.top_p, top_k=self.top_k, greedy=greedy,
+                              max_new_tokens=self.max_new_tokens,
+                              stop_token_ids=tuple(stop_token_ids), pad_id=pad_id)
 
     def max_nodes_at_turn(self, num_tasks: int, turn: int) -> int:
         """Nodes at 1-based `turn` when nothing terminates: P·J^(turn−1)."""

@@ -20,22 +20,12 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
-from mtrl.credit.joint_actions import joint_action_index
+from mtrl.credit import joint_action_index, termination_mask
 from mtrl.envs.base import Environment
 from mtrl.rollout.backend import Contexts, PolicyBackend
 from mtrl.rollout.config import RolloutConfig
 from mtrl.rollout.formatting import PlainFormat
 from mtrl.rollout.tree import TreeRollout, TurnRecord
-
-
-def node_expands(rewards: np.ndarray, threshold: float | None) -> np.ndarray:
-    """[M, J] immediate rewards -> [M] bool: expand iff mean_j r <= threshold.
-
-    Equality does not terminate (the rule is "strictly above").
-    """
-    if threshold is None:
-        return np.ones(rewards.shape[0], bool)
-    return ~(rewards.mean(axis=1) > threshold)
 
 
 def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, tokenizer,
@@ -102,7 +92,8 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
         env_s += time.perf_counter() - t0
 
         rewards = np.array([r.reward for r in results], np.float32).reshape(m_count, j_count)
-        expands = node_expands(rewards, config.termination_threshold)
+        # The credit library's rule: expand iff mean_j r <= threshold (equality expands).
+        expands = np.array(termination_mask(rewards, config.termination_threshold)[:, 0])
         if turn == config.num_turns:
             expands[:] = False
         names = sorted(results[0].components) if results else []

@@ -1,0 +1,155 @@
+"""The embedded default task family: infer an integer function from one example.
+
+Family. A member is f(x) = g(x) + b with a term g from a small registered set
+(default: x, 2*x, 3*x, x*x, -x; see `terms.py`) and an integer offset b in a range
+(default -9..9). The agent is shown the function's name and ONE example, e.g.
+
+    Write a function f(x) on integers with f(0) == 7.
+
+and must answer with a one-line program such as `def f(x):\n    return 2*x+7`.
+The hidden tests are a few asserts at other points (`assert f(-2) == 3`, ...).
+
+Ambiguity. One point does not determine a member: with the default example at
+x = 0 every term vanishes, so all |terms| members with that offset (x+7, 2*x+7,
+3*x+7, x*x+7, -x+7) fit it, and turn-1 success is at most 1/|terms| (20% by
+default) for a policy that guesses the term well. Examples away from 0
+(`example_xs`) still fit several members but also need arithmetic for b.
+
+Why feedback helps. The FIRST hidden test is a probe point chosen so that the
+example and the probe together single out the true function among all family
+members that fit the example. Any in-family wrong guess therefore fails the first
+test, which is exactly the test that `level_feedback` with sandbox_slice = 1 shows:
+the turn-2 prompt carries a second point, and two points determine the member.
+The other tests then check the answer away from those two points.
+
+Splits. Held-out functions are those whose offset lies in a held-out subset of the
+offset range (seeded), so no held-out function appears in train; train tasks whose
+example coincides with a held-out example are dropped as well, so a held-out
+prompt never appears in train with a different answer (which would teach the
+policy to avoid exactly the held-out answers). Individual assert strings can
+coincide across splits (different functions can agree at one point); the pair
+(example, first test), which identifies a function, cannot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from mtrl.data.synthetic.terms import TERMS
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class IntFunction:
+    """f(x) = g(x) + offset, g the registered term `term`."""
+
+    term: str
+    offset: int
+
+    def __post_init__(self):
+        if self.term not in TERMS:
+            raise ValueError(f"unknown term {self.term!r}; valid: {', '.join(TERMS.names())}")
+
+    def __call__(self, x: int) -> int:
+        return TERMS.get(self.term).apply(x) + self.offset
+
+    @property
+    def expression(self) -> str:
+        """Canonical Python source: '2*x+7', 'x*x-3', '-x' (offset 0 omitted)."""
+        return with_offset(TERMS.get(self.term).expression, self.offset)
+
+
+def with_offset(base: str, offset: int) -> str:
+    """`base` plus an integer as source: ('2*x', 7) -> '2*x+7', ('aux(x)', -3) ->
+    'aux(x)-3', (base, 0) -> base."""
+    if offset > 0:
+        return f"{base}+{offset}"
+    if offset < 0:
+        return f"{base}-{-offset}"
+    return base
+
+
+@dataclasses.dataclass(frozen=True)
+class FamilyConfig:
+    """Which functions exist and how their tasks look.
+
+    terms: registered term names (see `TERMS`).
+    offset_range: inclusive (low, high) range of b.
+    example_xs: points where the one shown example may be taken.
+    test_xs: points where hidden tests may be taken (the example's x is excluded).
+    num_tests: hidden asserts per task; the first one is the disambiguating probe.
+    heldout_offset_fraction: share of the offsets whose functions are held out.
+    entry_point: the function name the prompt asks for and the tests call.
+    """
+
+    terms: tuple[str, ...] = ("x", "2x", "3x", "square", "neg")
+    offset_range: tuple[int, int] = (-9, 9)
+    example_xs: tuple[int, ...] = (0,)
+    test_xs: tuple[int, ...] = (-3, -2, -1, 1, 2, 3, 4)
+    num_tests: int = 3
+    heldout_offset_fraction: float = 0.25
+    entry_point: str = "f"
+
+    def __post_init__(self):
+        for name in ("terms", "example_xs", "test_xs", "offset_range"):
+            if not isinstance(getattr(self, name), tuple):
+                raise TypeError(f"FamilyConfig.{name} must be a tuple")
+        if len(self.terms) < 2 or len(set(self.terms)) != len(self.terms):
+            raise ValueError(f"FamilyConfig.terms must be >= 2 distinct names, got {self.terms}")
+        for term in self.terms:
+            TERMS.get(term)  # raises with the valid names
+        if len(self.offset_range) != 2 or self.offset_range[0] > self.offset_range[1]:
+            raise ValueError(f"FamilyConfig.offset_range must be (low, high) with low <= high, "
+                             f"got {self.offset_range}")
+        if self.num_offsets < 2:
+            raise ValueError("FamilyConfig.offset_range must hold >= 2 offsets to split")
+        if not self.example_xs or len(set(self.example_xs)) != len(self.example_xs):
+            raise ValueError(f"FamilyConfig.example_xs must be distinct and non-empty, "
+                             f"got {self.example_xs}")
+        if len(set(self.test_xs)) != len(self.test_xs):
+            raise ValueError(f"FamilyConfig.test_xs must be distinct, got {self.test_xs}")
+        if self.num_tests < 1:
+            raise ValueError(f"FamilyConfig.num_tests must be >= 1, got {self.num_tests}")
+        for x0 in self.example_xs:
+            if len(set(self.test_xs) - {x0}) < self.num_tests:
+                raise ValueError(f"FamilyConfig.test_xs has fewer than num_tests="
+                                 f"{self.num_tests} points besides the example x={x0}")
+        if not 0.0 < self.heldout_offset_fraction < 1.0:
+            raise ValueError(f"FamilyConfig.heldout_offset_fraction must be in (0, 1), "
+                             f"got {self.heldout_offset_fraction}")
+        if not self.entry_point.isidentifier() or self.entry_point in ("x", "aux"):
+            raise ValueError(f"FamilyConfig.entry_point must be an identifier other than "
+                             f"'x' and 'aux', got {self.entry_point!r}")
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        low, high = self.offset_range
+        return tuple(range(low, high + 1))
+
+    @property
+    def num_offsets(self) -> int:
+        return self.offset_range[1] - self.offset_range[0] + 1
+
+    @property
+    def num_heldout_offsets(self) -> int:
+        count = round(self.heldout_offset_fraction * self.num_offsets)
+        return min(max(count, 1), self.num_offsets - 1)
+
+    def members(self) -> tuple[IntFunction, ...]:
+        """Every function of the family, term-major."""
+        return tuple(IntFunction(term, b) for term in self.terms for b in self.offsets)
+
+
+def consistent_members(config: FamilyConfig, x: int, y: int) -> tuple[IntFunction, ...]:
+    """The family members f with f(x) == y: the hypotheses one example leaves open."""
+    return tuple(member for member in config.members() if member(x) == y)
+
+
+def separating_probes(config: FamilyConfig, function: IntFunction,
+                      example_x: int) -> tuple[int, ...]:
+    """Test points x1 (from `test_xs`, not the example's) where `function` differs
+    from every other member that fits its example: the example and f(x1) together
+    identify `function` within the family."""
+    rivals = [m for m in consistent_members(config, example_x, function(example_x))
+              if m != function]
+    return tuple(x1 for x1 in config.test_xs
+                 if x1 != example_x and all(r(x1) != function(x1) for r in rivals))

@@ -1,0 +1,18 @@
+"""Short role prompts for the synthetic family and a tiny byte-level model.
+
+The code environment's default templates spend ~300 bytes on instructions, more
+than a ~1M-parameter model trained from scratch should have to attend over. These
+keep every first-turn prompt under ~110 bytes (task text included) while saying
+the same things: which function each agent writes and that main may call aux.
+"""
+
+from __future__ import annotations
+
+from mtrl.envs.code.prompts import PromptTemplates
+
+TINY_PROMPT_TEMPLATES = PromptTemplates(
+    single="{prompt}",
+    helper="{prompt} You write {aux}(x); {entry_point} will call it.",
+    main="{prompt} You write {entry_point}; you may call {aux}(x).",
+    revise="Revise {function}.",
+)

@@ -1,0 +1,163 @@
+"""Seeded generation of the synthetic "infer an integer function" tasks and splits.
+
+Determinism: everything derives from `seed` through numpy's PCG64 generator, with
+one independent stream per purpose (which offsets are held out, the train tasks,
+the held-out tasks), so generating more train tasks never changes the held-out
+ones and `load_intfn_tasks(split=...)` returns the same tasks as `make_splits`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+import numpy as np
+
+from mtrl.data.synthetic.family import (FamilyConfig, IntFunction, consistent_members,
+                                        separating_probes)
+from mtrl.envs.code.task import CodeTask
+
+Split = Literal["train", "heldout"]
+SPLITS = ("train", "heldout")
+_STREAM = {"offsets": 0, "train": 1, "heldout": 2}
+_ATTEMPTS_PER_TASK = 50
+
+
+@dataclasses.dataclass(frozen=True)
+class SyntheticTask:
+    """A CodeTask plus what generated it (for demonstrations, tests and analysis)."""
+
+    task: CodeTask
+    function: IntFunction
+    example_x: int
+    split: Split
+
+    @property
+    def example_y(self) -> int:
+        return self.function(self.example_x)
+
+
+@dataclasses.dataclass(frozen=True)
+class SyntheticSplits:
+    train: tuple[SyntheticTask, ...]
+    heldout: tuple[SyntheticTask, ...]
+    heldout_offsets: tuple[int, ...]
+
+    def code_tasks(self, split: Split) -> list[CodeTask]:
+        return [item.task for item in getattr(self, _checked(split))]
+
+
+def _checked(split: str) -> str:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    return split
+
+
+def _rng(seed: int, purpose: str) -> np.random.Generator:
+    return np.random.default_rng([int(seed), _STREAM[purpose]])
+
+
+def heldout_offsets(config: FamilyConfig, seed: int) -> tuple[int, ...]:
+    """The offsets whose functions form the held-out split (sorted)."""
+    chosen = _rng(seed, "offsets").choice(config.num_offsets, config.num_heldout_offsets,
+                                          replace=False)
+    return tuple(sorted(config.offsets[int(i)] for i in chosen))
+
+
+def task_prompt(entry_point: str, example_x: int, example_y: int) -> str:
+    """'Write a function f(x) on integers with f(0) == 7.' (49 bytes)."""
+    return (f"Write a function {entry_point}(x) on integers with "
+            f"{entry_point}({example_x}) == {example_y}.")
+
+
+def canonical_program(function: IntFunction, entry_point: str) -> str:
+    return f"def {entry_point}(x):\n    return {function.expression}\n"
+
+
+def _make_task(config: FamilyConfig, function: IntFunction, example_x: int, probe: int,
+               others: list[int], task_id: str, split: Split) -> SyntheticTask:
+    name = config.entry_point
+    tests = tuple(f"assert {name}({x}) == {function(x)}" for x in [probe, *others])
+    code_task = CodeTask(task_id=task_id,
+                         prompt=task_prompt(name, example_x, function(example_x)),
+                         entry_point=name, tests=tests,
+                         canonical_solution=canonical_program(function, name))
+    return SyntheticTask(code_task, function, example_x, split)
+
+
+def _generate(config: FamilyConfig, split: Split, offsets: tuple[int, ...],
+              forbidden_examples: frozenset, num_tasks: int,
+              seed: int) -> tuple[SyntheticTask, ...]:
+    rng = _rng(seed, split)
+    candidates = []  # (function, example_x, probes) with at least one probe
+    for term in config.terms:
+        for b in offsets:
+            function = IntFunction(term, b)
+            for x0 in config.example_xs:
+                if (x0, function(x0)) in forbidden_examples:
+                    continue
+                probes = separating_probes(config, function, x0)
+                if probes:
+                    candidates.append((function, x0, probes))
+    if not candidates:
+        raise ValueError(f"no {split} function of this family can be identified by one "
+                         "example and one test; widen test_xs or change the terms")
+    tasks: list[SyntheticTask] = []
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for _ in range(num_tasks * _ATTEMPTS_PER_TASK):
+        if len(tasks) == num_tasks:
+            break
+        function, x0, probes = candidates[int(rng.integers(len(candidates)))]
+        probe = probes[int(rng.integers(len(probes)))]
+        rest = [x for x in config.test_xs if x not in (x0, probe)]
+        others = [rest[int(i)] for i in rng.permutation(len(rest))[:config.num_tests - 1]]
+        task = _make_task(config, function, x0, probe, others,
+                          f"intfn/{split}/{len(tasks):05d}", split)
+        key = (task.task.prompt, task.task.tests)
+        if key not in seen:
+            seen.add(key)
+            tasks.append(task)
+    if len(tasks) < num_tasks:
+        raise ValueError(f"the family has too few distinct {split} tasks for "
+                         f"num_tasks={num_tasks} (found {len(tasks)})")
+    return tuple(tasks)
+
+
+def make_splits(config: FamilyConfig = FamilyConfig(), *, num_train: int = 2000,
+                num_heldout: int = 200, seed: int = 0) -> SyntheticSplits:
+    """Train and held-out tasks of the family, disjoint in functions and prompts.
+
+    Functions are drawn uniformly over the terms, then offsets of the split, then
+    example points, so that for an example at 0 every term is equally likely given
+    the prompt (turn-1 success of the best guesser = 1/|terms|).
+    """
+    if num_train < 0 or num_heldout < 0:
+        raise ValueError(f"task counts must be >= 0, got {num_train}, {num_heldout}")
+    held = heldout_offsets(config, seed)
+    train_offsets = tuple(b for b in config.offsets if b not in held)
+    heldout_examples = frozenset(
+        (x0, f(x0)) for f in config.members() if f.offset in held for x0 in config.example_xs)
+    heldout = _generate(config, "heldout", held, frozenset(), num_heldout, seed)
+    train = _generate(config, "train", train_offsets, heldout_examples, num_train, seed)
+    return SyntheticSplits(train=train, heldout=heldout, heldout_offsets=held)
+
+
+def ambiguity(config: FamilyConfig, item: SyntheticTask) -> int:
+    """How many family members fit the task's shown example (1 = unambiguous)."""
+    return len(consistent_members(config, item.example_x, item.example_y))
+
+
+def load_intfn_tasks(path: Any = None, split: str = "train", *, seed: int = 0,
+                     num_tasks: int | None = None, **config: Any) -> list[CodeTask]:
+    """`DATASETS`-style loader: the built-in family needs no file (`path` must be
+    None). num_tasks defaults to 2000 (train) / 200 (heldout); `config` holds
+    FamilyConfig fields (lists are accepted for its tuple fields)."""
+    if path is not None:
+        raise ValueError("the synthetic integer-function tasks are generated; pass path=None")
+    split = _checked(split)
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
+    family = FamilyConfig(**fields)
+    counts = {"num_train": 0, "num_heldout": 0}
+    counts["num_" + split] = num_tasks if num_tasks is not None else (
+        2000 if split == "train" else 200)
+    return make_splits(family, seed=seed, **counts).code_tasks(split)

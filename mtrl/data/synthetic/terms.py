@@ -1,0 +1,47 @@
+"""The integer terms g(x) that functions of the synthetic family are built from.
+
+A family member is f(x) = g(x) + b. Every term here is 0 at x = 0, so an example
+shown at x = 0 reveals the offset b and nothing about g: that is the ambiguity the
+family is built on (see `mtrl.data.synthetic.family`). Terms are registered by name
+(DESIGN.md section 6, rule 10); a config lists the names it draws from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from mtrl.registry import Registry
+
+
+@dataclasses.dataclass(frozen=True)
+class Term:
+    """g(x) both as Python source (`expression`, in the variable x) and as a
+    function (`apply`); tests check that the two agree."""
+
+    name: str
+    expression: str
+    apply: Callable[[int], int]
+
+    def __post_init__(self):
+        if not self.name:
+            raise ValueError("Term.name must be non-empty")
+        if "x" not in self.expression:
+            raise ValueError(f"Term {self.name!r}: expression must use x, got {self.expression!r}")
+
+
+TERMS: Registry[Term] = Registry("integer term")
+
+
+def _register(term: Term) -> None:
+    TERMS.register(term.name)(term)
+
+
+_register(Term("x", "x", lambda x: x))
+_register(Term("2x", "2*x", lambda x: 2 * x))
+_register(Term("3x", "3*x", lambda x: 3 * x))
+_register(Term("4x", "4*x", lambda x: 4 * x))
+_register(Term("neg", "-x", lambda x: -x))
+_register(Term("square", "x*x", lambda x: x * x))
+_register(Term("mod3", "x%3", lambda x: x % 3))  # Python's %: result in {0, 1, 2}
+_register(Term("half", "x//2", lambda x: x // 2))  # floor division, rounds down

@@ -1,0 +1,173 @@
+"""Building blocks of the decoder: RMSNorm, grouped-query attention, SwiGLU MLP.
+
+Parameter names follow Hugging Face (q_proj, input_layernorm, ...) so that checkpoint
+conversion is a rename plus a transpose; kernels are [in, out] (flax convention).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from mtrl.models.config import ModelConfig
+from mtrl.models.rope import apply_rotary
+
+# Finite stand-in for -inf: a query with no visible key gets a uniform, finite softmax
+# (then zeroed), never NaN.
+MASK_VALUE = -1e30
+
+
+class RMSNorm(nnx.Module):
+    """Root-mean-square norm (Zhang & Sennrich 2019), Hugging Face Llama/Qwen numerics.
+
+      y = weight * (x / sqrt(mean(x^2) + eps))
+
+    The normalisation runs in float32; the result is cast back to x's dtype before the
+    weight multiplies it (LlamaRMSNorm does the same). eps is added inside the sqrt.
+    """
+
+    def __init__(self, dim: int, *, eps: float, param_dtype: jnp.dtype):
+        self.eps = eps
+        self.weight = nnx.Param(jnp.ones((dim,), param_dtype))
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        if x.shape[-1] != self.weight.shape[0]:
+            raise ValueError(f"last axis {x.shape[-1]} != norm size {self.weight.shape[0]}")
+        x32 = x.astype(jnp.float32)
+        normed = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + self.eps)
+        return self.weight[...].astype(x.dtype) * normed.astype(x.dtype)
+
+
+def _linear(config: ModelConfig, in_dim: int, out_dim: int, bias: bool,
+            rngs: nnx.Rngs) -> nnx.Linear:
+    return nnx.Linear(
+        in_dim, out_dim, use_bias=bias, dtype=config.compute_dtype,
+        param_dtype=config.weight_dtype,
+        kernel_init=nnx.initializers.normal(config.initializer_range),
+        bias_init=nnx.initializers.zeros_init(), rngs=rngs)
+
+
+def grouped_attention(q: jax.Array, blocks: Sequence[tuple[jax.Array, jax.Array, jax.Array]]
+                      ) -> jax.Array:
+    """Scaled dot-product attention with grouped key/value heads over blocks of keys.
+
+      out = softmax(mask(q k^T / sqrt(head_dim))) v     (Vaswani et al. 2017; grouped
+                                                         heads: Ainslie et al. 2023)
+
+    q [B, L, KV, G, D]: the G query heads of group j share key/value head j.
+    blocks: (k, v, mask) with k, v [B, S_i, KV, D] and mask [B, L, S_i] bool (True = may
+    attend). The softmax runs jointly over all blocks' keys, so a cache and the new
+    tokens can be attended without concatenating (copying) the cache. Scores and softmax
+    are float32; probabilities are cast to q's dtype for the value product (transformers'
+    eager attention does the same). A row with no visible key returns zeros.
+    """
+    if q.ndim != 5:
+        raise ValueError(f"q must be [B, L, KV, G, D], got shape {q.shape}")
+    b, l, kv, _, d = q.shape
+    if not blocks:
+        raise ValueError("need at least one (k, v, mask) block")
+    scores, masks = [], []
+    for k, v, mask in blocks:
+        if k.ndim != 4 or k.shape[0] != b or k.shape[2:] != (kv, d) or v.shape != k.shape:
+            raise ValueError(f"k, v must be [B, S, {kv}, {d}] matching q {q.shape}; "
+                             f"got {k.shape}, {v.shape}")
+        if mask.shape != (b, l, k.shape[1]):
+            raise ValueError(f"mask must be {(b, l, k.shape[1])}, got {mask.shape}")
+        scores.append(jnp.einsum("blkgd,bskd->bkgls", q, k.astype(q.dtype),
+                                 preferred_element_type=jnp.float32))
+        masks.append(mask)
+    scores = jnp.concatenate(scores, axis=-1) * (d ** -0.5)
+    visible = jnp.concatenate(masks, axis=-1)[:, None, None, :, :]
+    probs = jax.nn.softmax(jnp.where(visible, scores, MASK_VALUE), axis=-1)
+    probs = jnp.where(visible.any(axis=-1, keepdims=True), probs, 0.0).astype(q.dtype)
+    out, start = 0, 0
+    for k, v, _ in blocks:
+        size = k.shape[1]
+        out = out + jnp.einsum("bkgls,bskd->blkgd", probs[..., start:start + size],
+                               v.astype(q.dtype))
+        start += size
+    return out
+
+
+class Attention(nnx.Module):
+    """Grouped-query self-attention with rotary embeddings, optional q/k/v bias (Qwen2)
+    and per-head q/k RMSNorm before the rotation (Qwen3)."""
+
+    def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
+        d, hd = config.hidden_size, config.head_dim
+        self.num_heads, self.num_kv_heads, self.head_dim = config.num_heads, config.num_kv_heads, hd
+        self.q_proj = _linear(config, d, config.num_heads * hd, config.attention_bias, rngs)
+        self.k_proj = _linear(config, d, config.num_kv_heads * hd, config.attention_bias, rngs)
+        self.v_proj = _linear(config, d, config.num_kv_heads * hd, config.attention_bias, rngs)
+        self.o_proj = _linear(config, config.num_heads * hd, d, config.attention_out_bias, rngs)
+        if config.qk_norm:
+            self.q_norm = RMSNorm(hd, eps=config.rms_norm_eps, param_dtype=config.weight_dtype)
+            self.k_norm = RMSNorm(hd, eps=config.rms_norm_eps, param_dtype=config.weight_dtype)
+        else:
+            self.q_norm = self.k_norm = None
+
+    def project(self, x: jax.Array, cos: jax.Array, sin: jax.Array
+                ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """x [B, L, hidden] -> rotated q [B, L, KV, G, D], rotated k and v [B, L, KV, D]."""
+        b, l, _ = x.shape
+        q = self.q_proj(x).reshape(b, l, self.num_heads, self.head_dim)
+        k = self.k_proj(x).reshape(b, l, self.num_kv_heads, self.head_dim)
+        v = self.v_proj(x).reshape(b, l, self.num_kv_heads, self.head_dim)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        # Query head h uses kv head h // G (transformers' repeat_kv order).
+        q = q.reshape(b, l, self.num_kv_heads, self.num_heads // self.num_kv_heads, self.head_dim)
+        return q, k, v
+
+    def output(self, attended: jax.Array) -> jax.Array:
+        """attended [B, L, KV, G, D] -> [B, L, hidden]."""
+        b, l = attended.shape[:2]
+        return self.o_proj(attended.reshape(b, l, self.num_heads * self.head_dim))
+
+
+class MLP(nnx.Module):
+    """SwiGLU feed-forward (Shazeer 2020): down(silu(gate(x)) * up(x))."""
+
+    def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
+        d, f = config.hidden_size, config.intermediate_size
+        self.gate_proj = _linear(config, d, f, config.mlp_bias, rngs)
+        self.up_proj = _linear(config, d, f, config.mlp_bias, rngs)
+        self.down_proj = _linear(config, f, d, config.mlp_bias, rngs)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        return self.down_proj(jax.nn.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderBlock(nnx.Module):
+    """Pre-norm residual block: x + attn(norm(x)), then + mlp(norm(.))."""
+
+    def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
+        eps, pdt = config.rms_norm_eps, config.weight_dtype
+        self.input_layernorm = RMSNorm(config.hidden_size, eps=eps, param_dtype=pdt)
+        self.self_attn = Attention(config, rngs=rngs)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, eps=eps, param_dtype=pdt)
+        self.mlp = MLP(config, rngs=rngs)
+
+    def __call__(self, x: jax.Array, cos: jax.Array, sin: jax.Array, mask: jax.Array,
+                 past: tuple[jax.Array, jax.Array] | None = None
+                 ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """One layer.
+
+        x [B, L, hidden]; mask [B, L, S + L] where the first S columns refer to `past`
+        (k, v [B, S, KV, D], already written slots) and the last L to the new tokens.
+        Returns the new hidden states and the new tokens' k, v [B, L, KV, D] (rotated),
+        which the caller writes into its cache.
+        """
+        q, k, v = self.self_attn.project(self.input_layernorm(x), cos, sin)
+        if past is None:
+            blocks = [(k, v, mask)]
+        else:
+            past_len = past[0].shape[1]
+            blocks = [(past[0], past[1], mask[:, :, :past_len]), (k, v, mask[:, :, past_len:])]
+        x = x + self.self_attn.output(grouped_attention(q, blocks))
+        x = x + self.mlp(self.post_attention_layernorm(x))
+        return x, k, v

@@ -1,0 +1,215 @@
+"""Decoder-only transformer (Llama 3 / Qwen2 / Qwen3) in Flax NNX.
+
+Parameter layout (nnx.state(model) paths; layers are stacked on a leading axis of size
+num_layers and run with one `jax.lax.scan`, so compile time does not grow with depth):
+
+  embed_tokens.embedding                      [V, D]
+  layers.input_layernorm.weight               [layers, D]
+  layers.self_attn.{q,k,v}_proj.kernel        [layers, D, heads*head_dim]  (+ .bias if any)
+  layers.self_attn.o_proj.kernel              [layers, heads*head_dim, D]
+  layers.self_attn.{q,k}_norm.weight          [layers, head_dim]           (qk_norm only)
+  layers.post_attention_layernorm.weight      [layers, D]
+  layers.mlp.{gate,up}_proj.kernel            [layers, D, F]
+  layers.mlp.down_proj.kernel                 [layers, F, D]
+  norm.weight                                 [D]
+  lm_head.kernel                              [D, V]   (absent when embeddings are tied)
+
+The model is pure: `__call__` reads parameters only and returns the new cache, so
+`nnx.merge(graphdef, state)(...)` works under jax.jit and under jax.vmap over a state
+stacked on a leading (agent) axis.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from mtrl.models.config import ModelConfig
+from mtrl.models.kv_cache import KVCache
+from mtrl.models.layers import DecoderBlock, RMSNorm
+from mtrl.models.rope import inverse_frequencies, rotary_cos_sin
+
+
+def init_cache(config: ModelConfig, batch: int, max_len: int, dtype=None) -> KVCache:
+    """An empty KVCache for `batch` rows and `max_len` slots (dtype: config.dtype)."""
+    if batch <= 0 or max_len <= 0:
+        raise ValueError(f"batch and max_len must be > 0, got {batch}, {max_len}")
+    return KVCache.init(num_layers=config.num_layers, batch=batch, max_len=max_len,
+                        num_kv_heads=config.num_kv_heads, head_dim=config.head_dim,
+                        dtype=config.compute_dtype if dtype is None else dtype)
+
+
+def default_positions(token_mask: jax.Array, offset: jax.Array | int = 0) -> jax.Array:
+    """int32 [B, L] rotary positions: offset + the number of real tokens before each token.
+
+    A real token's position is its 0-based index among its row's real tokens (plus the
+    real tokens already in the cache, `offset` [B, 1]); padding gets the position the
+    next real token will have (it is never attended, so only finiteness matters).
+    """
+    if token_mask.ndim != 2:
+        raise ValueError(f"token_mask must be [B, L], got shape {token_mask.shape}")
+    mask = token_mask.astype(jnp.int32)
+    return (jnp.cumsum(mask, axis=1) - mask + offset).astype(jnp.int32)
+
+
+class Transformer(nnx.Module):
+    """Decoder-only language model; see the module docstring for the parameter layout."""
+
+    def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
+        self.config = config
+        self.embed_tokens = nnx.Embed(
+            config.vocab_size, config.hidden_size, dtype=config.compute_dtype,
+            param_dtype=config.weight_dtype,
+            embedding_init=nnx.initializers.normal(config.initializer_range), rngs=rngs)
+        self.layers = _stacked_blocks(config, rngs.params())
+        self.norm = RMSNorm(config.hidden_size, eps=config.rms_norm_eps,
+                            param_dtype=config.weight_dtype)
+        if config.tie_word_embeddings:
+            self.lm_head = None
+        else:
+            self.lm_head = nnx.Linear(
+                config.hidden_size, config.vocab_size, use_bias=False,
+                dtype=config.compute_dtype, param_dtype=config.weight_dtype,
+                kernel_init=nnx.initializers.normal(config.initializer_range), rngs=rngs)
+
+    def __call__(self, tokens: jax.Array, *, positions: jax.Array | None = None,
+                 token_mask: jax.Array | None = None, cache: KVCache | None = None):
+        """Logits for a batch of token rows, optionally extending a KV cache.
+
+        tokens int32 [B, L]. token_mask bool [B, L] (default all True): False marks
+        padding, which neither attends nor is attended to, anywhere in a row. positions
+        int32 [B, L] (default `default_positions`: the count of real tokens before the
+        token in its row, including those already in the cache).
+
+        cache None: returns logits float32 [B, L, V], causal attention among real tokens.
+        cache KVCache: writes the L tokens' keys/values at slots [index, index + L)
+        (padding written but marked invalid); the query at slot s attends to key slots
+        s' <= s with valid[s']. Returns (logits, new_cache), index advanced by L. The
+        caller keeps index + L <= cache.max_len (not checkable inside jit: an overflow
+        would clamp the write).
+        """
+        tokens, positions, token_mask = self._check_inputs(tokens, positions, token_mask, cache)
+        graph, state = nnx.split(self)
+        logits, new_cache = _jitted_forward(graph, state, tokens, positions, token_mask, cache,
+                                            want_logits=True)
+        return logits if cache is None else (logits, new_cache)
+
+    def hidden_states(self, tokens: jax.Array, *, positions: jax.Array | None = None,
+                      token_mask: jax.Array | None = None, cache: KVCache | None = None
+                      ) -> tuple[jax.Array, KVCache | None]:
+        """Final-norm hidden states [B, L, D] (compute dtype) and the new cache (or None);
+        same arguments as __call__. `logits(hidden)` finishes the forward pass."""
+        tokens, positions, token_mask = self._check_inputs(tokens, positions, token_mask, cache)
+        graph, state = nnx.split(self)
+        return _jitted_forward(graph, state, tokens, positions, token_mask, cache,
+                               want_logits=False)
+
+    def _check_inputs(self, tokens, positions, token_mask, cache):
+        config = self.config
+        if tokens.ndim != 2:
+            raise ValueError(f"tokens must be [B, L], got shape {tokens.shape}")
+        if not jnp.issubdtype(tokens.dtype, jnp.integer):
+            raise ValueError(f"tokens must be integers, got {tokens.dtype}")
+        batch, length = tokens.shape
+        if token_mask is None:
+            token_mask = jnp.ones((batch, length), bool)
+        if token_mask.shape != tokens.shape:
+            raise ValueError(f"token_mask shape {token_mask.shape} != tokens {tokens.shape}")
+        token_mask = token_mask.astype(bool)
+        if cache is not None:
+            if cache.batch != batch:
+                raise ValueError(f"cache batch {cache.batch} != tokens batch {batch}")
+            if length > cache.max_len:
+                raise ValueError(f"{length} tokens do not fit a cache of {cache.max_len} slots")
+            expected = (config.num_layers, batch, cache.max_len, config.num_kv_heads,
+                        config.head_dim)
+            if cache.k.shape != expected or cache.v.shape != expected:
+                raise ValueError(f"cache k/v shapes {cache.k.shape}, {cache.v.shape} != {expected}")
+        if positions is not None and positions.shape != tokens.shape:
+            raise ValueError(f"positions shape {positions.shape} != tokens {tokens.shape}")
+        return tokens, positions, token_mask
+
+    def _forward(self, tokens: jax.Array, positions: jax.Array | None, token_mask: jax.Array,
+                 cache: KVCache | None) -> tuple[jax.Array, KVCache | None]:
+        """hidden_states after validation (traced inside _jitted_forward)."""
+        config = self.config
+        length = tokens.shape[1]
+        if positions is None:
+            offset = 0 if cache is None else cache.num_tokens()[:, None]
+            positions = default_positions(token_mask, offset)
+        dtype = config.compute_dtype
+        inv_freq = inverse_frequencies(config.head_dim, config.rope_theta, config.rope_scaling)
+        cos, sin = rotary_cos_sin(positions, inv_freq, dtype)
+        causal = jnp.tril(jnp.ones((length, length), bool))
+        new_mask = causal[None] & token_mask[:, None, :] & token_mask[:, :, None]
+        if cache is not None:
+            written = jnp.arange(cache.max_len) < cache.index
+            past_mask = (cache.valid & written)[:, None, :] & token_mask[:, :, None]
+            mask = jnp.concatenate([past_mask, new_mask], axis=-1)
+        else:
+            mask = new_mask
+
+        block_graph, block_state = nnx.split(self.layers)
+
+        def layer(h, xs):
+            params, past = xs
+            h, k, v = nnx.merge(block_graph, params)(h, cos, sin, mask, past)
+            return h, (k, v)
+
+        h = self.embed_tokens(tokens).astype(dtype)
+        past = None if cache is None else (cache.k, cache.v)
+        h, (k_new, v_new) = jax.lax.scan(layer, h, (block_state, past))
+        h = self.norm(h)
+        if cache is None:
+            return h, None
+        start = (0, 0, cache.index, 0, 0)
+        new_cache = KVCache(
+            k=jax.lax.dynamic_update_slice(cache.k, k_new.astype(cache.k.dtype), start),
+            v=jax.lax.dynamic_update_slice(cache.v, v_new.astype(cache.v.dtype), start),
+            valid=jax.lax.dynamic_update_slice(cache.valid, token_mask, (0, cache.index)),
+            index=cache.index + length,
+        )
+        return h, new_cache
+
+    def logits(self, hidden: jax.Array) -> jax.Array:
+        """float32 [..., V] logits from final hidden states; the product accumulates in
+        float32 whatever the compute dtype (the log-probabilities RL trains on)."""
+        if hidden.shape[-1] != self.config.hidden_size:
+            raise ValueError(f"hidden size {hidden.shape[-1]} != {self.config.hidden_size}")
+        if self.lm_head is None:
+            table = self.embed_tokens.embedding[...].astype(hidden.dtype)
+            return jnp.einsum("...d,vd->...v", hidden, table, preferred_element_type=jnp.float32)
+        kernel = self.lm_head.kernel[...].astype(hidden.dtype)
+        return jnp.einsum("...d,dv->...v", hidden, kernel, preferred_element_type=jnp.float32)
+
+
+def _forward(graph: nnx.GraphDef, state: nnx.State, tokens, positions, token_mask, cache,
+             *, want_logits: bool):
+    model = nnx.merge(graph, state)
+    hidden, new_cache = model._forward(tokens, positions, token_mask, cache)
+    return (model.logits(hidden) if want_logits else hidden), new_cache
+
+
+# One compiled program per shape, so eager calls are fast too; inside a caller's jit or
+# vmap this nested jit is simply inlined.
+_jitted_forward = jax.jit(_forward, static_argnums=0, static_argnames="want_logits")
+
+
+def _stacked_blocks(config: ModelConfig, key: jax.Array) -> DecoderBlock:
+    """num_layers independently initialised blocks whose parameters are stacked on a
+    leading axis (one module; scanned in Transformer._forward)."""
+    graph = nnx.graphdef(nnx.eval_shape(lambda: DecoderBlock(config, rngs=nnx.Rngs(0))))
+    return nnx.merge(graph, _init_block_states(config, jax.random.split(key, config.num_layers)))
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _init_block_states(config: ModelConfig, keys: jax.Array) -> nnx.State:
+    # Module-level and keyed on the (hashable) config: models of one config share a
+    # single compiled initialiser.
+    def init_one(layer_key):
+        return nnx.state(DecoderBlock(config, rngs=nnx.Rngs(params=layer_key)))
+
+    return jax.vmap(init_one)(keys)

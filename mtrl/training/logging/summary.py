@@ -1,0 +1,36 @@
+"""The few lines printed when a run ends: best step, best success, where it is."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Mapping
+
+from mtrl.training.logging.metrics import HELDOUT_SUCCESS
+from mtrl.training.logging.progress import format_duration
+
+
+def summary(*, total_steps: int, best_step: int | None, best_success: float | None,
+            best_checkpoint: str | os.PathLike | None, metric: str = HELDOUT_SUCCESS,
+            wall_s: float | None = None, final_metrics: Mapping[str, float] | None = None,
+            learning_curve: str | os.PathLike | None = None) -> str:
+    """A short human-readable end-of-run report (no trailing newline)."""
+    if total_steps < 0:
+        raise ValueError(f"total_steps must be >= 0, got {total_steps}")
+    if (best_step is None) != (best_success is None):
+        raise ValueError("best_step and best_success are given together or not at all")
+    took = "" if wall_s is None else f" in {format_duration(wall_s)}"
+    lines = [f"Run finished: {total_steps} steps{took}."]
+    if best_step is None:
+        lines.append(f"No held-out evaluation was recorded, so there is no best {metric}.")
+    else:
+        lines.append(f"Best {metric}: {best_success:.4f} at step {best_step}.")
+        where = "not saved" if best_checkpoint is None else os.fspath(best_checkpoint)
+        lines.append(f"Best checkpoint: {where}")
+    if final_metrics:
+        shown = ", ".join(f"{name} {value:.4g}" if math.isfinite(value) else f"{name} nan"
+                          for name, value in final_metrics.items())
+        lines.append(f"Last logged: {shown}")
+    if learning_curve is not None:
+        lines.append(f"Learning curve: {os.fspath(learning_curve)}")
+    return "\n".join(lines)
