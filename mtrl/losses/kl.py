@@ -1,0 +1,127 @@
+"""KL estimators against a reference policy: k1, k2, k3.
+
+For a token y_t sampled from π, let log r = log π_ref(y_t) − log π(y_t), i.e.
+r = π_ref/π. Estimators of KL(π ‖ π_ref) from that one sample (Schulman,
+"Approximating KL divergence", 2020):
+
+    k1 = −log r                    unbiased, high variance, can be negative
+    k2 = ½ (log r)²                biased (low for small KL), low variance, ≥ 0
+    k3 = r − log r − 1             unbiased, low variance, ≥ 0
+
+Worked check: π = 0.5, π_ref = 0.25 → k1 = 0.693147, k2 = 0.240227, k3 = 0.193147.
+
+k3 as a loss term is GRPO's choice (Shao et al. 2024, "DeepSeekMath"), added
+per token as β·k3 to the policy loss before aggregation; k1 summed over a
+sequence is the usual per-sequence reward penalty (the penalty itself is
+applied in mtrl.credit, which calls `sequence_kl`).
+
+Numerics: log r is clipped to ±LOG_RATIO_LIMIT (20) before exp, so k3 cannot
+overflow in float32; the clip also applies to k1 and k2 so the three
+estimators see the same log-ratio, and a token beyond the clip gets no
+gradient. Computation is in float32.
+
+All estimators take arrays of any one shape (the per-token [L] arrays of a
+sequence, or [B, L]) and are elementwise, hence jit- and vmap-safe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+from mtrl.losses.checks import check_bool, check_floating, check_shapes
+from mtrl.losses.interface import LOG_RATIO_LIMIT
+from mtrl.losses.masked import masked_mean, masked_sum
+from mtrl.registry import Registry
+
+KLEstimatorFn = Callable[[jax.Array, jax.Array], jax.Array]
+KL_ESTIMATORS: Registry[KLEstimatorFn] = Registry("KL estimator")
+
+SEQUENCE_REDUCTIONS = ("sum", "mean")
+
+
+def _log_ratio(logp: jax.Array, ref_logp: jax.Array) -> jax.Array:
+    """clip(log π_ref − log π, ±LOG_RATIO_LIMIT) in float32, after shape checks."""
+    if jnp.shape(logp) != jnp.shape(ref_logp):
+        raise ValueError(f"logp has shape {jnp.shape(logp)} but ref_logp has shape "
+                         f"{jnp.shape(ref_logp)}; they must match")
+    check_floating("logp", logp)
+    check_floating("ref_logp", ref_logp)
+    log_r = jnp.asarray(ref_logp, jnp.float32) - jnp.asarray(logp, jnp.float32)
+    return jnp.clip(log_r, -LOG_RATIO_LIMIT, LOG_RATIO_LIMIT)
+
+
+@KL_ESTIMATORS.register("k1")
+def kl_k1(logp: jax.Array, ref_logp: jax.Array) -> jax.Array:
+    """k1 = −log r = log π − log π_ref per token."""
+    return -_log_ratio(logp, ref_logp)
+
+
+@KL_ESTIMATORS.register("k2")
+def kl_k2(logp: jax.Array, ref_logp: jax.Array) -> jax.Array:
+    """k2 = ½ (log r)² per token."""
+    return 0.5 * jnp.square(_log_ratio(logp, ref_logp))
+
+
+@KL_ESTIMATORS.register("k3")
+def kl_k3(logp: jax.Array, ref_logp: jax.Array) -> jax.Array:
+    """k3 = r − log r − 1 per token, r = π_ref/π."""
+    log_r = _log_ratio(logp, ref_logp)
+    # expm1 keeps precision when r ≈ 1, where k3 ≈ ½(log r)² is tiny.
+    return jnp.expm1(log_r) - log_r
+
+
+def masked_kl(logp: jax.Array, ref_logp: jax.Array, mask: jax.Array, estimator: str = "k3") -> jax.Array:
+    """Per-token KL estimate where mask is true, exactly 0 (and no gradient) elsewhere.
+
+    Inputs outside the mask are zeroed before the estimator runs, so whatever
+    sits there (environment tokens, padding, inf) cannot reach the result.
+    """
+    if not jnp.shape(logp) == jnp.shape(ref_logp) == jnp.shape(mask):
+        raise ValueError(f"logp {jnp.shape(logp)}, ref_logp {jnp.shape(ref_logp)} and mask "
+                         f"{jnp.shape(mask)} must have one shape")
+    check_bool("mask", mask)
+    fn = KL_ESTIMATORS.get(estimator)
+    safe_logp = jnp.where(mask, jnp.asarray(logp, jnp.float32), 0.0)
+    safe_ref = jnp.where(mask, jnp.asarray(ref_logp, jnp.float32), 0.0)
+    return jnp.where(mask, fn(safe_logp, safe_ref), 0.0)
+
+
+def sequence_kl(logp_t: jax.Array, ref_logp_t: jax.Array, mask_t: jax.Array, *,
+                estimator: str = "k1", reduction: str = "sum") -> jax.Array:
+    """One sequence's KL estimate: Σ_t (or mean_t) of k(logp_t, ref_logp_t) over valid tokens.
+
+    This is the per-sequence quantity for a reward penalty r ← r − β·KL
+    (Ziegler et al. 2019; Ouyang et al. 2022 use the k1 sum). Takes [L]
+    arrays; vmap over sequences. `reduction="mean"` divides by max(n_valid, 1).
+    """
+    check_shapes("[L]", logp_t=logp_t, ref_logp_t=ref_logp_t, mask_t=mask_t)
+    if reduction not in SEQUENCE_REDUCTIONS:
+        raise ValueError(f"reduction must be one of {SEQUENCE_REDUCTIONS}, got {reduction!r}")
+    kl_t = masked_kl(logp_t, ref_logp_t, mask_t, estimator)
+    if reduction == "sum":
+        return masked_sum(kl_t, mask_t)
+    return masked_mean(kl_t, mask_t)
+
+
+@dataclasses.dataclass(frozen=True)
+class KLPenaltyConfig:
+    """A KL term β·k(π, π_ref) added per token to the policy loss (before aggregation).
+
+    estimator: a name in KL_ESTIMATORS ("k3" is GRPO's choice).
+    coef: β ≥ 0; 0 disables the term (the KL is still reported when a
+      reference is given).
+    """
+
+    estimator: str = "k3"
+    coef: float = 0.0
+
+    def __post_init__(self):
+        if self.estimator not in KL_ESTIMATORS:
+            raise ValueError(f"KLPenaltyConfig.estimator must be one of {KL_ESTIMATORS.names()}, "
+                             f"got {self.estimator!r}")
+        if not self.coef >= 0.0:
+            raise ValueError(f"KLPenaltyConfig.coef must be >= 0, got {self.coef}")
