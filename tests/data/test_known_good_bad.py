@@ -1,8 +1,8 @@
 """Known-good and known-bad programs through the real sandbox (issue 4, item 6).
 
 Every HumanEval canonical solution passes its original `check` (HumanEval mode) and
-its split asserts; the sanitized-MBPP references pass their tests with their setup,
-except the few listed in KNOWN_SANDBOX_GAPS; deliberately wrong programs (perturbed
+its split asserts; all 427 sanitized-MBPP references pass their tests with their
+setup; deliberately wrong programs (perturbed
 return values, `return None`, hand-written mistakes and cheats) fail.
 """
 
@@ -17,19 +17,6 @@ from mtrl.envs.sandbox.types import Program
 # machine, over the default 3 s per test.
 PATIENT_LIMITS = Limits(wall_s_per_test=30.0, wall_s_total=60.0, cpu_s=30.0)
 
-# Sanitized-MBPP references the sandbox cannot judge yet, with the error type the
-# judge reports. The references are right; the gaps are in the sandbox's boundary
-# (reported to the lead). When one starts passing, delete its entry.
-KNOWN_SANDBOX_GAPS = {
-    # The function under test is named `sum`; in assert mode the judge never lets a
-    # candidate name shadow a builtin, so the tests call the builtin `sum`.
-    "mbpp_sanitized/126": "TypeError",
-    # The references return re.Match objects and the tests assert their truthiness;
-    # a Match is not plain data, so it cannot cross back to the judge.
-    "mbpp_sanitized/737": "NotPlainData",
-    "mbpp_sanitized/787": "NotPlainData",
-    "mbpp_sanitized/794": "NotPlainData",
-}
 
 # Appended to a correct program: rebinds the entry point to a wrapper whose answer
 # differs from the correct one for every plain type (bool flips, numbers move by 1,
@@ -75,7 +62,8 @@ def humaneval_program(task: CodeTask, code: str) -> Program:
 
 
 def asserts_program(task: CodeTask, code: str) -> Program:
-    return Program(code=code, tests=task.tests, setup=task.setup)
+    return Program(code=code, tests=task.tests, setup=task.setup,
+                   candidate_names=(task.entry_point,))
 
 
 def _describe(task_ids, results) -> str:
@@ -130,20 +118,14 @@ def test_humaneval_canonical_solutions_pass_their_split_asserts(patient_pool, hu
     assert sum(r.num_passed for r in results) == 1127
 
 
-def test_sanitized_mbpp_references_pass_but_the_known_gaps(patient_pool, sanitized):
+def test_all_sanitized_mbpp_references_pass(patient_pool, sanitized):
+    # Includes 126 (the entry point is named `sum`, shadowing the builtin through
+    # Program.candidate_names) and 737/787/794 (re.Match results judged by truthiness).
     assert len(sanitized) == 427
     results = patient_pool.run_batch(
         [asserts_program(t, t.canonical_solution) for t in sanitized])
-    failed = {t.task_id: r for t, r in zip(sanitized, results) if not r.passed}
-    unexpected = {k: r for k, r in failed.items() if k not in KNOWN_SANDBOX_GAPS}
-    assert not unexpected, _describe(list(unexpected), list(unexpected.values()))
-    now_passing = sorted(set(KNOWN_SANDBOX_GAPS) - set(failed))
-    assert not now_passing, f"now passing, remove from KNOWN_SANDBOX_GAPS: {now_passing}"
-    for task_id, error_type in KNOWN_SANDBOX_GAPS.items():
-        failing = [t for t in failed[task_id].tests if t.status != "passed"]
-        assert {t.error_type for t in failing} == {error_type}, \
-            _describe([task_id], [failed[task_id]])
-    assert len(sanitized) - len(failed) == 423
+    failed = [(t.task_id, r) for t, r in zip(sanitized, results) if not r.passed]
+    assert not failed, _describe(*zip(*failed))
 
 
 def test_perturbed_and_none_returning_solutions_fail(pool, humaneval, sanitized):

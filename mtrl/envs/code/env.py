@@ -250,6 +250,8 @@ class CodeEnv(Environment):
 def _program(task: CodeTask, code: str) -> Program:
     """Every test of the task: its asserts, or its test code with a `check` function."""
     if task.tests:
-        return Program(code=code, tests=task.tests, setup=task.setup)
+        # The entry point may share a builtin's name (MBPP's `sum`): let it shadow.
+        return Program(code=code, tests=task.tests, setup=task.setup,
+                       candidate_names=(task.entry_point,))
     return Program(code=code, tests=(task.test_code or "",), setup=task.setup,
                    entry_point=task.entry_point)

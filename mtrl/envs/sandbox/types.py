@@ -38,12 +38,22 @@ class Program:
       given as a single entry.
     setup: trusted imports / setup code run before the candidate code (MBPP's
       test_setup_code, HumanEval's prompt imports).
+    candidate_names: names the tests must resolve to the candidate's definitions
+      even where they shadow a builtin or a setup name (an MBPP function called
+      `sum`). Otherwise builtins and setup names always win in the judge, so that
+      `def all(x): return True` cannot rig `assert all(...)`. The entry point is
+      always the candidate's.
     """
 
     code: str
     tests: tuple[str, ...]
     setup: str = ""
     entry_point: str | None = None
+    candidate_names: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if not isinstance(self.tests, tuple) or not isinstance(self.candidate_names, tuple):
+            raise ValueError("Program.tests and Program.candidate_names must be tuples")
 
 
 @dataclasses.dataclass(frozen=True)

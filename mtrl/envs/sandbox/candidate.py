@@ -1,0 +1,135 @@
+"""The candidate process: loads untrusted code and answers function calls.
+
+Runs inside the isolated child (see isolation.py). It never sees a test: the
+judge process sends it only "call function `name` with these plain-data
+arguments" and receives only plain data back (codec.py). Everything in this
+process is within the candidate's reach (it may patch this module, builtins, the
+codec, write forged frames to the socket or exit at any moment); none of that can
+make a test pass, because passing is decided in the judge from values alone, and
+the judge never reveals expected values to this process.
+
+Protocol on the socket (frames of JSON):
+  -> {"syntax_error": [line, column, message]}          code does not compile
+  -> {"load_error": [type, message]}                    top-level code raised
+  -> {"names": {name: ["function"] | ["value", tree] | ["opaque", type]}}
+  <- {"call": name, "args": tree, "kwargs": tree}
+  <- {"batch": [call, ...]}                             answered one reply per call
+  -> {"r": tree, "m": [[position, tree], ...]}          return value, mutated args
+  -> {"e": [type, message]}                             the call raised
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import socket
+import sys
+import types
+from typing import Any
+
+from mtrl.envs.sandbox import codec
+
+MESSAGE_CHARS = 2000
+_MUTABLE = (list, dict, set, bytearray)
+
+
+def _describe(error: BaseException) -> list[str]:
+    try:
+        message = str(error)[:MESSAGE_CHARS]
+    except BaseException:  # a hostile __str__ must not stop the report
+        message = "<unprintable>"
+    return [type(error).__name__, message]
+
+
+def _send(sock: socket.socket, message: Any) -> None:
+    codec.send_frame(sock, json.dumps(message, ensure_ascii=False, allow_nan=True,
+                                      separators=(",", ":")).encode("utf-8", "surrogatepass"))
+
+
+def _flush_stdio() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+def _export(namespace: dict[str, Any]) -> dict[str, list]:
+    names: dict[str, list] = {}
+    for name, value in list(namespace.items()):
+        if name.startswith("__") or isinstance(value, types.ModuleType):
+            continue
+        try:
+            if callable(value):
+                names[name] = ["function"]
+                continue
+            names[name] = ["value", codec.to_plain(value)]
+        except BaseException:
+            names[name] = ["opaque", type(value).__name__]
+    return names
+
+
+def load(setup: str, code: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """Compiles and runs setup + code; returns (namespace, hello message)."""
+    try:
+        compiled_setup = compile(setup, "<setup>", "exec")
+    except SyntaxError as error:
+        return None, {"load_error": ["SetupError", f"setup does not compile: {error}"]}
+    try:
+        compiled = compile(code, "<candidate>", "exec")
+    except SyntaxError as error:
+        return None, {"syntax_error": [error.lineno or 0, error.offset or 0,
+                                       str(error.msg)[:MESSAGE_CHARS]]}
+    except (ValueError, MemoryError, RecursionError) as error:  # NUL bytes, nesting
+        return None, {"syntax_error": [0, 0, f"{type(error).__name__}: {error}"[:MESSAGE_CHARS]]}
+    # Not "__main__": solutions often carry a main block that reads stdin.
+    namespace: dict[str, Any] = {"__name__": "__candidate__", "__builtins__": builtins}
+    try:
+        exec(compiled_setup, namespace)
+        exec(compiled, namespace)
+    except BaseException as error:  # SystemExit and KeyboardInterrupt included
+        return None, {"load_error": _describe(error)}
+    return namespace, {"names": _export(namespace)}
+
+
+def _call(namespace: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    try:
+        args = codec.from_plain(request["args"])
+        kwargs = codec.from_plain(request["kwargs"])
+        function = namespace[request["call"]]
+        result = function(*args, **kwargs)
+        reply: dict[str, Any] = {"r": codec.to_plain(result, opaque=True)}
+        mutated = [[i, codec.to_plain(a, opaque=True)] for i, a in enumerate(args)
+                   if isinstance(a, _MUTABLE)]
+        mutated += [[k, codec.to_plain(a, opaque=True)] for k, a in kwargs.items()
+                    if isinstance(a, _MUTABLE)]
+        if mutated:
+            reply["m"] = mutated
+        return reply
+    except BaseException as error:
+        return {"e": _describe(error)}
+
+
+def serve(sock: socket.socket, setup: str, code: str) -> None:
+    """Loads the candidate, says hello, then answers calls until the judge hangs up."""
+    codec.allow_long_ints()
+    # The slot froze its heap (gc.freeze) before forking: those objects stay out of
+    # collections here too, so a collection never copies the inherited pages.
+    namespace, hello = load(setup, code)
+    _flush_stdio()
+    _send(sock, hello)
+    if namespace is None:
+        return
+    while True:
+        try:
+            request = json.loads(codec.recv_frame(sock))
+        except (EOFError, OSError, ValueError, codec.ProtocolError):
+            return
+        batch = request.get("batch") if type(request) is dict else None
+        for each in (batch if type(batch) is list else [request]):
+            reply = _call(namespace, each)
+            _flush_stdio()
+            try:
+                _send(sock, reply)
+            except (TypeError, ValueError, codec.NotPlainData) as error:
+                _send(sock, {"e": ["NotPlainData", str(error)[:MESSAGE_CHARS]]})

@@ -1,0 +1,406 @@
+"""The judge: runs the (trusted) tests against a candidate it cannot touch.
+
+Verdict integrity, the reasoning. Hostile code can reach everything inside the
+process it runs in, so no test runner that shares a process with the candidate
+can be trusted, whatever nonces or pipes it uses. The split here:
+
+* The candidate process (candidate.py) loads the untrusted code and answers
+  "call f with these arguments" requests. It never receives the tests, the
+  expected values or the test source: it is forked from the slot process, which
+  never holds test text (tests travel from the pool straight to the judge over a
+  pipe the slot never reads), so not even its inherited memory contains them.
+* The judge (this module, in the judge process of judge_main.py) runs under its
+  own uid, is not dumpable, and executes setup + tests itself. Every name the
+  candidate defined is bound here to a `RemoteFunction` (calls go over a socket)
+  or to a plain-data copy of its value. Answers come back through codec, which
+  rebuilds builtin values only: an object whose __eq__ always holds, a lying int
+  subclass or a patched comparison cannot cross. Assertions, comparisons,
+  `math.isclose`, HumanEval's `check(candidate)`, loops and helpers in the test
+  all run here, with this process's own builtins.
+* A test passes only when its code ran to the end in this process without an
+  exception before its deadline. Early exits, killing or signalling processes,
+  patched builtins or modules in the candidate, printed markers, forged frames:
+  at most they change the values the candidate returns or end the candidate
+  process, and a dead candidate makes the test an error.
+
+Limits of the argument: a candidate can still return correct values it did not
+compute honestly (e.g. hard-coded answers) - that is a property of the tests,
+not of the sandbox. Other returned values (a re.Match, a class instance) arrive
+as codec.Opaque: the truth value and repr the candidate computed, equal only to
+itself. Arguments must be plain data (a lambda argument is a TypeError). Candidate
+names never shadow the judge's builtins or names defined by `setup` (except the
+entry point and Program.candidate_names), so `def all(x): return True` cannot rig
+`assert all(...)`. Candidate classes cannot be instantiated by tests.
+Arguments the candidate mutates in place (lists, dicts, sets, bytearrays) are
+copied back into the judge's objects after each call.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import json
+import signal
+from typing import Any, Callable, Protocol
+
+from mtrl.envs.sandbox import codec, prefetch
+from mtrl.envs.sandbox.types import Limits
+
+
+class TestTimeout(BaseException):
+    """The per-test alarm fired (BaseException: test code's `except Exception` won't eat it)."""
+
+
+class CandidateGone(Exception):
+    """The candidate process ended or stopped answering."""
+
+    def __init__(self, status: str, error_type: str, message: str):
+        super().__init__(message)
+        self.status, self.error_type = status, error_type
+
+
+class CandidateError(Exception):
+    """An exception raised by the candidate whose type is not a builtin exception."""
+
+
+class CandidateLink(Protocol):
+    """A connection to one candidate process (judge_main.CandidateLink)."""
+
+    def send(self, payload: bytes) -> None: ...
+    def receive(self) -> bytes: ...
+    def close(self) -> None: ...
+
+
+class Slot(Protocol):
+    """What the judge may ask of its slot (judge_main.SlotLink)."""
+
+    def reap(self, expect_dead: bool) -> list[str]: ...
+    def spawn(self) -> CandidateLink: ...
+
+
+class RemoteValueUnavailable:
+    """Stands for a candidate global that is not plain data (class, instance...)."""
+
+    def __init__(self, name: str, type_name: str):
+        self._message = f"{name!r} (a {type_name}) cannot cross the sandbox boundary"
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError(self._message)
+
+    __call__ = __getattr__ = __eq__ = __iter__ = __len__ = __bool__ = _refuse
+    __hash__ = None  # type: ignore[assignment]
+
+
+class RemoteFunction:
+    """A callable standing for the candidate's function `name`."""
+
+    def __init__(self, judge: "Judge", name: str):
+        self._judge, self.__name__ = judge, name
+
+    def __call__(self, *args, **kwargs):
+        return self._judge.call(self.__name__, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<candidate function {self.__name__}>"
+
+
+class _alarm_blocked:
+    """Alarms stay pending during slot exchanges so that stream never desyncs."""
+
+    def __enter__(self):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+
+    def __exit__(self, *exc_info):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
+
+
+def _on_alarm(signum, frame):
+    raise TestTimeout()
+
+
+def _remote_exception(type_name: str, message: str) -> BaseException:
+    cls = getattr(builtins, type_name, None)
+    error: BaseException
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        try:
+            error = cls(message)
+        except Exception:  # e.g. UnicodeDecodeError wants five arguments
+            error = CandidateError(f"{type_name}: {message}")
+    else:  # custom exceptions, and SystemExit / KeyboardInterrupt made harmless
+        error = CandidateError(message)
+    error.mtrl_error_type = type_name  # type: ignore[attr-defined]
+    return error
+
+
+def _copy_back(original: Any, value: Any) -> None:
+    if isinstance(original, (list, bytearray)) and isinstance(value, type(original)):
+        original[:] = value
+    elif isinstance(original, (dict, set)) and isinstance(value, type(original)):
+        original.clear()
+        original.update(value)
+
+
+def request_text(name: str, args: tuple, kwargs: dict) -> str:
+    """The wire form of one call; equal texts are the very same call."""
+    try:
+        return json.dumps({"call": name, "args": codec.to_plain(list(args)),
+                           "kwargs": codec.to_plain(dict(kwargs))},
+                          ensure_ascii=False, allow_nan=True, separators=(",", ":"))
+    except codec.NotPlainData as error:
+        raise TypeError(f"an argument of {name}() cannot be sent to the candidate: "
+                        f"{error}") from None
+
+
+class Judge:
+    """Runs one program's tests against candidate processes provided by the slot."""
+
+    def __init__(self, limits: Limits, slot: Slot, link: CandidateLink,
+                 emit: Callable[..., None]):
+        self.limits, self.slot, self.emit = limits, slot, emit
+        self._link: CandidateLink | None = link
+        self._clean = True  # False while an answer is outstanding after an interruption
+        self._pending: collections.deque[str] = collections.deque()  # sent, unanswered
+        self._load_failure: CandidateGone | None = None
+        self.calls = 0  # diagnostics
+        signal.signal(signal.SIGALRM, _on_alarm)
+
+    # --- candidate lifecycle --------------------------------------------------
+
+    def timed(self, seconds: float, fn: Callable[[], Any]) -> Any:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+            return fn()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def reap(self, expect_dead: bool) -> CandidateGone:
+        """Ends the candidate (if alive); the slot describes how it ended."""
+        with _alarm_blocked():
+            if self._link is not None:
+                self._link.close()
+                self._link = None
+            self._pending.clear()
+            status, error_type, message = self.slot.reap(expect_dead)
+        return CandidateGone(str(status), str(error_type), str(message))
+
+    def _receive(self) -> Any:
+        try:
+            return json.loads(self._link.receive())
+        except (EOFError, OSError) as error:
+            raise self.reap(expect_dead=True) from error
+        except (ValueError, codec.ProtocolError) as error:
+            self._clean = False
+            raise CandidateError(f"malformed message from the candidate: {error}") from None
+
+    def await_hello(self) -> dict[str, Any]:
+        """The candidate's first message: names, or why it could not load."""
+        try:
+            hello = self.timed(self.limits.wall_s_per_test, self._receive)
+        except TestTimeout:
+            self.reap(expect_dead=False)
+            return {"timeout": True}
+        except CandidateGone as gone:
+            return {"gone": [gone.status, gone.error_type, str(gone)]}
+        except CandidateError as error:
+            self.reap(expect_dead=False)
+            return {"load_error": ["CandidateError", str(error)]}
+        return hello if type(hello) is dict else {"load_error": ["CandidateError", "bad hello"]}
+
+    def _replace_candidate(self) -> None:
+        """A fresh candidate after the previous one died or timed out; runs inside
+        the current test's deadline, so reloading counts toward it."""
+        if self._load_failure is not None:
+            raise self._load_failure
+        self.reap(expect_dead=False)
+        with _alarm_blocked():
+            self._link = self.slot.spawn()
+        self._clean = False
+        try:
+            hello = self._receive()
+        except (CandidateGone, CandidateError):
+            hello = {}
+        if type(hello) is not dict or "names" not in hello:
+            self.reap(expect_dead=False)
+            self._load_failure = CandidateGone(
+                "error", "CandidateReloadFailed",
+                "the candidate could not be reloaded after an earlier test ended it")
+            raise self._load_failure
+        self._clean = True
+
+    def _ready(self) -> CandidateLink:
+        if self._link is None or not self._clean:
+            self._replace_candidate()
+        return self._link
+
+    def _send(self, payload: bytes) -> None:
+        try:
+            self._link.send(payload)
+        except OSError as error:
+            raise self.reap(expect_dead=True) from error
+
+    # --- calls ----------------------------------------------------------------
+
+    def send_batch(self, calls: list[prefetch.StaticCall], first: bool = False) -> None:
+        """Sends a test's certain calls in one message (prefetch.py).
+
+        first: sent before the hello, to a candidate that may already have exited
+        after reporting why (its hello is still readable); failures are ignored.
+        """
+        if not calls:
+            return
+        try:
+            texts = [request_text(n, a, k) for n, a, k in calls]
+        except TypeError:
+            return  # a live call reports it if the test makes that call
+        payload = ('{"batch":[' + ",".join(texts) + "]}").encode("utf-8", "surrogatepass")
+        if first:
+            try:
+                self._link.send(payload)
+            except OSError:
+                return
+        else:
+            self._ready()
+            self._clean = False
+            self._send(payload)
+        self._pending.extend(texts)
+        self._clean = True
+
+    def call(self, name: str, args: tuple, kwargs: dict) -> Any:
+        text = request_text(name, args, kwargs)
+        self._ready()
+        self._clean = False  # until the answer is in: a timeout now leaves it busy
+        self.calls += 1
+        try:
+            position = self._pending.index(text)
+        except ValueError:
+            self._send(text.encode("utf-8", "surrogatepass"))
+            position = len(self._pending)  # answered after every pending one
+            self._pending.append(text)
+        for _ in range(position):  # answers to prefetched calls the test skipped
+            self._receive()
+            self._pending.popleft()
+        reply = self._receive()
+        self._pending.popleft()
+        if type(reply) is not dict or ("r" not in reply and "e" not in reply):
+            # Forged or torn frames: the stream is out of step, so the next call
+            # gets a fresh candidate.
+            raise CandidateError("malformed reply from the candidate")
+        self._clean = True
+        if "e" in reply:
+            type_name, message = (list(reply["e"]) + ["", ""])[:2]
+            raise _remote_exception(str(type_name), str(message))
+        try:
+            value = codec.from_plain(reply["r"])
+            mutated = [(key, codec.from_plain(tree)) for key, tree in reply.get("m", [])]
+        except (KeyError, TypeError, ValueError, codec.ProtocolError) as error:
+            raise CandidateError(f"malformed reply from the candidate: {error}") from None
+        for key, new in mutated:
+            if type(key) is int and 0 <= key < len(args):
+                _copy_back(args[key], new)
+            elif type(key) is str and key in kwargs:
+                _copy_back(kwargs[key], new)
+        return value
+
+    # --- tests ----------------------------------------------------------------
+
+    def bind(self, namespace: dict[str, Any], names: dict[str, Any],
+             overridable: set[str]) -> None:
+        """Binds the candidate's names; builtins and setup names win unless overridable."""
+        protected = (set(namespace) | set(dir(builtins))) - overridable
+        for name, info in names.items():
+            if not isinstance(name, str) or name.startswith("__") or name in protected:
+                continue
+            kind = info[0] if isinstance(info, list) and info else None
+            if kind == "function":
+                namespace[name] = RemoteFunction(self, name)
+            elif kind == "value":
+                try:
+                    namespace[name] = codec.from_plain(info[1])
+                except (codec.ProtocolError, IndexError):
+                    continue
+            else:
+                namespace[name] = RemoteValueUnavailable(name, str(info[1:2]))
+
+    def run_test(self, index: int, body: Callable[[], None],
+                 calls: list[prefetch.StaticCall]) -> None:
+        status, error_type, message = "passed", "", ""
+
+        def prefetched_body() -> None:
+            self.send_batch(calls)
+            body()
+
+        try:
+            self.timed(self.limits.wall_s_per_test, prefetched_body)
+        except TestTimeout:
+            status, error_type = "timeout", "Timeout"
+            message = f"test exceeded {self.limits.wall_s_per_test} s"
+        except CandidateGone as gone:
+            status, error_type, message = gone.status, gone.error_type, str(gone)
+        except AssertionError as error:
+            status, error_type, message = "failed", "AssertionError", str(error)
+        except BaseException as error:
+            status = "error"
+            error_type = getattr(error, "mtrl_error_type", type(error).__name__)
+            message = str(error)
+        self.emit(i=index, s=status, t=error_type, m=message)
+
+    def fail_all(self, count: int, status: str, error_type: str, message: str) -> None:
+        for index in range(count):
+            self.emit(i=index, s=status, t=error_type, m=message)
+
+    def finish(self) -> None:
+        if self._link is not None:
+            self._link.close()
+            self._link = None
+
+
+def run(judge: Judge, setup_code, tests: list[tuple[Any, list[prefetch.StaticCall]]],
+        entry_point: str | None, candidate_names: tuple[str, ...] = ()) -> None:
+    """One program: setup, the candidate's hello, then every test in order.
+
+    setup_code: compiled setup; tests: (compiled test, its static calls) each;
+    candidate_names: Program.candidate_names.
+    """
+    count = len(tests)
+    namespace: dict[str, Any] = {"__name__": "__judge__", "__builtins__": builtins}
+    try:
+        exec(setup_code, namespace)
+    except BaseException as error:
+        judge.reap(expect_dead=False)
+        judge.fail_all(count, "error", "SetupError", f"{type(error).__name__}: {error}")
+        return
+    if count and tests[0][1]:  # the candidate reads it as soon as it has loaded
+        judge.send_batch(tests[0][1], first=True)
+        tests[0] = (tests[0][0], [])
+    hello = judge.await_hello()
+    if "syntax_error" in hello:
+        line, column, message = (list(hello["syntax_error"]) + [0, 0, ""])[:3]
+        judge.emit(syntax=[int(line), int(column), str(message)])
+        judge.fail_all(count, "error", "SyntaxError", f"line {line}, column {column}: {message}")
+    elif "timeout" in hello:
+        judge.fail_all(count, "timeout", "Timeout", "candidate code did not finish loading "
+                       f"within {judge.limits.wall_s_per_test} s")
+    elif "gone" in hello:
+        judge.fail_all(count, *[str(x) for x in hello["gone"]])
+    elif "load_error" in hello:
+        error_type, message = (list(hello["load_error"]) + ["", ""])[:2]
+        judge.fail_all(count, "error", str(error_type), str(message))
+    elif not isinstance(hello.get("names"), dict):
+        judge.fail_all(count, "error", "CandidateError", "malformed hello from the candidate")
+    else:
+        judge.bind(namespace, hello["names"], set(candidate_names) | {entry_point})
+        for index, (code, calls) in enumerate(tests):
+            judge.run_test(index, _test_body(namespace, code, entry_point), calls)
+    judge.finish()
+
+
+def _test_body(namespace: dict[str, Any], code, entry_point: str | None) -> Callable[[], None]:
+    def body() -> None:
+        if isinstance(code, SyntaxError):
+            raise code
+        exec(code, namespace)
+        if entry_point is not None:
+            if entry_point not in namespace:
+                raise NameError(f"name {entry_point!r} is not defined")
+            namespace["check"](namespace[entry_point])
+    return body

@@ -1,0 +1,270 @@
+"""The judge process of a slot: a long-lived loop that judges one program after another.
+
+Forked by the slot once (and again only if it dies or is killed at a program's
+wall-clock limit), before the slot has seen any test, then switched to its own
+uid and made non-dumpable. Per program:
+
+  slot  -> judge : {"op": "start", "id", "limits"}; the candidate that runs this
+                   program was armed earlier ({"op": "arm"} + its socket and the
+                   read ends of its stdout/stderr pipes, passed as fds)
+  pool  -> judge : the tests (tests pipe, never read by the slot); frames with an
+                   older program id are leftovers of an aborted program: skipped
+  judge -> pool  : {"ack"}, one {"i", "s", "t", "m"} per test (each one atomic
+                   write), {"syntax"} when the code does not compile, and last
+                   {"done", "stdout", "stderr", "wall_s"}
+  judge -> slot  : "reap" / "spawn" while it runs, "done" at the end
+
+The judge drains the candidate's stdout/stderr (capped) whenever it waits for an
+answer, so a chatty candidate never blocks on a full pipe. Compiled tests and
+their static calls are cached by source: RL evaluates the same tests many times.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import collections
+import json
+import os
+import select
+import socket
+import struct
+import time
+from typing import Any
+
+from mtrl.envs.sandbox import codec, judge, prefetch
+from mtrl.envs.sandbox.types import Limits
+
+RESULT_FRAME_LIMIT = 4000  # < PIPE_BUF (4096): a verdict frame is one atomic write
+MESSAGE_BYTES = 1500
+CACHE_ENTRIES = 512
+_HEADER = struct.Struct(">I")
+
+
+class OutputCapture:
+    """The first `limit` bytes of a program's stdout and stderr (all its candidates)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.streams = {"stdout": bytearray(), "stderr": bytearray()}
+
+    def add(self, name: str, chunk: bytes) -> None:
+        buffer = self.streams[name]
+        if len(buffer) < self.limit:
+            buffer += chunk[:self.limit - len(buffer)]
+
+    def text(self, name: str) -> str:
+        return bytes(self.streams[name]).decode("utf-8", "replace")
+
+
+class CandidateLink:
+    """Socket to one candidate process plus the read ends of its output pipes."""
+
+    def __init__(self, fds: list[int], capture: OutputCapture):
+        sock_fd, out_fd, err_fd = fds
+        self.sock = socket.socket(fileno=sock_fd)
+        self.outputs = {out_fd: "stdout", err_fd: "stderr"}
+        for fd in self.outputs:
+            os.set_blocking(fd, False)
+        self.capture = capture
+        self.buffer = bytearray()
+        self.poller = select.poll()
+        for fd in (sock_fd, out_fd, err_fd):
+            self.poller.register(fd, select.POLLIN)
+
+    def send(self, payload: bytes) -> None:
+        self.sock.sendall(_HEADER.pack(len(payload)) + payload)
+
+    def _frame(self) -> bytes | None:
+        if len(self.buffer) < _HEADER.size:
+            return None
+        (size,) = _HEADER.unpack(self.buffer[:_HEADER.size])
+        if size > codec.MAX_FRAME_BYTES:
+            raise codec.ProtocolError(f"frame of {size} bytes exceeds {codec.MAX_FRAME_BYTES}")
+        if len(self.buffer) < _HEADER.size + size:
+            return None
+        frame = bytes(self.buffer[_HEADER.size:_HEADER.size + size])
+        del self.buffer[:_HEADER.size + size]
+        return frame
+
+    def receive(self) -> bytes:
+        while True:
+            frame = self._frame()
+            if frame is not None:
+                return frame
+            for fd, _ in self.poller.poll():
+                if fd in self.outputs:
+                    self.drain(fd)
+                    continue
+                chunk = self.sock.recv(1 << 20)
+                if not chunk:
+                    raise EOFError("the candidate closed its socket")
+                self.buffer += chunk
+
+    def drain(self, fd: int) -> None:
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except (BlockingIOError, OSError):
+                return
+            if not chunk:
+                self.poller.unregister(fd)
+                del self.outputs[fd]
+                os.close(fd)
+                return
+            self.capture.add(self.outputs[fd], chunk)
+
+    def close(self) -> None:
+        for fd in list(self.outputs):
+            self.drain(fd)
+        for fd in list(self.outputs):
+            os.close(fd)
+        self.outputs.clear()
+        self.sock.close()
+
+
+class SlotLink:
+    """The judge's end of the SOCK_SEQPACKET control channel with its slot."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.armed: collections.deque[list[int]] = collections.deque()
+        self.capture = OutputCapture(0)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        self.sock.send(json.dumps(message).encode())
+
+    def _receive_one(self) -> dict[str, Any]:
+        data, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, 8)
+        if not data:
+            raise EOFError("the slot closed the control channel")
+        message = json.loads(data)
+        if message.get("op") == "arm":
+            if len(fds) != 3:
+                raise codec.ProtocolError("an armed candidate comes with three fds")
+            self.armed.append(list(fds))
+        return message
+
+    def receive(self) -> dict[str, Any]:
+        """The next slot message other than "arm" (armed candidates are queued)."""
+        while True:
+            message = self._receive_one()
+            if message.get("op") != "arm":
+                return message
+
+    def take_armed(self) -> CandidateLink:
+        while not self.armed:
+            message = self._receive_one()
+            if message.get("op") != "arm":
+                raise codec.ProtocolError(f"expected an armed candidate, got {message!r:.100}")
+        return CandidateLink(self.armed.popleft(), self.capture)
+
+    def reap(self, expect_dead: bool) -> list[str]:
+        self._send({"op": "reap", "expect_dead": expect_dead})
+        return list(self.receive()["status"])
+
+    def spawn(self) -> CandidateLink:
+        self._send({"op": "spawn"})
+        reply = self.receive()
+        if reply.get("op") != "spawned":
+            raise codec.ProtocolError(f"unexpected slot reply {reply!r:.100}")
+        return self.take_armed()
+
+    def done(self) -> None:
+        self._send({"op": "done"})
+
+
+class ResultWriter:
+    def __init__(self, fd: int):
+        self.fd, self.program_id = fd, ""
+
+    def emit(self, **message: Any) -> None:
+        message["id"] = self.program_id
+        if "m" in message:
+            message["m"] = str(message["m"]).encode("utf-8", "replace")[:MESSAGE_BYTES].decode(
+                "utf-8", "ignore")
+        payload = json.dumps(message).encode()
+        if "done" not in message:
+            payload = payload[:RESULT_FRAME_LIMIT]
+        data = _HEADER.pack(len(payload)) + payload
+        while data:
+            data = data[os.write(self.fd, data):]
+
+
+def read_tests(fd: int, program_id: str) -> dict[str, Any]:
+    """The tests frame of `program_id`, skipping leftovers of aborted programs."""
+    while True:
+        message = codec.read_fd_frame(fd)
+        if message.get("id") == program_id:
+            return message
+
+
+class PreparedTests:
+    """Compiled setup and tests plus each test's static calls, cached by source."""
+
+    def __init__(self, setup: str, tests: tuple[str, ...], entry_point: str | None,
+                 candidate_names: tuple[str, ...]):
+        self.setup = compile(setup, "<setup>", "exec")
+        try:
+            setup_names = prefetch.defined_names(ast.parse(setup))
+        except SyntaxError:
+            setup_names = set()
+        known = (setup_names | set(dir(builtins))) - set(candidate_names)
+        self.tests = []
+        for index, source in enumerate(tests):
+            try:
+                code: Any = compile(source, f"<test {index}>", "exec")
+            except (SyntaxError, ValueError) as error:
+                code = error if isinstance(error, SyntaxError) else SyntaxError(str(error))
+            self.tests.append((code, prefetch.static_calls(source, known, entry_point)))
+
+
+def _prepared(cache: collections.OrderedDict, message: dict[str, Any]) -> PreparedTests:
+    key = (message["setup"], tuple(message["tests"]), message["entry_point"],
+           tuple(message["candidate_names"]))
+    if key in cache:
+        cache.move_to_end(key)
+        return cache[key]
+    prepared = PreparedTests(*key)
+    cache[key] = prepared
+    if len(cache) > CACHE_ENTRIES:
+        cache.popitem(last=False)
+    return prepared
+
+
+def serve(control_fd: int, tests_fd: int, results_fd: int) -> None:
+    """The judge process's whole life: one program per "start" from the slot."""
+    codec.allow_long_ints()
+    slot = SlotLink(socket.socket(fileno=control_fd))
+    writer = ResultWriter(results_fd)
+    cache: collections.OrderedDict = collections.OrderedDict()
+    while True:
+        try:
+            start = slot.receive()
+        except EOFError:
+            return
+        if start.get("op") != "start":
+            continue
+        started = time.monotonic()
+        limits = Limits(**start["limits"])
+        writer.program_id = start["id"]
+        slot.capture = OutputCapture(limits.output_bytes)
+        link = slot.take_armed()
+        message = read_tests(tests_fd, start["id"])
+        writer.emit(ack=1)
+        tests = list(message["tests"])
+        try:
+            prepared = _prepared(cache, message)
+        except (SyntaxError, ValueError) as error:
+            the_judge = judge.Judge(limits, slot, link, writer.emit)
+            the_judge.reap(expect_dead=False)
+            the_judge.fail_all(len(tests), "error", "SetupError", f"setup does not compile: {error}")
+            calls = 0
+        else:
+            the_judge = judge.Judge(limits, slot, link, writer.emit)
+            judge.run(the_judge, prepared.setup, list(prepared.tests), message["entry_point"],
+                      tuple(message["candidate_names"]))
+            calls = the_judge.calls
+        writer.emit(done=1, stdout=slot.capture.text("stdout"), stderr=slot.capture.text("stderr"),
+                    wall_s=time.monotonic() - started, calls=calls)
+        slot.done()

@@ -1,0 +1,264 @@
+"""SandboxPool: a batched, asynchronous front end over warm sandbox slots.
+
+Each of `num_workers` slots (slot.py) is a pre-started Python process with its
+own judge; it runs one program at a time in a fresh isolated candidate process.
+One pool thread drives each slot and keeps up to PIPELINE_DEPTH programs queued
+in it, so the slot starts the next program the moment it finishes one instead
+of waiting for a round trip through this process. `submit` returns a Future at
+once; `run_batch` submits many and gathers them in order.
+
+A slot that dies, hangs past the running program's wall-clock limit plus a grace
+period, or breaks the pipe protocol is killed with its whole process group and
+replaced; the program it was running gets a non-pass result whose `error` starts
+with "sandbox failure" (never cached), programs queued behind it are resubmitted,
+and the pool carries on.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import os
+import select
+import threading
+import time
+import uuid
+import weakref
+from typing import Any, Sequence
+
+from mtrl.envs.sandbox import cache as cache_lib
+from mtrl.envs.sandbox.isolation import IsolationReport
+from mtrl.envs.sandbox.slot_client import (PIPELINE_DEPTH, SLOT_GRACE_S, Job, SlotBroken,
+                                           SlotClient, SlotUnhealthy, assemble, failure_result)
+from mtrl.envs.sandbox.types import ExecutionResult, Limits, Program
+
+
+class SandboxPool:
+    """Runs untrusted programs against their tests in warm, isolated slots."""
+
+    def __init__(self, num_workers: int | None = None, limits: Limits = Limits(),
+                 cache_path: str | os.PathLike | None = None):
+        if num_workers is None:
+            num_workers = os.cpu_count() or 1
+        if num_workers < 1:
+            raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+        if not isinstance(limits, Limits):
+            raise ValueError(f"limits must be a Limits, got {type(limits).__name__}")
+        self.limits, self.num_workers = limits, num_workers
+        self._cache = cache_lib.ResultCache(cache_path) if cache_path is not None else None
+        self._queue: collections.deque[Job] = collections.deque()
+        self._lock = threading.Lock()
+        self._closed = False
+        self.replaced_slots = 0  # slots killed and restarted so far
+        self._wakers = [os.pipe() for _ in range(num_workers)]
+        for read_fd, write_fd in self._wakers:
+            os.set_blocking(read_fd, False)
+            os.set_blocking(write_fd, False)
+        starting = [SlotClient() for _ in range(num_workers)]
+        try:
+            reports = [slot.await_hello() for slot in starting]
+        except BaseException:
+            for slot in starting:
+                slot.kill()
+            raise
+        self.isolation: IsolationReport = reports[0]
+        self._slots: list[SlotClient] = starting
+        self._threads = [threading.Thread(target=self._drive, args=(i,), daemon=True,
+                                          name=f"sandbox-slot-{i}") for i in range(num_workers)]
+        for thread in self._threads:
+            thread.start()
+        self._finalizer = weakref.finalize(self, SandboxPool._kill_all, self._slots)
+
+    # --- public API -------------------------------------------------------------
+
+    def submit(self, program: Program, limits: Limits | None = None
+               ) -> concurrent.futures.Future[ExecutionResult]:
+        """Queues one program; the Future resolves to its ExecutionResult."""
+        if not isinstance(program, Program):
+            raise ValueError(f"submit expects a Program, got {type(program).__name__}")
+        limits = self.limits if limits is None else limits
+        if not isinstance(limits, Limits):
+            raise ValueError(f"limits must be a Limits, got {type(limits).__name__}")
+        future: concurrent.futures.Future[ExecutionResult] = concurrent.futures.Future()
+        key = None
+        if self._cache is not None:
+            key = cache_lib.cache_key(program, limits)
+            hit = self._cache.get(key)
+            if hit is not None:
+                future.set_result(hit)
+                return future
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the SandboxPool is closed")
+            self._queue.append(Job(program, limits, future, key, submitted=time.monotonic()))
+        self._wake()
+        return future
+
+    def run_batch(self, programs: Sequence[Program], limits: Limits | None = None
+                  ) -> list[ExecutionResult]:
+        """Submits every program, then returns their results in order."""
+        futures = [self.submit(program, limits) for program in programs]
+        return [future.result() for future in futures]
+
+    def close(self) -> None:
+        """Finishes queued work, stops every slot; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._wake()
+        for thread in self._threads:
+            thread.join()
+        for slot in self._slots:
+            slot.stop()
+        for read_fd, write_fd in self._wakers:
+            os.close(read_fd)
+            os.close(write_fd)
+        if self._cache is not None:
+            self._cache.close()
+        self._finalizer.detach()
+
+    def __enter__(self) -> "SandboxPool":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def slot_pids(self) -> list[int]:
+        """Process ids of the live slot processes (for monitoring and tests)."""
+        return [slot.process.pid for slot in self._slots]
+
+    # --- slot threads -----------------------------------------------------------
+
+    @staticmethod
+    def _kill_all(slots: list[SlotClient]) -> None:
+        for slot in slots:
+            slot.kill()
+
+    def _wake(self) -> None:
+        for _, write_fd in self._wakers:
+            try:
+                os.write(write_fd, b"x")
+            except (BlockingIOError, OSError):
+                pass
+
+    def _take(self) -> Job | None:
+        with self._lock:
+            while self._queue:
+                job = self._queue.popleft()
+                if job.future.set_running_or_notify_cancel():
+                    return job
+            return None
+
+    def _requeue(self, jobs: list[Job]) -> None:
+        with self._lock:
+            self._queue.extendleft(reversed(jobs))
+        self._wake()
+
+    def _replace(self, index: int) -> None:
+        self._slots[index].kill()
+        self.replaced_slots += 1
+        while True:  # the pool must not die: keep trying
+            try:
+                slot = SlotClient()
+                slot.await_hello()
+                self._slots[index] = slot
+                return
+            except (SlotBroken, OSError):
+                time.sleep(0.5)
+
+    def _finish(self, job: Job, result: ExecutionResult) -> None:
+        if job.key is not None and self._cache is not None and not result.error.startswith(
+                "sandbox failure"):
+            self._cache.put(job.key, result)
+        job.future.set_result(result)
+
+    def _drive(self, index: int) -> None:
+        wake_fd = self._wakers[index][0]
+        inflight: collections.deque[Job] = collections.deque()
+        head_since = time.monotonic()
+        while True:
+            while len(inflight) < PIPELINE_DEPTH:
+                job = self._take()
+                if job is None:
+                    break
+                job.id = uuid.uuid4().hex
+                self._slots[index].send(job)
+                if not inflight:
+                    head_since = time.monotonic()
+                inflight.append(job)
+            if not inflight:
+                if self._closed and not self._queue:
+                    return
+                select.select([wake_fd], [], [], 1.0)
+                try:
+                    os.read(wake_fd, 4096)
+                except BlockingIOError:
+                    pass
+                continue
+            head = inflight[0]
+            deadline = head_since + head.limits.wall_s_total + SLOT_GRACE_S
+            try:
+                if time.monotonic() > deadline:
+                    raise SlotBroken("the slot did not finish a program in time")
+                results, reports = self._slots[index].pump(deadline - time.monotonic(), wake_fd)
+                finished = self._route(index, inflight, results, reports)
+            except SlotUnhealthy:  # finished programs are fine; queued ones go elsewhere
+                self._replace(index)
+                self._requeue(list(inflight))
+                inflight.clear()
+                continue
+            except SlotBroken as error:
+                inflight.popleft()
+                self._replace(index)
+                self._requeue(list(inflight))
+                inflight.clear()
+                self._finish(head, failure_result(head.program, str(error)))
+                continue
+            if finished:
+                head_since = time.monotonic()
+
+    def _route(self, index: int, inflight: collections.deque[Job], results: list[Any],
+               reports: list[Any]) -> bool:
+        """Files frames under their programs; completes the head when it is done."""
+        by_id = {job.id: job for job in inflight}
+        finished = False
+        for message in results:
+            job = by_id.get(message.get("id")) if isinstance(message, dict) else None
+            if job is None:
+                raise SlotBroken("a frame for no program in flight")
+            job.frames.append(message)
+            if "done" in message:
+                by_id.pop(job.id, None)
+                if job is not inflight[0]:
+                    raise SlotBroken("programs finished out of order")
+                inflight.popleft()
+                result, healthy = assemble(job.program, job.id, job.frames, "", False)
+                self._finish(job, result)
+                finished = True
+                if not healthy:
+                    raise SlotUnhealthy()
+        for message in reports:
+            if not isinstance(message, dict) or "abort" not in message:
+                continue
+            job = by_id.pop(message.get("id"), None)
+            if job is None:
+                continue  # a late abort of a program that finished anyway
+            if not inflight or job is not inflight[0]:
+                raise SlotBroken("an abort for a program that was not running")
+            inflight.popleft()
+            job.frames += self._slots[index].drain_results()
+            torn = bool(self._slots[index].results.buffer)
+            result, healthy = assemble(job.program, job.id, job.frames, str(message["abort"]),
+                                       torn)
+            self._finish(job, result)
+            finished = True
+            if not healthy:
+                raise SlotUnhealthy()
+        return finished
+
+
+def run_program(program: Program, limits: Limits | None = None) -> ExecutionResult:
+    """One-off convenience: a one-slot pool for a single program."""
+    with SandboxPool(num_workers=1, limits=limits or Limits()) as pool:
+        return pool.submit(program).result()

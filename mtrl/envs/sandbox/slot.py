@@ -1,0 +1,381 @@
+"""A sandbox slot: one long-lived, warm worker process of the pool.
+
+Started by the pool (slot_client.SlotClient) as a fresh interpreter running main()
+with four inherited pipe fds: CONTROL REPORT TESTS RESULTS. It runs as the pool's
+user (root on the project machines). At start it imports what candidates commonly use,
+enters its namespaces (isolation.prepare_slot), forks its judge (judge_main.py)
+and one "armed" candidate, and says hello. Then, per program:
+
+  pool  --CONTROL--> slot : code, setup, limits, program id   (never the tests)
+  slot  --bootstrap--> armed candidate: limits, setup, code; it loads and says
+                           hello to the judge
+  slot  --> judge : "start"; then the slot arms the next candidate (fork, isolate,
+                    wait) while this program runs, so a fork is never on the
+                    critical path
+  pool  --TESTS----> judge (the slot never reads them); judge --RESULTS--> pool
+  judge --> slot  : "reap" / "spawn" (a fresh candidate after a timeout or
+                    crash) and "done"; the slot then kills the candidate's process
+                    group and, while the next program loads, reaps it, sweeps its
+                    uid and removes its working directory
+  slot  --REPORT--> pool : only when it aborts a program (wall-clock limit, judge
+                    died); it then kills the judge and starts a new one
+
+Candidates are forked from this warm interpreter (about a millisecond, versus
+tens for a fresh Python); because the slot never holds test text, a candidate
+cannot find tests even in the memory it inherits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+from mtrl.envs.sandbox import candidate, codec, isolation, judge_main, lifecycle
+from mtrl.envs.sandbox.types import Limits
+
+# Imported once here so that candidates (which may not be able to read the
+# Python installation when the filesystem is masked) and judges get them free.
+WARM_MODULES = (
+    "array", "bisect", "calendar", "cmath", "collections", "copy", "dataclasses",
+    "datetime", "decimal", "enum", "fractions", "functools", "heapq",
+    "itertools", "json", "math", "numbers", "operator", "re", "string", "textwrap",
+    "time", "typing", "unicodedata", "abc", "contextlib", "io", "collections.abc",
+    "struct", "base64", "binascii",
+)
+# Not warmed on purpose: random, statistics, tempfile (random), hashlib (libcrypto),
+# threading, queue: modules that register fork hooks or map large libraries make
+# every fork dearer for every candidate; the few candidates that use them import
+# them (the Python installation stays readable).
+_PR_SET_CHILD_SUBREAPER = 36
+_GRACE_S = 1.0  # how long a candidate that hung up may take to finish exiting
+JUDGE_MEMORY_BYTES = 4 << 30
+
+
+@dataclasses.dataclass
+class Candidate:
+    """An isolated candidate process as the slot tracks it."""
+
+    pid: int
+    bootstrap_fd: int  # write end; closed once the program is sent
+    workdir: str
+    uid: int | None
+    max_processes: int = 0
+
+
+class Slot:
+    def __init__(self, report_fd: int, tests_fd: int, results_fd: int):
+        self.report_fd, self.tests_fd, self.results_fd = report_fd, tests_fd, results_fd
+        self.isolation = isolation.slot_report()
+        self.exited: dict[int, tuple[int, Any]] = {}  # reaped early by _reap_orphans
+        self.judge_pid = 0
+        self.judge_sock: socket.socket | None = None
+        self.armed: Candidate | None = None
+        self.current: Candidate | None = None
+        self.ended: list[Candidate] = []  # dead and reaped: working dirs to remove
+        self.dying: list[Candidate] = []  # killed, not yet reaped
+
+    # --- processes --------------------------------------------------------------
+
+    def start_judge(self) -> None:
+        slot_end, judge_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        gc.freeze()
+        pid = os.fork()
+        if pid == 0:  # the judge process
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                # stderr stays the slot's (the pool's): a judge crash leaves a traceback.
+                fds = isolation.redirect_stdio(devnull, 2, [
+                    judge_end.fileno(), self.tests_fd, self.results_fd])
+                resource.setrlimit(resource.RLIMIT_AS, (JUDGE_MEMORY_BYTES, JUDGE_MEMORY_BYTES))
+                isolation.become_unprivileged(self.isolation)
+                isolation.die_with_parent()
+                isolation.harden_trusted_process()
+                gc.unfreeze()
+                judge_main.serve(*fds)
+            finally:
+                os._exit(0)
+        judge_end.close()
+        self.judge_pid, self.judge_sock = pid, slot_end
+        self.arm()
+
+    def arm(self) -> None:
+        """Forks and isolates the next candidate; it waits for its program."""
+        workdir = lifecycle.make_workdir()
+        judge_side, candidate_side = socket.socketpair()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        boot_r, boot_w = os.pipe()
+        gc.freeze()  # children would otherwise copy the heap pages a collection touches
+        pid = self._fork_candidate()
+        if pid == 0:  # the candidate process
+            try:
+                os.setsid()
+                sock_fd, boot_fd = isolation.redirect_stdio(
+                    out_w, err_w, [candidate_side.fileno(), boot_r])
+                if self.isolation.users == "per-process-uid":
+                    isolation.make_workdir_owned(workdir, isolation.UID_BASE + os.getpid())
+                os.chdir(workdir)
+                isolation.become_unprivileged(self.isolation)
+                if self.isolation.network != "netns":
+                    isolation.refuse_sockets()
+                if self.isolation.users == "shared-uid" and not self.isolation.pid_namespace:
+                    isolation.guard_signals()
+                program = codec.read_fd_frame(boot_fd)  # EOF (slot gone) ends this process
+                os.close(boot_fd)
+                # Only now: with a PID namespace the slot adopted us from an intermediate
+                # that has been reaped by the time the program arrives.
+                isolation.die_with_parent()
+                cpu_s, memory, file_size, max_processes = program["rlimits"]
+                isolation.set_rlimits(cpu_s, memory, file_size)
+                isolation.limit_processes(self.isolation, max_processes)
+                candidate.serve(socket.socket(fileno=sock_fd), program["setup"], program["code"])
+            except BaseException:
+                pass
+            finally:
+                os._exit(0)
+        for fd in (out_w, err_w, boot_r):
+            os.close(fd)
+        candidate_side.close()
+        uid = isolation.UID_BASE + pid if self.isolation.users == "per-process-uid" else None
+        self.armed = Candidate(pid, boot_w, workdir, uid)
+        socket.send_fds(self.judge_sock, [b'{"op":"arm"}'], [judge_side.fileno(), out_r, err_r])
+        judge_side.close()
+        os.close(out_r)
+        os.close(err_r)
+
+    def _fork_candidate(self) -> int:
+        """os.fork(), or with a PID namespace per candidate: fork an intermediate
+        that unshares CLONE_NEWPID and forks the candidate (init of the new
+        namespace), reports its pid and exits; the slot, a subreaper, adopts it.
+        Returns 0 in the candidate and its pid in the slot, like fork."""
+        if not self.isolation.pid_namespace:
+            return os.fork()
+        report_r, report_w = os.pipe()
+        middle = os.fork()
+        if middle == 0:
+            try:
+                os.close(report_r)
+                isolation.unshare_pid_namespace()
+                child = os.fork()
+                if child == 0:
+                    os.close(report_w)
+                    return 0
+                os.write(report_w, str(child).encode())
+            except BaseException:
+                pass
+            os._exit(0)
+        os.close(report_w)
+        answer = os.read(report_r, 32)
+        os.close(report_r)
+        os.waitpid(middle, 0)
+        if not answer:
+            raise OSError("could not start a candidate in a new PID namespace")
+        return int(answer)
+
+    def launch(self, program: dict[str, Any]) -> None:
+        """Hands the program to the armed candidate, which becomes the current one."""
+        chosen, self.armed = self.armed, None
+        limits = program["limits"]
+        rlimits = [limits["cpu_s"], limits["memory_bytes"], limits["file_size_bytes"],
+                   limits["max_processes"]]
+        payload = json.dumps({"rlimits": rlimits, "setup": program["setup"],
+                              "code": program["code"]}).encode("utf-8", "surrogatepass")
+        try:
+            os.write(chosen.bootstrap_fd, codec.HEADER.pack(len(payload)))
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(chosen.bootstrap_fd, view):]
+        except OSError:
+            pass  # it died while armed: the judge sees its socket close
+        os.close(chosen.bootstrap_fd)
+        chosen.max_processes = int(program["limits"]["max_processes"])
+        self.current = chosen
+
+    def _wait(self, pid: int, block: bool) -> tuple[int, int, Any] | None:
+        if pid in self.exited:
+            status, usage = self.exited.pop(pid)
+            return pid, status, usage
+        done, status, usage = os.wait4(pid, 0 if block else os.WNOHANG)
+        return (done, status, usage) if done else None
+
+    def end_current(self, expect_dead: bool, limits: Limits) -> list[str]:
+        """Kills the current candidate's process group; says how it had ended."""
+        chosen, self.current = self.current, None
+        if chosen is None:
+            return ["error", "CandidateGone", "no candidate process"]
+        deadline = time.monotonic() + (_GRACE_S if expect_dead else 0.0)
+        outcome = self._wait(chosen.pid, block=False)
+        while outcome is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+            outcome = self._wait(chosen.pid, block=False)
+        try:
+            os.killpg(chosen.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        killed = outcome is None
+        if outcome is None:
+            outcome = self._wait(chosen.pid, block=True)
+        self.ended.append(chosen)
+        _, status, usage = outcome
+        return lifecycle.describe_exit(status, usage.ru_utime + usage.ru_stime, limits, killed)
+
+    def cleanup(self) -> None:
+        swept = False
+        for chosen in self.ended:
+            if chosen.max_processes > 0 and chosen.uid is not None:
+                lifecycle.kill_uid(chosen.uid)
+                swept = True
+            try:
+                os.rmdir(chosen.workdir)  # the usual case: the candidate wrote nothing
+            except OSError:
+                shutil.rmtree(chosen.workdir, ignore_errors=True)
+        self.ended.clear()
+        self._reap_orphans(_GRACE_S if swept else 0.0)
+
+    def _reap_orphans(self, wait_s: float) -> None:
+        """Reaps orphans (the slot is a child subreaper: a candidate's escaped
+        descendants land here); waits up to `wait_s` for killed ones to exit."""
+        tracked = {self.judge_pid} | {c.pid for c in (self.armed, self.current, *self.dying)
+                                      if c}
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid in tracked:
+                self.exited[pid] = (status, usage)
+            elif pid == 0:
+                if time.monotonic() >= deadline or not self._untracked_children(tracked):
+                    return
+                time.sleep(0.001)
+
+    @staticmethod
+    def _untracked_children(tracked: set[int]) -> bool:
+        me = os.getpid()
+        try:
+            with open(f"/proc/{me}/task/{me}/children") as handle:
+                return any(int(pid) not in tracked for pid in handle.read().split())
+        except OSError:
+            return False
+
+    def restart_judge(self) -> None:
+        try:
+            os.kill(self.judge_pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self._wait(self.judge_pid, block=True)
+        self.judge_sock.close()
+        if self.armed is not None:  # its socket went down with the old judge
+            os.close(self.armed.bootstrap_fd)  # end of input: it exits
+            try:
+                os.killpg(self.armed.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self._wait(self.armed.pid, block=True)
+            self.ended.append(self.armed)
+            self.armed = None
+        self.start_judge()
+
+    # --- one program --------------------------------------------------------------
+
+    def run(self, program: dict[str, Any]) -> None:
+        limits = Limits(**program["limits"])
+        deadline = time.monotonic() + limits.wall_s_total
+        self.launch(program)
+        self.judge_sock.send(json.dumps({"op": "start", "id": program["id"],
+                                         "limits": program["limits"]}).encode())
+        self.finish_dying()  # the previous program's candidate, while this one loads
+        self.arm()
+        abort = self.supervise(program, limits, deadline)
+        if self.current is not None:  # killed now, reaped during the next program
+            try:
+                os.killpg(self.current.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.dying.append(self.current)
+            self.current = None
+        if abort:
+            self.restart_judge()
+            codec.write_fd_frame(self.report_fd, {"id": program["id"], "abort": abort})
+
+    def shutdown(self) -> None:
+        """Ends the judge and the armed candidate and reaps them (no zombies left)."""
+        self.finish_dying()
+        if self.armed is not None:
+            os.close(self.armed.bootstrap_fd)  # end of input: it exits
+            self.dying.append(self.armed)
+            self.armed = None
+        self.judge_sock.close()  # the judge's loop ends on EOF
+        self._wait(self.judge_pid, block=True)
+        self.finish_dying()
+
+    def finish_dying(self) -> None:
+        for chosen in self.dying:
+            self._wait(chosen.pid, block=True)
+            self.ended.append(chosen)
+        self.dying.clear()
+        self.cleanup()
+
+    def supervise(self, program: dict[str, Any], limits: Limits, deadline: float) -> str:
+        """Serves the judge until it says done; returns an abort reason or ""."""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return f"program wall-clock limit of {limits.wall_s_total} s exceeded"
+            ready, _, _ = select.select([self.judge_sock], [], [], remaining)
+            if not ready:
+                continue
+            data = self.judge_sock.recv(1 << 16)
+            if not data:
+                return "the judge process died"
+            request = json.loads(data)
+            op = request.get("op")
+            if op == "done":
+                return ""
+            if op == "reap":
+                status = self.end_current(bool(request.get("expect_dead")), limits)
+                self.judge_sock.send(json.dumps({"op": "status", "status": status}).encode())
+            elif op == "spawn":
+                if self.current is not None:
+                    self.end_current(False, limits)
+                self.launch(program)
+                self.judge_sock.send(b'{"op":"spawned"}')
+                self.arm()
+
+
+def main(argv: list[str]) -> None:
+    control_fd, report_fd, tests_fd, results_fd = (int(x) for x in argv[1:5])
+    for name in WARM_MODULES:
+        __import__(name)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    report = isolation.prepare_slot()
+    isolation.scrub_environment()
+    isolation._prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    os.chdir("/")
+    slot = Slot(report_fd, tests_fd, results_fd)
+    slot.start_judge()
+    codec.write_fd_frame(report_fd, {"hello": dataclasses.asdict(report), "pid": os.getpid()})
+    while True:
+        if slot.dying and not select.select([control_fd], [], [], 0)[0]:
+            slot.finish_dying()  # idle: clean up now rather than with the next program
+        try:
+            program = codec.read_fd_frame(control_fd)
+        except EOFError:
+            slot.shutdown()
+            return
+        slot.run(program)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,245 @@
+"""The pool's side of a slot process: its pipes, frames and result assembly.
+
+Four pipes per slot (see slot.py): CONTROL and TESTS out (program, tests), REPORT
+and RESULTS in (slot hello and aborts, judge verdict frames). Everything written
+is a length-prefixed JSON frame; reads are non-blocking and reassembled here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import concurrent.futures
+from typing import Any
+
+from mtrl.envs.sandbox import isolation
+from mtrl.envs.sandbox.isolation import IsolationReport
+from mtrl.envs.sandbox.types import (ExecutionResult, Limits, Program, SyntaxErrorInfo,
+                                     TestResult)
+
+SLOT_START_TIMEOUT_S = 60.0
+SLOT_GRACE_S = 10.0  # beyond wall_s_total before the pool declares a slot hung
+PIPELINE_DEPTH = 2  # programs handed to one slot ahead of completion
+_HEADER_BYTES = 4
+
+# Loads mtrl.envs.sandbox without running mtrl/envs/__init__.py, which pulls in the
+# environment stack (threads, logging, ...): whatever a slot imports, every candidate
+# fork pays for (page tables, fork hooks).
+_SLOT_BOOTSTRAP = (
+    "import sys, types, os, mtrl\n"
+    "envs = types.ModuleType('mtrl.envs')\n"
+    "envs.__path__ = [os.path.join(os.path.dirname(mtrl.__file__), 'envs')]\n"
+    "sys.modules['mtrl.envs'] = mtrl.envs = envs\n"
+    "from mtrl.envs.sandbox import slot\n"
+    "slot.main(sys.argv)\n"
+)
+
+
+class SlotBroken(RuntimeError):
+    """The slot process died, hung or broke protocol; it must be replaced."""
+
+
+class SlotUnhealthy(SlotBroken):
+    """The finished program is fine, but the slot's streams are not: replace it."""
+
+
+class _Frames:
+    """Reassembles length-prefixed JSON frames from a non-blocking pipe."""
+
+    def __init__(self):
+        self.buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        self.buffer += chunk
+        frames = []
+        while len(self.buffer) >= _HEADER_BYTES:
+            size = int.from_bytes(self.buffer[:_HEADER_BYTES], "big")
+            if len(self.buffer) < _HEADER_BYTES + size:
+                break
+            payload = bytes(self.buffer[_HEADER_BYTES:_HEADER_BYTES + size])
+            del self.buffer[:_HEADER_BYTES + size]
+            try:
+                frames.append(json.loads(payload))
+            except ValueError as error:
+                raise SlotBroken(f"malformed frame from a slot: {error}") from None
+        return frames
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    payload = json.dumps(message, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return len(payload).to_bytes(_HEADER_BYTES, "big") + payload
+
+
+@dataclasses.dataclass
+class Job:
+    program: Program
+    limits: Limits
+    future: concurrent.futures.Future
+    key: str | None
+    id: str = ""
+    frames: list = dataclasses.field(default_factory=list)
+    submitted: float = 0.0
+
+
+class SlotClient:
+    """The pool's handle on one slot process and its four pipes."""
+
+    def __init__(self):
+        control_r, self.control_w = os.pipe()
+        self.report_r, report_w = os.pipe()
+        tests_r, self.tests_w = os.pipe()
+        self.results_r, results_w = os.pipe()
+        child_fds = (control_r, report_w, tests_r, results_w)
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _SLOT_BOOTSTRAP, *map(str, child_fds)],
+                pass_fds=child_fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                env=isolation.slot_environment(), cwd="/", start_new_session=True)
+        finally:
+            for fd in child_fds:
+                os.close(fd)
+        for fd in (self.control_w, self.report_r, self.tests_w, self.results_r):
+            os.set_blocking(fd, False)
+        self.results, self.reports = _Frames(), _Frames()
+        self.outgoing: dict[int, bytearray] = {self.control_w: bytearray(),
+                                               self.tests_w: bytearray()}
+
+    def await_hello(self) -> IsolationReport:
+        deadline = time.monotonic() + SLOT_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            select.select([self.report_r], [], [], deadline - time.monotonic())
+            messages = self.reports.feed(self._read(self.report_r))
+            if messages:
+                if "hello" not in messages[0]:
+                    raise SlotBroken(f"unexpected first message: {messages[0]!r:.200}")
+                return IsolationReport(**messages[0]["hello"])
+        raise SlotBroken("the slot did not start in time")
+
+    @staticmethod
+    def _read(fd: int) -> bytes:
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return b""
+        if not chunk:
+            raise SlotBroken("the slot process ended")
+        return chunk
+
+    def send(self, job: Job) -> None:
+        program = job.program
+        self.outgoing[self.control_w] += _frame({
+            "id": job.id, "code": program.code, "setup": program.setup,
+            "limits": dataclasses.asdict(job.limits)})
+        self.outgoing[self.tests_w] += _frame({
+            "id": job.id, "setup": program.setup, "tests": list(program.tests),
+            "entry_point": program.entry_point,
+            "candidate_names": list(program.candidate_names)})
+
+    def pump(self, timeout: float, wake_fd: int) -> tuple[list[Any], list[Any]]:
+        """One round of I/O: returns (judge frames, slot reports) that arrived."""
+        writing = [fd for fd, data in self.outgoing.items() if data]
+        readable, writable, _ = select.select(
+            [self.report_r, self.results_r, wake_fd], writing, [], max(timeout, 0.0))
+        for fd in writable:
+            try:
+                written = os.write(fd, self.outgoing[fd])
+            except BrokenPipeError:
+                raise SlotBroken("the slot closed its pipe") from None
+            del self.outgoing[fd][:written]
+        results = self.results.feed(self._read(self.results_r)) if (
+            self.results_r in readable) else []
+        reports = self.reports.feed(self._read(self.report_r)) if (
+            self.report_r in readable) else []
+        if wake_fd in readable:
+            try:
+                os.read(wake_fd, 4096)
+            except BlockingIOError:
+                pass
+        return results, reports
+
+    def drain_results(self) -> list[Any]:
+        frames = []
+        while True:
+            chunk = self._read(self.results_r)
+            if not chunk:
+                return frames
+            frames += self.results.feed(chunk)
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.process.wait()
+        for fd in (self.control_w, self.report_r, self.tests_w, self.results_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def stop(self, timeout: float = 2.0) -> None:
+        try:
+            os.close(self.control_w)  # end of input: the slot leaves its loop
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill()
+
+
+def assemble(program: Program, program_id: str, judge_messages: list[Any], abort: str,
+             torn: bool) -> tuple[ExecutionResult, bool]:
+    """Builds the ExecutionResult; the bool says whether the slot stays usable."""
+    verdicts: dict[int, TestResult] = {}
+    syntax_error = None
+    healthy = not torn
+    acknowledged = False
+    done: dict[str, Any] = {}
+    for message in judge_messages:
+        if not isinstance(message, dict) or message.get("id") != program_id:
+            healthy = False
+            continue
+        if "ack" in message:
+            acknowledged = True
+        elif "done" in message:
+            done = message
+        elif "syntax" in message:
+            line, column, text = message["syntax"]
+            syntax_error = SyntaxErrorInfo(int(line), int(column), str(text))
+        elif "i" in message and 0 <= int(message["i"]) < len(program.tests):
+            index = int(message["i"])
+            verdicts[index] = TestResult(program.tests[index], str(message["s"]),
+                                         str(message["t"]), str(message["m"]))
+    if not acknowledged:
+        healthy = False  # the tests frame may still sit, whole or torn, in the pipe
+    error = "" if done else abort
+    if error and not error.startswith("program wall-clock"):
+        error = f"sandbox failure: {error}"  # not the program's doing: never cached
+    tests = []
+    for index, source in enumerate(program.tests):
+        if index in verdicts:
+            tests.append(verdicts[index])
+        elif error.startswith("program wall-clock"):
+            tests.append(TestResult(source, "timeout", "Timeout", error))
+        else:
+            tests.append(TestResult(source, "error", "SandboxError",
+                                    error or "the judge gave no verdict for this test"))
+    result = ExecutionResult(tests=tuple(tests), syntax_error=syntax_error,
+                             stdout=str(done.get("stdout", "")),
+                             stderr=str(done.get("stderr", "")),
+                             wall_s=float(done.get("wall_s", 0.0)), error=error)
+    return result, healthy
+
+
+def failure_result(program: Program, message: str) -> ExecutionResult:
+    return ExecutionResult(
+        tests=tuple(TestResult(t, "error", "SandboxError", message) for t in program.tests),
+        error=f"sandbox failure: {message}")

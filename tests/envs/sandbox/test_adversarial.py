@@ -1,0 +1,264 @@
+"""Hostile programs: each must get a non-pass verdict and leave the pool working.
+
+Every case pairs a hostile candidate with tests it could only pass if its attack
+worked (resource exhaustion, escapes, secret or file reading, network, forged
+results, reward hacks). After each case a canary program must still pass, and at
+the end a fixed batch of ordinary programs must get the same verdicts as before.
+"""
+
+import os
+import socket
+import threading
+import time
+
+import pytest
+
+from mtrl.envs.sandbox import Limits, Program, SandboxPool
+
+SECRET = "mtrl-fake-secret-7f3a9c"
+TARGET = "def add(a, b):\n    return a + b\n"
+ADD_TESTS = ("assert add(2, 3) == 5", "assert add(-1, 4) == 3", "assert add(10, 5) == 15")
+LIMITS = Limits(wall_s_per_test=0.5, wall_s_total=5.0, cpu_s=2.0, memory_bytes=384 << 20,
+                file_size_bytes=1 << 20, output_bytes=4096)
+
+# name -> candidate code; the tests are ADD_TESTS unless a case says otherwise.
+HOSTILE: dict[str, str] = {
+    "infinite_loop": "def add(a, b):\n    while True:\n        pass\n",
+    "cpu_burn_ignoring_sigxcpu":
+        "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
+        "def add(a, b):\n    x = 0\n    while True:\n        x += 1\n",
+    "memory_bomb": "def add(a, b):\n    hog = []\n    while True:\n"
+                   "        hog.append(bytearray(50 << 20))\n",
+    "fork_bomb": "import os\ndef add(a, b):\n    while True:\n        os.fork()\n",
+    "thread_bomb": "import threading, time\ndef add(a, b):\n    while True:\n"
+                   "        threading.Thread(target=time.sleep, args=(60,)).start()\n",
+    "huge_file": "def add(a, b):\n    with open('big.bin', 'wb') as f:\n        while True:\n"
+                 "            f.write(b'x' * (1 << 20))\n",
+    "many_files": "def add(a, b):\n    handles = [open(f'f{i}', 'w') for i in range(10**6)]\n",
+    "huge_stdout": "def add(a, b):\n    while True:\n        print('PASSED ' * 1000)\n",
+    "sys_exit_top_level": "import sys\nsys.exit(0)\n",
+    "os_exit_top_level": "import os\nos._exit(0)\n",
+    "sys_exit_in_call": "import sys\ndef add(a, b):\n    sys.exit(0)\n",
+    "os_exit_in_call": "import os\ndef add(a, b):\n    os._exit(0)\n",
+    "raise_system_exit": "def add(a, b):\n    raise SystemExit(0)\n",
+    "raise_keyboard_interrupt": "def add(a, b):\n    raise KeyboardInterrupt\n",
+    "raise_base_exception": "def add(a, b):\n    raise BaseException('stop')\n",
+    "kill_parent": "import os, signal\ndef add(a, b):\n    os.kill(os.getppid(), signal.SIGKILL)\n"
+                   "    return 0\n",
+    "kill_everything": "import os, signal\ndef add(a, b):\n    try:\n        os.kill(-1, signal.SIGKILL)\n"
+                       "    except OSError:\n        pass\n    return 0\n",
+    "signal_slot_processes":
+        "import os, signal\ndef add(a, b):\n    for pid in os.listdir('/proc'):\n"
+        "        if pid.isdigit() and int(pid) != os.getpid():\n            try:\n"
+        "                os.kill(int(pid), signal.SIGTERM)\n            except OSError:\n"
+        "                pass\n    return 0\n",
+    "patch_builtins": "import builtins\nbuiltins.AssertionError = type('Nope', (Exception,), {})\n"
+                      "builtins.print = lambda *a, **k: None\nbuiltins.__import__ = None\n"
+                      "def add(a, b):\n    return 0\n",
+    "patch_harness_modules":
+        "import sys\nfor name, mod in list(sys.modules.items()):\n"
+        "    if name.startswith('mtrl'):\n"
+        "        for attr in ('_call', 'to_plain', 'from_plain', 'encode'):\n"
+        "            if hasattr(mod, attr):\n"
+        "                setattr(mod, attr, lambda *a, **k: {'r': True})\n"
+        "def add(a, b):\n    return 0\n",
+    "walk_frames_and_gc":
+        "import gc, sys\ndef add(a, b):\n    frame = sys._getframe()\n    while frame:\n"
+        "        frame.f_globals['__builtins__'] = {}\n        frame = frame.f_back\n"
+        "    for obj in gc.get_objects():\n        if isinstance(obj, dict) and 'expected' in obj:\n"
+        "            return obj['expected']\n    return 0\n",
+    "scan_memory_for_tests":  # wins only if any test text is in this process's memory
+        "import ctypes, re\nctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # dumpable: /proc/self/mem opens\n"
+        "def add(a, b):\n    pattern = re.compile(rb'add\\((-?\\d+), (-?\\d+)\\) == (-?\\d+)')\n"
+        "    found = {}\n    with open('/proc/self/maps') as maps, open('/proc/self/mem', 'rb') as mem:\n"
+        "        for line in maps:\n            span, perms = line.split()[:2]\n"
+        "            if 'r' not in perms:\n                continue\n"
+        "            lo, hi = (int(x, 16) for x in span.split('-'))\n            try:\n"
+        "                mem.seek(lo)\n                chunk = mem.read(hi - lo)\n"
+        "            except (OSError, ValueError, OverflowError):\n                continue\n"
+        "            for m in pattern.finditer(chunk):\n"
+        "                found[(int(m[1]), int(m[2]))] = int(m[3])\n"
+        "    return found.get((a, b), -999)\n",
+    "fake_pass_markers":
+        "import os, json\ndef add(a, b):\n    print('PASSED', json.dumps({'passed': True, 'status': 'passed'}))\n"
+        "    for fd in range(3, 64):\n        try:\n"
+        "            os.write(fd, b'\\x00\\x00\\x00\\x0f{\"s\":\"passed\"}')\n        except OSError:\n"
+        "            pass\n    return 0\n",
+    "forged_reply_frames":
+        "import os, struct\ndef add(a, b):\n    frame = b'{\"r\":7}'\n"
+        "    os.write(3, (struct.pack('>I', len(frame)) + frame) * 3)\n    return 7\n",
+    "always_equal_object": "class Eq:\n    def __eq__(self, other):\n        return True\n"
+                           "    def __ne__(self, other):\n        return False\n"
+                           "def add(a, b):\n    return Eq()\n",
+    "lying_int_subclass": "class I(int):\n    def __eq__(self, other):\n        return True\n"
+                          "    __hash__ = int.__hash__\ndef add(a, b):\n    return I(0)\n",
+    "lying_str_and_list": "class S(str):\n    def __eq__(self, o):\n        return True\n"
+                          "class L(list):\n    def __eq__(self, o):\n        return True\n"
+                          "def add(a, b):\n    return L([S('x')])\n",
+    "lying_ne_and_bool": "class B:\n    def __ne__(self, o):\n        return False\n"
+                         "    def __bool__(self):\n        return True\ndef add(a, b):\n    return B()\n",
+    "outliving_thread": "import threading, os, time\ndef spam():\n    while True:\n"
+                        "        os.write(3, b'\\x00\\x00\\x00\\x07{\"r\":7}')\n        time.sleep(0.001)\n"
+                        "def add(a, b):\n    threading.Thread(target=spam, daemon=True).start()\n"
+                        "    return 0\n",
+    "ignore_alarm_and_term":
+        "import signal\nfor s in (signal.SIGALRM, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):\n"
+        "    signal.signal(s, signal.SIG_IGN)\ndef add(a, b):\n    while True:\n        pass\n",
+    "recursion_bomb": "import sys\nsys.setrecursionlimit(10**7)\ndef add(a, b):\n"
+                      "    return add(a, b) + 1\n",
+    "segfault": "import ctypes\ndef add(a, b):\n    return ctypes.string_at(0)\n",
+    "delete_files": "import os, shutil\ndef add(a, b):\n    for path in ('.', '/tmp', '/work', '/root'):\n"
+                    "        shutil.rmtree(path, ignore_errors=True)\n    return 0\n",
+    "close_own_socket": "import os\ndef add(a, b):\n    for fd in range(3, 64):\n        try:\n"
+                        "            os.close(fd)\n        except OSError:\n            pass\n    return 7\n",
+    "infinite_generator": "import itertools\ndef add(a, b):\n    return itertools.count()\n",
+    "huge_return_value": "def add(a, b):\n    return 'x' * (300 << 20)\n",
+    "read_stdin": "def add(a, b):\n    return int(input())\n",
+    "shadow_builtins_for_tests": "def all(x):\n    return True\ndef add(a, b):\n    return 0\n",
+}
+
+# Cases with their own tests: they pass only if the attack works.
+SPECIAL_TESTS: dict[str, tuple[str, ...]] = {
+    "shadow_builtins_for_tests": ("assert all([add(2, 3) == 5, add(1, 1) == 2])",),
+}
+
+
+@pytest.fixture(scope="module")
+def hostile_pool():
+    # The secret is in the pool's environment before its slots start.
+    os.environ["MTRL_FAKE_SECRET"] = SECRET
+    try:
+        with SandboxPool(num_workers=2, limits=LIMITS) as pool:
+            yield pool
+    finally:
+        del os.environ["MTRL_FAKE_SECRET"]
+
+
+BASELINE = [
+    Program(TARGET, ADD_TESTS),
+    Program("def add(a, b):\n    return a * b\n", ADD_TESTS),
+    Program("def add(a, b)\n    return a\n", ADD_TESTS),
+    Program("def add(a, b):\n    return a + b + undefined\n", ADD_TESTS),
+    Program("def add(a, b):\n    while True:\n        pass\n", ("assert add(1, 1) == 2",)),
+]
+
+
+def verdicts(results):
+    return [(r.passed, r.syntax_error, [(t.status, t.error_type) for t in r.tests])
+            for r in results]
+
+
+@pytest.fixture(scope="module")
+def baseline(hostile_pool):
+    return verdicts(hostile_pool.run_batch(BASELINE))
+
+
+def assert_pool_alive(pool):
+    canary = pool.submit(Program(TARGET, ADD_TESTS)).result()
+    assert canary.passed, canary
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_program_never_passes(hostile_pool, baseline, name):
+    tests = SPECIAL_TESTS.get(name, ADD_TESTS)
+    result = hostile_pool.submit(Program(HOSTILE[name], tests)).result()
+    assert not result.passed, (name, result)
+    assert result.num_passed == 0, (name, result.tests)
+    assert len(result.stdout) <= LIMITS.output_bytes
+    assert_pool_alive(hostile_pool)
+
+
+def test_secrets_do_not_reach_the_candidate(hostile_pool):
+    code = ("import os\ndef leak():\n    seen = str(dict(os.environ))\n"
+            "    for pid in ['self', '1'] + os.listdir('/proc'):\n        try:\n"
+            "            seen += open(f'/proc/{pid}/environ', 'rb').read().decode('latin-1')\n"
+            "        except OSError:\n            pass\n"
+            f"    return {SECRET!r} in seen\n")
+    assert os.environ["MTRL_FAKE_SECRET"] == SECRET  # it is in the pool's own environment
+    result = hostile_pool.submit(Program(code, ("assert leak() is True",))).result()
+    assert result.tests[0].status == "failed", result
+
+
+def test_candidate_memory_holds_no_test_text(hostile_pool):
+    # The scan finds the candidate's own source in its memory (so it works) but
+    # never the test's, which only the judge process ever holds.
+    code = ("import ctypes, re\nctypes.CDLL(None).prctl(4, 1, 0, 0, 0)\n"
+            "# CAND-MARK-1234\n"
+            "def scan():\n    own = test = False\n"
+            "    with open('/proc/self/maps') as maps, open('/proc/self/mem', 'rb') as mem:\n"
+            "        for line in maps:\n            span, perms = line.split()[:2]\n"
+            "            if 'r' not in perms:\n                continue\n"
+            "            lo, hi = (int(x, 16) for x in span.split('-'))\n            try:\n"
+            "                mem.seek(lo)\n                chunk = mem.read(hi - lo)\n"
+            "            except (OSError, ValueError, OverflowError):\n                continue\n"
+            "            own |= any(int(m[1]) == 1234 for m in re.finditer(rb'CAND-MARK-(\\d{4})', chunk))\n"
+            "            test |= any(int(m[1]) == 5678 for m in re.finditer(rb'TEST-MARK-(\\d{4})', chunk))\n"
+            "    return own, test\n")
+    test = "found = scan()\nassert found == (True, False), found  # TEST-MARK-5678"
+    result = hostile_pool.submit(Program(code, (test,))).result()
+    assert result.passed, result.tests
+
+
+def test_files_outside_the_workdir_are_out_of_reach(hostile_pool, tmp_path):
+    secret_file = tmp_path / "secret.txt"
+    secret_file.write_text(SECRET)
+    code = ("def read(path):\n    try:\n        return open(path).read()\n"
+            "    except OSError as e:\n        return type(e).__name__\n")
+    tests = (f"assert read({str(secret_file)!r}) == {SECRET!r}",
+             "assert read('/etc/shadow') != 'PermissionError'",
+             "assert read('/root/.bashrc') not in ('FileNotFoundError', 'PermissionError')")
+    result = hostile_pool.submit(Program(code, tests)).result()
+    assert [t.status for t in result.tests] == ["failed"] * 3, result
+
+
+def test_network_is_unreachable(hostile_pool):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    accepted = []
+    listener.settimeout(3.0)
+
+    def accept():
+        try:
+            accepted.append(listener.accept())
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=accept)
+    thread.start()
+    code = ("import socket\ndef connect(port):\n    try:\n"
+            "        socket.create_connection(('127.0.0.1', port), timeout=0.5).close()\n"
+            "        return 'connected'\n    except OSError as e:\n        return type(e).__name__\n")
+    result = hostile_pool.submit(Program(code, (f"assert connect({port}) == 'connected'",))).result()
+    thread.join()
+    listener.close()
+    assert result.tests[0].status == "failed" and not accepted, result
+
+
+def test_escaped_processes_are_killed(hostile_pool):
+    # With forks allowed, children that leave the candidate's process group (new
+    # sessions) and spin are still swept once the program ends.
+    limits = Limits(wall_s_per_test=1.0, wall_s_total=3.0, cpu_s=2.0,
+                    memory_bytes=384 << 20, max_processes=4)
+    code = ("import os\ndef add(a, b):\n    made = []\n    for _ in range(20):\n        try:\n"
+            "            pid = os.fork()\n        except OSError:\n            break\n"
+            "        if pid == 0:\n            os.setsid()\n            while True:\n"
+            "                pass\n        made.append(pid)\n    print(*made, flush=True)\n"
+            "    return len(made)\n")
+    result = hostile_pool.submit(Program(code, ("assert add(2, 3) == 5",)), limits).result()
+    assert result.tests[0].status == "failed"
+    escaped = [int(pid) for pid in result.stdout.split()]
+    assert 1 <= len(escaped) <= limits.max_processes  # RLIMIT_NPROC bounds the bomb
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p in escaped):
+        time.sleep(0.05)
+    alive = [p for p in escaped if os.path.exists(f"/proc/{p}")]
+    assert not alive, [open(f"/proc/{p}/stat").read() for p in alive]
+    assert_pool_alive(hostile_pool)
+
+
+def test_same_verdicts_after_the_attacks(hostile_pool, baseline):
+    assert verdicts(hostile_pool.run_batch(BASELINE)) == baseline
+    assert baseline[0][0] and not any(v[0] for v in baseline[1:])
+    assert hostile_pool.replaced_slots == 0  # no attack took a slot down

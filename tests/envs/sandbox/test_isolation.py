@@ -1,0 +1,54 @@
+"""What a candidate sees: a fresh writable working directory and little else."""
+
+import os
+
+from mtrl.envs.sandbox import Program
+from mtrl.envs.sandbox.isolation import CANDIDATE_ENV
+
+
+def run(pool, code, *tests):
+    return pool.submit(Program(code, tests)).result()
+
+
+def test_working_directory_is_private_fresh_and_writable(pool):
+    code = ("import os, tempfile\n"
+            "def write():\n    open('note.txt', 'w').write('hi')\n"
+            "    with tempfile.TemporaryFile() as f:\n        f.write(b'x')\n"
+            "    return sorted(os.listdir('.'))\n"
+            "def listing():\n    return os.listdir('.')\n")
+    first = run(pool, code, "assert write() == ['note.txt']")
+    second = run(pool, code, "assert listing() == []")  # nothing left by the first
+    assert first.passed and second.passed, (first.tests, second.tests)
+
+
+def test_nothing_writable_outside_the_working_directory(pool):
+    code = ("import os\ndef attempt(path):\n    try:\n        open(path, 'w').write('x')\n"
+            "        return 'written'\n    except OSError as error:\n"
+            "        return type(error).__name__\n"
+            "def listing(path):\n    try:\n        return os.listdir(path)\n"
+            "    except OSError as error:\n        return type(error).__name__\n")
+    result = run(pool, code, "assert attempt('/tmp/x') == 'written'",
+                 "assert attempt('/var/tmp/x') == 'written'",
+                 "assert attempt('/dev/shm/x') == 'written'",
+                 "assert listing('/tmp') not in ('PermissionError', 'FileNotFoundError')")
+    assert [t.status for t in result.tests] == ["failed"] * 4, result.tests
+
+
+def test_environment_is_the_fixed_minimal_one(pool):
+    os.environ["MTRL_SANDBOX_TEST_VAR"] = "visible?"  # set after the pool started: never seen
+    try:
+        code = "import os\ndef env():\n    return dict(os.environ)\n"
+        result = run(pool, code, f"assert set(env()) <= {set(CANDIDATE_ENV)!r}",
+                     "assert 'MTRL_SANDBOX_TEST_VAR' not in env()")
+    finally:
+        del os.environ["MTRL_SANDBOX_TEST_VAR"]
+    assert result.passed, result.tests
+
+
+def test_stdin_is_empty_and_processes_are_limited(pool):
+    code = ("import os, sys\ndef read():\n    return sys.stdin.read()\n"
+            "def fork():\n    try:\n        pid = os.fork()\n    except OSError as error:\n"
+            "        return type(error).__name__\n    if pid == 0:\n        os._exit(0)\n"
+            "    return 'forked'\n")
+    result = run(pool, code, "assert read() == ''", "assert fork() == 'BlockingIOError'")
+    assert result.passed, result.tests
