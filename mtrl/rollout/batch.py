@@ -52,8 +52,13 @@ def round_up_pow2(n: int, minimum: int = 8) -> int:
     return size
 
 
-def make_batch(tree: TreeRollout, min_rows: int = 8, min_len: int = 32) -> RolloutBatch:
-    """Lays out every completion of `tree` as padded rows (see module docstring)."""
+def make_batch(tree: TreeRollout, min_rows: int = 8, min_len: int = 32,
+               length: int | None = None) -> RolloutBatch:
+    """Lays out every completion of `tree` as padded rows (see module docstring).
+
+    length: pad every row to exactly this many tokens (e.g. the context budget) so
+    the train step compiles once; default: the next power of two >= the longest row.
+    """
     n, g = tree.config.num_agents, tree.config.num_generations
     rows = []  # (turn record, node m, sample g)
     for record in tree.turns:
@@ -61,7 +66,10 @@ def make_batch(tree: TreeRollout, min_rows: int = 8, min_len: int = 32) -> Rollo
     lengths = [len(rec.contexts[a][m]) + len(rec.completions[a][r])
                for rec, m, r in rows for a in range(n)]
     c_pad = round_up_pow2(len(rows), min_rows)
-    l_pad = round_up_pow2(max(lengths, default=1), min_len)
+    longest = max(lengths, default=1)
+    if length is not None and length < longest:
+        raise ValueError(f"make_batch length={length} is shorter than the longest row ({longest})")
+    l_pad = length if length is not None else round_up_pow2(longest, min_len)
 
     tokens = np.zeros((n, c_pad, l_pad), np.int32)
     token_mask = np.zeros((n, c_pad, l_pad), bool)

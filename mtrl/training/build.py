@@ -1,0 +1,162 @@
+"""Builds a run's components from its validated config: tokenizer, one model per
+agent, tasks, the code environment, the rollout config, the training objective."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Any
+
+import jax
+from flax import nnx
+
+from mtrl.data import load_code_tasks
+from mtrl.envs.code import CodeEnv, CodeEnvConfig
+from mtrl.envs.code.prompts import PromptTemplates
+from mtrl.envs.sandbox import Limits, SandboxPool
+from mtrl.losses import (KLPenaltyConfig, POLICY_LOSSES, PolicyObjectiveConfig, PPOClipConfig)
+from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
+from mtrl.rollout import ChatTemplateFormat, PlainFormat, RolloutConfig
+from mtrl.tokenizers import load_tokenizer
+from mtrl.training.config import as_dict, build, known_fields, resolve_path
+from mtrl.training.optim import OptimConfig
+
+TEMPLATES = {"default": None, "tiny": "mtrl.data.synthetic:TINY_PROMPT_TEMPLATES"}
+
+
+@dataclasses.dataclass
+class Components:
+    tokenizer: Any
+    turn_format: Any
+    models: list[Transformer]  # one per agent (one if shared)
+    from_hf: str | None  # checkpoint directory the weights came from
+    train_tasks: list
+    eval_tasks: list
+    env: CodeEnv
+    pool: SandboxPool
+    rollout: RolloutConfig
+    objective: PolicyObjectiveConfig
+    optim: OptimConfig
+
+    def close(self) -> None:
+        self.env.close()
+        self.pool.close()
+
+
+def build_tokenizer(config):
+    spec = config.tokenizer
+    if spec != "byte":
+        spec = resolve_path(spec, "tokenizer")
+    elif config.model.hf_checkpoint and os.path.exists(
+            os.path.join(os.path.expanduser(config.model.hf_checkpoint), "tokenizer_config.json")):
+        spec = os.path.expanduser(config.model.hf_checkpoint)
+    return load_tokenizer(spec)
+
+
+def build_models(config, num_policies: int) -> tuple[list[Transformer], str | None]:
+    m = config.model
+    path = resolve_path(m.hf_checkpoint, "model.hf_checkpoint")
+    overrides = dict(as_dict(m.overrides))
+    if path is not None:
+        try:
+            model = load_hf_checkpoint(path, **overrides)
+        except (ValueError, FileNotFoundError) as e:
+            raise ValueError(f"config.model.hf_checkpoint: {e}") from None
+        # Every agent starts from the same checkpoint (separate copies when stacked).
+        state = nnx.split(model)[1]
+        return [model] + [nnx.merge(nnx.split(model)[0], jax.tree.map(lambda x: x.copy(), state))
+                          for _ in range(num_policies - 1)], path
+    if not m.preset:
+        raise ValueError("config.model.hf_checkpoint: required (a local Hugging Face checkpoint "
+                         "directory with config.json and *.safetensors)")
+    if m.preset not in PRESETS:
+        raise ValueError(f"config.model.preset: unknown {m.preset!r}; valid: {PRESETS.names()}")
+    model_config = build(PRESETS.get(m.preset).replace, "model.overrides",
+                         dtype=m.dtype, **overrides)
+    return [Transformer(model_config, rngs=nnx.Rngs(config.seed * 1000 + a))
+            for a in range(num_policies)], None
+
+
+def parse_split(spec: str, field: str) -> tuple[str, slice]:
+    """"test" -> ("test", [:]); "test[:124]" -> ("test", [:124]) (TFDS-style slices)."""
+    match = re.fullmatch(r"(\w+)(?:\[(-?\d*):(-?\d*)\])?", spec)
+    if not match:
+        raise ValueError(f"config.{field}: expected 'split' or 'split[start:end]', got {spec!r}")
+    name, start, end = match.groups()
+    return name, slice(int(start) if start else None, int(end) if end else None)
+
+
+def build_tasks(config) -> tuple[list, list]:
+    d = config.data
+    path = resolve_path(d.path, "data.path")
+    options = dict(as_dict(d.options))
+    try:
+        if d.name == "intfn":
+            options.setdefault("seed", config.seed)
+            train = load_code_tasks(d.name, path, d.train_split, num_tasks=d.num_train, **options)
+            held = load_code_tasks(d.name, path, d.eval_split, num_tasks=d.num_eval, **options)
+        else:
+            (train_split, train_slice), (eval_split, eval_slice) = (
+                parse_split(d.train_split, "data.train_split"),
+                parse_split(d.eval_split, "data.eval_split"))
+            train = load_code_tasks(d.name, path, train_split, **options)[train_slice]
+            held = load_code_tasks(d.name, path, eval_split, **options)[eval_slice][:d.num_eval]
+    except KeyError as e:
+        raise ValueError(f"config.data.name: {e.args[0]}") from None
+    except (ValueError, FileNotFoundError, OSError) as e:
+        raise ValueError(f"config.data: {e}") from None
+    if not train or not held:
+        raise ValueError(f"config.data: empty split (train {len(train)}, eval {len(held)})")
+    return train, held
+
+
+def build_templates(name: str) -> PromptTemplates:
+    if name not in TEMPLATES:
+        raise ValueError(f"config.env.templates: unknown {name!r}; valid: {sorted(TEMPLATES)}")
+    if TEMPLATES[name] is None:
+        return PromptTemplates()
+    from mtrl.data.synthetic import TINY_PROMPT_TEMPLATES
+    return TINY_PROMPT_TEMPLATES
+
+
+def build_objective(config) -> PolicyObjectiveConfig:
+    loss = config.loss
+    if loss.policy_loss not in POLICY_LOSSES:
+        raise ValueError(f"config.loss.policy_loss: unknown {loss.policy_loss!r}; valid: "
+                         f"{POLICY_LOSSES.names()}")
+    loss_config = None
+    if loss.policy_loss == "ppo":
+        loss_config = build(PPOClipConfig, "loss", eps_low=loss.eps_low, eps_high=loss.eps_high,
+                            dual_clip=loss.dual_clip or None)
+    kl = build(KLPenaltyConfig, "loss.kl_coef", estimator=loss.kl_estimator, coef=loss.kl_coef)
+    return build(PolicyObjectiveConfig, "loss", loss=loss.policy_loss, loss_config=loss_config,
+                 aggregation=loss.aggregation, kl=kl)
+
+
+def build_components(config) -> Components:
+    rollout = build(RolloutConfig, "rollout", num_agents=config.env.num_agents,
+                    **known_fields(RolloutConfig, config.rollout, "rollout"))
+    objective = build_objective(config)
+    optim = build(OptimConfig, "optim", total_steps=max(1, config.train.steps),
+                  **as_dict(config.optim))
+    tokenizer = build_tokenizer(config)
+    fmt = (ChatTemplateFormat.from_tokenizer(tokenizer, tokenizer.decode([tokenizer.eos_id]))
+           if tokenizer.has_chat_template else PlainFormat())
+    num_policies = 1 if rollout.agent_params == "shared" else rollout.num_agents
+    models, from_hf = build_models(config, num_policies)
+    if tokenizer.vocab_size > models[0].config.vocab_size:
+        raise ValueError(f"config.tokenizer: vocabulary {tokenizer.vocab_size} exceeds the "
+                         f"model's {models[0].config.vocab_size}")
+    train_tasks, eval_tasks = build_tasks(config)
+    e = config.env
+    limits = build(Limits, "env.wall_s_per_test", wall_s_per_test=e.wall_s_per_test)
+    pool = SandboxPool(num_workers=e.workers or None, limits=limits)
+    env_config = build(CodeEnvConfig, "env", num_agents=e.num_agents,
+                       feedback_mode=e.feedback_mode, sandbox_slice=e.sandbox_slice,
+                       history_mode=e.history_mode, reward=e.reward, limits=limits,
+                       templates=build_templates(e.templates))
+    env = CodeEnv(env_config, sandbox=pool)
+    return Components(tokenizer=tokenizer, turn_format=fmt, models=models, from_hf=from_hf,
+                      train_tasks=train_tasks, eval_tasks=eval_tasks, env=env, pool=pool,
+                      rollout=rollout, objective=objective, optim=optim)

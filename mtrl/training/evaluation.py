@@ -1,0 +1,87 @@
+"""Held-out evaluation of multi-turn agents: episodic success within T turns.
+
+An evaluation episode is one chain of T turns (G = 1, so J = 1 and the tree is a
+path): the agents answer, the environment replies with its feedback, they revise.
+An episode is solved at the first turn whose joint action the environment marks
+`done` (for code: every hidden test passed). Reported, over the held-out tasks:
+
+  heldout_success          solved within T turns, greedy decoding
+  heldout_success_turn{t}  solved within the first t turns (cumulative), greedy
+  heldout_mean_turns_to_success   among solved episodes
+  heldout_reward_turn1, heldout_{component}_turn1   first-turn reward and components
+  heldout_pass@k, heldout_sampled_success   with k sampled episodes per task
+      (unbiased pass@k of Chen et al. 2021 with n = k: 1 if any episode solved it)
+
+The turn-1 vs turn-T gap is the benefit of the feedback loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import jax
+import numpy as np
+
+from mtrl.envs.base import Environment
+from mtrl.rollout import RolloutConfig, rollout
+from mtrl.rollout.backend import PolicyBackend
+from mtrl.rollout.tree import TreeRollout
+
+
+@dataclasses.dataclass
+class EvalResult:
+    metrics: dict[str, float]
+    transcripts: list[str]
+
+
+def chain_success(tree: TreeRollout) -> np.ndarray:
+    """[P, T] bool: episode p solved within the first t turns (chains, G = 1)."""
+    if tree.joint_actions != 1:
+        raise ValueError(f"chain_success needs G = 1 chains, got J = {tree.joint_actions}")
+    num_turns = tree.config.num_turns
+    solved = np.zeros((tree.num_tasks, num_turns), bool)
+    for record in tree.turns:
+        # Node index of a chain at any turn is its task index (J = 1).
+        solved[record.node_index, record.turn - 1] = record.done[:, 0]
+    return np.logical_or.accumulate(solved, axis=1)
+
+
+def evaluate(tasks: Sequence, env: Environment, greedy_backend: PolicyBackend, tokenizer,
+             config: RolloutConfig, key: jax.Array, *,
+             sampled_backend: PolicyBackend | None = None, num_samples: int = 0,
+             num_transcripts: int = 2, turn_format=None) -> EvalResult:
+    """Greedy episodes on every task (and `num_samples` sampled ones if a sampling
+    backend is given). The backends carry the decoding settings."""
+    chain = dataclasses.replace(config, num_generations=1, joint_mode="align",
+                                termination_threshold=None)
+    tree = rollout(list(tasks), env, greedy_backend, tokenizer, chain, key, turn_format)
+    solved = chain_success(tree)
+    metrics = {"heldout_success": float(solved[:, -1].mean())}
+    for t in range(chain.num_turns):
+        metrics[f"heldout_success_turn{t + 1}"] = float(solved[:, t].mean())
+    if solved[:, -1].any():
+        first = solved.argmax(axis=1) + 1
+        metrics["heldout_mean_turns_to_success"] = float(first[solved[:, -1]].mean())
+    first_turn = tree.turns[0]
+    metrics["heldout_reward_turn1"] = float(first_turn.rewards.mean())
+    for name, values in first_turn.components.items():
+        metrics[f"heldout_{name}_turn1"] = float(values.mean())
+    transcripts = [_episode_text(tree, p, tasks[p]) for p in range(min(num_transcripts,
+                                                                       len(tasks)))]
+    if sampled_backend is not None and num_samples > 0:
+        repeated = [task for task in tasks for _ in range(num_samples)]
+        sampled = rollout(repeated, env, sampled_backend, tokenizer, chain,
+                          jax.random.fold_in(key, 1), turn_format)
+        per_episode = chain_success(sampled)[:, -1].reshape(len(tasks), num_samples)
+        metrics["heldout_sampled_success"] = float(per_episode.mean())
+        metrics[f"heldout_pass@{num_samples}"] = float(per_episode.any(axis=1).mean())
+    return EvalResult(metrics=metrics, transcripts=transcripts)
+
+
+def _episode_text(tree: TreeRollout, task_index: int, task) -> str:
+    name = getattr(task, "task_id", str(task_index))
+    parts = [f"=== task {name} ==="]
+    for agent in range(tree.config.num_agents):
+        parts.append(tree.transcript(task_index, (0,) * tree.config.num_turns, agent))
+    return "\n".join(parts)

@@ -1,0 +1,250 @@
+"""The training loop: SFT warm start, then multi-turn multi-agent RL with held-out
+evaluation and best-checkpoint selection (DESIGN.md section 1).
+
+Per step s (keys: fold_in(root, s), so a resumed run repeats an uninterrupted one):
+  1. tasks[s·P : (s+1)·P] of a seeded per-epoch permutation of the train split;
+  2. tree rollout (sampler with KV reuse; environment = code sandbox);
+  3. rollout batch -> per-token MAGRPO advantages (tree returns, sibling baseline);
+  4. PPO-style epochs/minibatches of the jitted train step (one optimizer per agent);
+  5. every eval_interval steps: held-out evaluation, transcripts, checkpoint ranked by
+     held-out success; every save_interval steps: the latest checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import time
+from typing import Any
+
+import jax
+import numpy as np
+from flax import nnx
+
+from mtrl.rollout import make_batch, rollout
+from mtrl.rollout.advantages import token_advantages
+from mtrl.rollout.sampler_backend import SamplerBackend
+from mtrl.sampling.sampler import Sampler
+from mtrl.training import train_step as ts
+from mtrl.training.build import Components, build_components
+from mtrl.training.checkpointing import CheckpointKeeper
+from mtrl.training.evaluation import evaluate
+from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
+from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
+from mtrl.training.plots import plot_learning_curve
+from mtrl.training.sft import SFTConfig, run_sft, sft_examples
+from mtrl.training.sft_data import demonstration_pairs
+from mtrl.training.train_state import agent_params, init_train_state
+
+
+def task_batch(tasks: list, step: int, per_step: int, seed: int) -> list:
+    """The step's tasks: consecutive slices of a seeded permutation, reshuffled per epoch."""
+    n = len(tasks)
+    out = []
+    for position in range(step * per_step, (step + 1) * per_step):
+        epoch, offset = divmod(position, n)
+        order = np.random.default_rng([seed, 7, epoch]).permutation(n)
+        out.append(tasks[int(order[offset])])
+    return out
+
+
+class Trainer:
+    def __init__(self, config, workdir: str | os.PathLike, *, show_progress: bool = True):
+        self.config = config
+        self.workdir = pathlib.Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.show_progress = show_progress
+        self.c: Components = build_components(config)
+        c = self.c
+        self.num_agents = c.rollout.num_agents
+        self.shared = c.rollout.agent_params == "shared"
+        self.graphdef = nnx.split(c.models[0])[0]
+        self.sampler = Sampler(c.models[0])
+        tok = c.tokenizer
+        self.sampling = c.rollout.sampling_config(stop_token_ids=(tok.eos_id,), pad_id=tok.pad_id)
+        greedy = dataclasses.replace(self.sampling, greedy=True)
+        states = [nnx.split(m)[1] for m in c.models]
+        self.backend = SamplerBackend(self.sampler, states, self.sampling)
+        self.eval_backend = SamplerBackend(self.sampler, states, greedy)
+        self.optimizer = make_optimizer(c.optim)
+        self.step_fn = ts.make_train_step(self.graphdef, c.objective, self.optimizer,
+                                          num_agents=self.num_agents, shared=self.shared,
+                                          learning_rate_fn=make_schedule(c.optim))
+        self.keeper = CheckpointKeeper(self.workdir / "checkpoints",
+                                       keep_best=config.train.keep_best)
+        self.root_key = jax.random.key(config.seed)
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def init_state(self, params: list):
+        """A step-0 TrainState; shared mode holds the one policy for all N agents."""
+        per_agent = params * self.num_agents if self.shared else params
+        return init_train_state(per_agent, self.optimizer, shared=self.shared,
+                                keep_reference=self.c.objective.kl.coef > 0)
+
+    def policy_states(self, state) -> list:
+        return [agent_params(state, a) for a in range(1 if self.shared else self.num_agents)]
+
+    def set_policy(self, state) -> None:
+        states = self.policy_states(state)
+        self.backend.set_states(states)
+        self.eval_backend.set_states(states)
+
+    def evaluate(self, step: int) -> dict[str, float]:
+        cfg = self.config.train
+        result = evaluate(self.c.eval_tasks, self.c.env, self.eval_backend, self.c.tokenizer,
+                          self.c.rollout, jax.random.fold_in(self.root_key, 10**6 + step),
+                          sampled_backend=self.backend if cfg.eval_samples else None,
+                          num_samples=cfg.eval_samples, num_transcripts=cfg.num_transcripts,
+                          turn_format=self.c.turn_format)
+        if result.transcripts:
+            write_transcripts(self.workdir, step, result.transcripts)
+        return result.metrics
+
+    def warm_start(self, log) -> list:
+        """SFT of each policy on its role's demonstrations (or the loaded weights)."""
+        params = [nnx.split(m)[1] for m in self.c.models]
+        s = self.config.sft
+        if not s.enabled:
+            return params
+        pairs = demonstration_pairs(self.config, self.c.env, self.c.train_tasks)
+        sft_config = SFTConfig(optim=OptimConfig(learning_rate=s.learning_rate,
+                                                 warmup_steps=max(1, min(20, s.steps // 10)),
+                                                 schedule="cosine", total_steps=s.steps,
+                                                 max_grad_norm=1.0),
+                               batch_size=s.batch_size, steps=s.steps, max_len=s.max_len,
+                               seed=self.config.seed, log_every=100)
+        trained = []
+        for a, p in enumerate(params):
+            agent_pairs = [x for per_agent in pairs for x in per_agent] if self.shared \
+                else pairs[a]
+            examples = sft_examples(self.c.tokenizer, agent_pairs, self.c.turn_format, s.max_len)
+            trained.append(run_sft(self.graphdef, p, examples, sft_config,
+                                   jax.random.fold_in(self.root_key, 555 + a),
+                                   log_fn=lambda i, m, a=a: log(f"sft/agent{a}", i, m)))
+        return trained
+
+    # -- the loop ----------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        cfg, c = self.config.train, self.c
+        started = time.perf_counter()
+        fresh = self.init_state([nnx.split(m)[1] for m in c.models])
+        latest = self.keeper.latest_step() if cfg.restore in ("latest", "best") else None
+        if latest is not None:
+            restored = self.keeper.restore(cfg.restore, target={"train": fresh})
+            state, extra = restored.state["train"], dict(restored.extra)
+            start = int(extra["step"])
+            logger = MetricsLogger(self.workdir, resume_step=start)
+        else:
+            logger = MetricsLogger(self.workdir)
+            sft_log = self.workdir / "sft.jsonl"
+
+            def log(tag, i, metrics):
+                with open(sft_log, "a") as f:
+                    f.write(json.dumps({"tag": tag, "step": i, **{k: float(v) for k, v in
+                                                                  metrics.items()}}) + "\n")
+            params = self.warm_start(log)
+            state = self.init_state(params)
+            start = 0
+            extra = {"step": 0, "sft_minutes": (time.perf_counter() - started) / 60}
+        self.set_policy(state)
+        if start == 0:
+            metrics = self.evaluate(0)
+            extra["post_sft_success"] = metrics["heldout_success"]
+            extra.update({f"post_sft_{k}": v for k, v in metrics.items()})
+            logger.write(0, metrics)
+            self.keeper.save_eval(0, {"train": state}, metrics, extra)
+        progress = Progress(cfg.steps, initial=start, enabled=self.show_progress)
+        deadline = started + 60 * cfg.max_minutes if cfg.max_minutes else None
+        step = start
+        for step in range(start + 1, cfg.steps + 1):
+            t0 = time.perf_counter()
+            key = jax.random.fold_in(self.root_key, step)
+            tasks = task_batch(c.train_tasks, step - 1, cfg.tasks_per_step, self.config.seed)
+            tree = rollout(tasks, c.env, self.backend, c.tokenizer, c.rollout, key,
+                           c.turn_format)
+            t1 = time.perf_counter()
+            batch = make_batch(tree, length=c.rollout.max_context)  # one train-step shape
+            advantages = token_advantages(batch, gamma=c.rollout.discount,
+                                          estimator=self.config.credit.estimator,
+                                          credit=self.config.credit.credit)
+            state, update_metrics = ts.ppo_update(
+                self.step_fn, state, ts.policy_minibatch(batch, advantages),
+                epochs=cfg.ppo_epochs, minibatches=cfg.minibatches,
+                key=jax.random.fold_in(key, 1))
+            try:
+                ts.check_finite(update_metrics)
+            except FloatingPointError as e:
+                raise FloatingPointError(f"step {step}: {e}") from None
+            self.set_policy(state)
+            t2 = time.perf_counter()
+            # No update when no row had a loss token (e.g. every completion truncated).
+            metrics = ({k: float(v) for k, v in jax.device_get(update_metrics[-1]).items()}
+                       if update_metrics else {"skipped_update": 1.0})
+            metrics.update(self._rollout_metrics(tree))
+            metrics.update({"time/rollout_s": t1 - t0 - tree.metrics["rollout/env_seconds"],
+                            "time/env_s": tree.metrics["rollout/env_seconds"],
+                            "time/update_s": t2 - t1, "step_time_s": t2 - t0,
+                            "sampler_compiles": float(self.sampler.num_compiles)})
+            extra = {**extra, "step": step}
+            last = step == cfg.steps or (deadline is not None and time.perf_counter() > deadline)
+            if step % cfg.eval_interval == 0 or last:
+                metrics.update(self.evaluate(step))
+                self.keeper.save_eval(step, {"train": state}, metrics, extra)
+            if step % cfg.save_interval == 0 or last:
+                self.keeper.save_latest(step, {"train": state}, extra)
+            logger.write(step, metrics)
+            progress.update(step, step_time_s=metrics["step_time_s"],
+                            heldout_success=metrics.get("heldout_success"),
+                            reward=metrics.get("reward_mean"))
+            if last:
+                break
+        self.keeper.wait()
+        logger.close()
+        return self._finish(step, started, extra)
+
+    def _rollout_metrics(self, tree) -> dict[str, float]:
+        out = dict(tree.metrics)
+        out["reward_mean"] = float(np.mean([r.rewards.mean() for r in tree.turns]))
+        out["train_success_turn1"] = float(tree.turns[0].done.mean())
+        return out
+
+    def _finish(self, step: int, started: float, extra: dict) -> dict[str, Any]:
+        best = self.keeper.best_step()
+        best_metrics = self.keeper.metrics(best) if best is not None else {}
+        png = plot_learning_curve(self.workdir, self.workdir / "learning_curve.png",
+                                  best_step=best)
+        exported = None
+        if self.c.from_hf and self.config.train.export_best and best is not None:
+            exported = self.export(best)
+        result = {
+            "steps": step, "minutes": (time.perf_counter() - started) / 60,
+            "best_step": best, "final_best_success": best_metrics.get("heldout_success"),
+            "post_sft_success": extra.get("post_sft_success"),
+            "turn1_success": best_metrics.get("heldout_success_turn1"),
+            "turn2_success": best_metrics.get("heldout_success_turn2"),
+            "best_checkpoint": str(self.keeper.step_directory(best)) if best is not None else None,
+            "learning_curve": str(png), "exported_hf": exported,
+        }
+        print(summary(total_steps=step, best_step=best,
+                      best_success=result["final_best_success"],
+                      best_checkpoint=result["best_checkpoint"],
+                      wall_s=result["minutes"] * 60, learning_curve=png), flush=True)
+        return result
+
+    def export(self, step: int) -> str:
+        """Writes the best step's parameters as Hugging Face checkpoints, one per agent."""
+        from mtrl.models import save_hf_checkpoint
+        fresh = self.init_state([nnx.split(m)[1] for m in self.c.models])
+        state = self.keeper.restore(step, target={"train": fresh}).state["train"]
+        out = self.workdir / "export"
+        for a, params in enumerate(self.policy_states(state)):
+            save_hf_checkpoint(nnx.merge(self.graphdef, params), out / f"agent{a}")
+        return str(out)
+
+    def close(self) -> None:
+        self.keeper.close()
+        self.c.close()
