@@ -1,0 +1,38 @@
+"""Two cooperating agents in CoMLRL's style (Liu et al. 2025): agent 1 writes a helper
+`aux`, agent 2 writes the entry point, which may call it; MAGRPO over T = 2 turns with
+level_feedback, on a CoopHumanEval-format JSONL file (HumanEval's fields).
+
+    python -m mtrl.train --config=experiments/configs/coop_humaneval_magrpo.py \
+        --config.model.hf_checkpoint=/path/to/model \
+        --config.data.path=/path/to/coophumaneval.jsonl
+"""
+
+from mtrl.training.config import base_config
+
+
+def get_config():
+    c = base_config()
+    c.model.preset = ""  # no preset: the weights come from hf_checkpoint
+    c.model.hf_checkpoint = ""  # required: a local directory (config.json + safetensors)
+    c.model.dtype = "bfloat16"
+    c.data.name = "coop_humaneval"
+    c.data.path = ""  # required: CoopHumanEval-format .jsonl or .jsonl.gz
+    c.data.train_split = "test[:-20]"
+    c.data.eval_split = "test[-20:]"
+    c.data.num_eval = 20
+    c.env.num_agents = 2
+    c.env.templates = "default"
+    c.env.reward = "level"
+    c.rollout.num_generations = 4
+    c.rollout.joint_mode = "align"
+    c.rollout.max_new_tokens = 384
+    c.rollout.max_context = 2048
+    c.rollout.termination_threshold = 3.5
+    c.credit.estimator = "mean"
+    c.loss.policy_loss = "reinforce"
+    c.loss.aggregation = "seq-mean-token-sum"
+    c.optim.learning_rate = 2e-6
+    c.train.steps = 200
+    c.train.tasks_per_step = 4
+    c.sft.enabled = False
+    return c

