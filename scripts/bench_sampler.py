@@ -18,8 +18,15 @@ every sample's copy of the prompt; fanout_speedup = unshared time / shared time.
 
   python scripts/bench_sampler.py --out /tmp/bench_sampler.json
 
+  python scripts/bench_sampler.py --threads 1 --out /tmp/bench_sampler_1t.json
+
+--threads N runs both libraries on N threads (for N = 1 XLA's Eigen and intra-op pools
+are made single-threaded). By default each library picks its own; on a loaded machine
+torch's 2 OpenMP threads can spin at barriers while the other core is taken, which made
+HF many times slower than with 1 thread, so report both runs.
+
 The machines are shared and noisy: compare the ratios of one run, not absolute numbers
-across runs (DESIGN.md section 8).
+across runs (DESIGN.md section 8); the JSON records the load averages.
 """
 
 from __future__ import annotations
@@ -56,6 +63,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--torch-threads", type=int, default=None,
                         help="torch.set_num_threads (default: torch's own choice)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="run both sides on this many threads: torch.set_num_threads, and "
+                             "for 1 single-threaded XLA CPU (Eigen and intra-op pools); XLA "
+                             "otherwise uses every core (default: each library's own choice)")
     return parser.parse_args()
 
 
@@ -96,6 +107,15 @@ def hf_generate(model, prompts: np.ndarray, new_tokens: int) -> np.ndarray:
 
 def main() -> None:
     args = parse_args()
+    if args.threads is not None:
+        args.torch_threads = args.threads
+        if args.threads == 1:
+            # Read when the XLA backend starts (first computation), so setting it here,
+            # after `import jax` but before any array op, takes effect.
+            os.environ["XLA_FLAGS"] = " ".join([
+                os.environ.get("XLA_FLAGS", ""), "--xla_cpu_multi_thread_eigen=false",
+                "intra_op_parallelism_threads=1"]).strip()
+    load_before = os.getloadavg()
     batches = [int(b) for b in args.batches.split(",")]
     if args.torch_threads is not None:
         torch.set_num_threads(args.torch_threads)
@@ -170,7 +190,9 @@ def main() -> None:
         "jax": jax.__version__, "torch": torch.__version__,
         "transformers": transformers.__version__, "torch_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(), "jax_devices": [str(d) for d in jax.devices()],
-        "machine": platform.machine(),
+        "machine": platform.machine(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        # Other processes share the 2 cores: 1/5/15-minute load averages at start / end.
+        "load_average_start": load_before, "load_average_end": os.getloadavg(),
     }
 
     print()

@@ -58,9 +58,10 @@ def grouped_attention(q: jax.Array, blocks: Sequence[tuple[jax.Array, jax.Array,
                                                          heads: Ainslie et al. 2023)
 
     q [B, L, KV, G, D]: the G query heads of group j share key/value head j.
-    blocks: (k, v, mask) with k, v [B, S_i, KV, D] and mask [B, L, S_i] bool (True = may
-    attend). The softmax runs jointly over all blocks' keys, so a cache and the new
-    tokens can be attended without concatenating (copying) the cache. Scores and softmax
+    blocks: (k, v, mask) with k, v [B, KV, S_i, D] (head-first, the KVCache layout: each
+    head's keys are contiguous, so the products need no transposed copy of the cache)
+    and mask [B, L, S_i] bool (True = may attend). The softmax runs jointly over all
+    blocks' keys, so keys held in separate arrays need no concatenation. Scores and softmax
     are float32; probabilities are cast to q's dtype for the value product (transformers'
     eager attention does the same). A row with no visible key returns zeros.
     """
@@ -71,12 +72,13 @@ def grouped_attention(q: jax.Array, blocks: Sequence[tuple[jax.Array, jax.Array,
         raise ValueError("need at least one (k, v, mask) block")
     scores, masks = [], []
     for k, v, mask in blocks:
-        if k.ndim != 4 or k.shape[0] != b or k.shape[2:] != (kv, d) or v.shape != k.shape:
-            raise ValueError(f"k, v must be [B, S, {kv}, {d}] matching q {q.shape}; "
+        if (k.ndim != 4 or k.shape[:2] != (b, kv) or k.shape[3] != d
+                or v.shape != k.shape):
+            raise ValueError(f"k, v must be [B, {kv}, S, {d}] matching q {q.shape}; "
                              f"got {k.shape}, {v.shape}")
-        if mask.shape != (b, l, k.shape[1]):
-            raise ValueError(f"mask must be {(b, l, k.shape[1])}, got {mask.shape}")
-        scores.append(jnp.einsum("blkgd,bskd->bkgls", q, k.astype(q.dtype),
+        if mask.shape != (b, l, k.shape[2]):
+            raise ValueError(f"mask must be {(b, l, k.shape[2])}, got {mask.shape}")
+        scores.append(jnp.einsum("blkgd,bksd->bkgls", q, k.astype(q.dtype),
                                  preferred_element_type=jnp.float32))
         masks.append(mask)
     scores = jnp.concatenate(scores, axis=-1) * (d ** -0.5)
@@ -85,8 +87,8 @@ def grouped_attention(q: jax.Array, blocks: Sequence[tuple[jax.Array, jax.Array,
     probs = jnp.where(visible.any(axis=-1, keepdims=True), probs, 0.0).astype(q.dtype)
     out, start = 0, 0
     for k, v, _ in blocks:
-        size = k.shape[1]
-        out = out + jnp.einsum("bkgls,bskd->blkgd", probs[..., start:start + size],
+        size = k.shape[2]
+        out = out + jnp.einsum("bkgls,bksd->blkgd", probs[..., start:start + size],
                                v.astype(q.dtype))
         start += size
     return out
@@ -111,7 +113,8 @@ class Attention(nnx.Module):
 
     def project(self, x: jax.Array, cos: jax.Array, sin: jax.Array
                 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """x [B, L, hidden] -> rotated q [B, L, KV, G, D], rotated k and v [B, L, KV, D]."""
+        """x [B, L, hidden] -> rotated q [B, L, KV, G, D], rotated k and v [B, KV, L, D]
+        (head-first, the KVCache layout)."""
         b, l, _ = x.shape
         q = self.q_proj(x).reshape(b, l, self.num_heads, self.head_dim)
         k = self.k_proj(x).reshape(b, l, self.num_kv_heads, self.head_dim)
@@ -121,7 +124,7 @@ class Attention(nnx.Module):
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
         # Query head h uses kv head h // G (transformers' repeat_kv order).
         q = q.reshape(b, l, self.num_kv_heads, self.num_heads // self.num_kv_heads, self.head_dim)
-        return q, k, v
+        return q, k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
 
     def output(self, attended: jax.Array) -> jax.Array:
         """attended [B, L, KV, G, D] -> [B, L, hidden]."""
@@ -152,22 +155,31 @@ class DecoderBlock(nnx.Module):
         self.post_attention_layernorm = RMSNorm(config.hidden_size, eps=eps, param_dtype=pdt)
         self.mlp = MLP(config, rngs=rngs)
 
-    def __call__(self, x: jax.Array, cos: jax.Array, sin: jax.Array, mask: jax.Array,
-                 past: tuple[jax.Array, jax.Array] | None = None
-                 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """One layer.
+    def __call__(self, x: jax.Array, cos: jax.Array, sin: jax.Array, mask: jax.Array
+                 ) -> jax.Array:
+        """One layer without a cache: x [B, L, hidden], mask [B, L, L] -> [B, L, hidden]."""
+        q, k, v = self.self_attn.project(self.input_layernorm(x), cos, sin)
+        return self._finish(x, grouped_attention(q, [(k, v, mask)]))
 
-        x [B, L, hidden]; mask [B, L, S + L] where the first S columns refer to `past`
-        (k, v [B, S, KV, D], already written slots) and the last L to the new tokens.
-        Returns the new hidden states and the new tokens' k, v [B, L, KV, D] (rotated),
-        which the caller writes into its cache.
+    def with_cache(self, x: jax.Array, cos: jax.Array, sin: jax.Array, mask: jax.Array,
+                   k_cache: jax.Array, v_cache: jax.Array, index: jax.Array
+                   ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """One layer that first writes its new keys/values into its own cache.
+
+        k_cache, v_cache [B, KV, S, D] (this layer's slice of the KVCache): the L new
+        tokens' k, v go to slots [index, index + L) with one dynamic_update_slice each
+        (in place when the cache is a loop carry), then the queries attend over all S
+        slots under mask [B, L, S] (which already admits the new slots causally), so the
+        cache and the new tokens are one block: no concatenation, no copy of the cache.
+        Returns (x [B, L, hidden], k_cache, v_cache).
         """
         q, k, v = self.self_attn.project(self.input_layernorm(x), cos, sin)
-        if past is None:
-            blocks = [(k, v, mask)]
-        else:
-            past_len = past[0].shape[1]
-            blocks = [(past[0], past[1], mask[:, :, :past_len]), (k, v, mask[:, :, past_len:])]
-        x = x + self.self_attn.output(grouped_attention(q, blocks))
-        x = x + self.mlp(self.post_attention_layernorm(x))
-        return x, k, v
+        start = (0, 0, index, 0)
+        k_cache = jax.lax.dynamic_update_slice(k_cache, k.astype(k_cache.dtype), start)
+        v_cache = jax.lax.dynamic_update_slice(v_cache, v.astype(v_cache.dtype), start)
+        attended = grouped_attention(q, [(k_cache, v_cache, mask)])
+        return self._finish(x, attended), k_cache, v_cache
+
+    def _finish(self, x: jax.Array, attended: jax.Array) -> jax.Array:
+        x = x + self.self_attn.output(attended)
+        return x + self.mlp(self.post_attention_layernorm(x))

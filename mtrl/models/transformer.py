@@ -1,7 +1,9 @@
 """Decoder-only transformer (Llama 3 / Qwen2 / Qwen3) in Flax NNX.
 
 Parameter layout (nnx.state(model) paths; layers are stacked on a leading axis of size
-num_layers and run with one `jax.lax.scan`, so compile time does not grow with depth):
+num_layers. The cache-free forward (training) runs them with one `jax.lax.scan`, so its
+compile time does not grow with depth; the cached forward (sampling) unrolls them, see
+`unstacked_layers`):
 
   embed_tokens.embedding                      [V, D]
   layers.input_layernorm.weight               [layers, D]
@@ -124,7 +126,7 @@ class Transformer(nnx.Module):
                 raise ValueError(f"cache batch {cache.batch} != tokens batch {batch}")
             if length > cache.max_len:
                 raise ValueError(f"{length} tokens do not fit a cache of {cache.max_len} slots")
-            expected = (config.num_layers, batch, cache.max_len, config.num_kv_heads,
+            expected = (config.num_layers, batch, config.num_kv_heads, cache.max_len,
                         config.head_dim)
             if cache.k.shape != expected or cache.v.shape != expected:
                 raise ValueError(f"cache k/v shapes {cache.k.shape}, {cache.v.shape} != {expected}")
@@ -143,36 +145,81 @@ class Transformer(nnx.Module):
         dtype = config.compute_dtype
         inv_freq = inverse_frequencies(config.head_dim, config.rope_theta, config.rope_scaling)
         cos, sin = rotary_cos_sin(positions, inv_freq, dtype)
-        causal = jnp.tril(jnp.ones((length, length), bool))
-        new_mask = causal[None] & token_mask[:, None, :] & token_mask[:, :, None]
-        if cache is not None:
-            written = jnp.arange(cache.max_len) < cache.index
-            past_mask = (cache.valid & written)[:, None, :] & token_mask[:, :, None]
-            mask = jnp.concatenate([past_mask, new_mask], axis=-1)
-        else:
-            mask = new_mask
-
-        block_graph, block_state = nnx.split(self.layers)
-
-        def layer(h, xs):
-            params, past = xs
-            h, k, v = nnx.merge(block_graph, params)(h, cos, sin, mask, past)
-            return h, (k, v)
-
         h = self.embed_tokens(tokens).astype(dtype)
-        past = None if cache is None else (cache.k, cache.v)
-        h, (k_new, v_new) = jax.lax.scan(layer, h, (block_state, past))
-        h = self.norm(h)
         if cache is None:
-            return h, None
-        start = (0, 0, cache.index, 0, 0)
-        new_cache = KVCache(
-            k=jax.lax.dynamic_update_slice(cache.k, k_new.astype(cache.k.dtype), start),
-            v=jax.lax.dynamic_update_slice(cache.v, v_new.astype(cache.v.dtype), start),
-            valid=jax.lax.dynamic_update_slice(cache.valid, token_mask, (0, cache.index)),
-            index=cache.index + length,
-        )
-        return h, new_cache
+            block_graph, block_state = nnx.split(self.layers)
+            causal = jnp.tril(jnp.ones((length, length), bool))
+            mask = causal[None] & token_mask[:, None, :] & token_mask[:, :, None]
+
+            def layer(h, params):
+                return nnx.merge(block_graph, params)(h, cos, sin, mask), None
+
+            h, _ = jax.lax.scan(layer, h, block_state)
+            return self.norm(h), None
+
+        k_layers, v_layers = cache.unstack()
+        h, k_layers, v_layers, valid = self._cached_layers(
+            h, cos, sin, token_mask, self.unstacked_layers(), k_layers, v_layers,
+            cache.valid, cache.index)
+        new_cache = KVCache.stack(k_layers, v_layers, valid, cache.index + length)
+        return self.norm(h), new_cache
+
+    def unstacked_layers(self) -> list[DecoderBlock]:
+        """The stacked blocks as num_layers modules (static slices of the parameters).
+
+        The cached forward runs these in an unrolled Python loop: inside a decode loop
+        a scan over stacked layers would copy every layer's weights and cache slice out
+        of the stacked arrays on every step (XLA materialises the dynamic slices that
+        feed its dots), while static per-layer slices taken before the loop are free.
+        Compile time of the cached forward therefore grows with depth.
+        """
+        graph, state = nnx.split(self.layers)
+        return [nnx.merge(graph, jax.tree.map(lambda x, i=i: x[i], state))
+                for i in range(self.config.num_layers)]
+
+    def forward_layer_caches(self, tokens: jax.Array, positions: jax.Array,
+                             token_mask: jax.Array, layers: list[DecoderBlock],
+                             k_layers: tuple[jax.Array, ...], v_layers: tuple[jax.Array, ...],
+                             valid: jax.Array, index: jax.Array):
+        """The cached forward over an unstacked cache (`KVCache.unstack`), for decode loops.
+
+        Same semantics as `__call__` with cache=KVCache.stack(k_layers, v_layers, valid,
+        index) (tokens, positions int32 [B, L], token_mask bool [B, L]; layers from
+        `unstacked_layers()`), but the per-layer caches stay separate buffers that a
+        while_loop carries and updates in place. Returns (logits float32 [B, L, V],
+        k_layers, v_layers, valid); the write index advances by L (the caller's to track).
+        """
+        if tokens.ndim != 2 or positions.shape != tokens.shape or token_mask.shape != tokens.shape:
+            raise ValueError(f"tokens, positions, token_mask must be [B, L], got {tokens.shape}, "
+                             f"{positions.shape}, {token_mask.shape}")
+        if len(layers) != len(k_layers) or len(k_layers) != len(v_layers):
+            raise ValueError(f"need one cache per layer: {len(layers)} layers, "
+                             f"{len(k_layers)} k, {len(v_layers)} v")
+        dtype = self.config.compute_dtype
+        inv_freq = inverse_frequencies(self.config.head_dim, self.config.rope_theta,
+                                       self.config.rope_scaling)
+        cos, sin = rotary_cos_sin(positions, inv_freq, dtype)
+        h = self.embed_tokens(tokens).astype(dtype)
+        h, k_layers, v_layers, valid = self._cached_layers(
+            h, cos, sin, token_mask.astype(bool), layers, k_layers, v_layers, valid, index)
+        return self.logits(self.norm(h)), k_layers, v_layers, valid
+
+    @staticmethod
+    def _cached_layers(h, cos, sin, token_mask, layers, k_layers, v_layers, valid, index):
+        # The new tokens occupy slots [index, index + L); the query at slot s sees valid
+        # slots s' <= s (slots past the write index are never valid).
+        length = h.shape[1]
+        valid = jax.lax.dynamic_update_slice(valid, token_mask, (0, index))
+        slots = jnp.arange(valid.shape[1])
+        query_slots = index + jnp.arange(length)
+        mask = (valid[:, None, :] & (slots[None, None, :] <= query_slots[None, :, None])
+                & token_mask[:, :, None])
+        k_out, v_out = [], []
+        for block, k_cache, v_cache in zip(layers, k_layers, v_layers):
+            h, k_cache, v_cache = block.with_cache(h, cos, sin, mask, k_cache, v_cache, index)
+            k_out.append(k_cache)
+            v_out.append(v_cache)
+        return h, tuple(k_out), tuple(v_out), valid
 
     def logits(self, hidden: jax.Array) -> jax.Array:
         """float32 [..., V] logits from final hidden states; the product accumulates in

@@ -103,7 +103,7 @@ def grow_cache(cache: KVCache, max_len: int) -> KVCache:
     extra = max_len - cache.max_len
     if extra == 0:
         return cache
-    kv_pad = [(0, 0), (0, 0), (0, extra), (0, 0), (0, 0)]
+    kv_pad = [(0, 0), (0, 0), (0, 0), (0, extra), (0, 0)]  # slots: axis 3
     return KVCache(
         k=jnp.pad(cache.k, kv_pad),
         v=jnp.pad(cache.v, kv_pad),

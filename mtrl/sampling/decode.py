@@ -33,7 +33,12 @@ class DecodeState:
     """Loop carry of `decode`."""
 
     step: jax.Array  # [] int32, tokens drawn so far (= output column to write next)
-    cache: KVCache  # [layers, B, S, kv_heads, head_dim]; index advances 1 per step
+    # The cache, unstacked (KVCache.unstack) so that each layer's keys/values are their
+    # own loop-carried buffer, updated in place and read by attention without a copy.
+    k_layers: tuple[jax.Array, ...]  # per layer [B, kv_heads, S, head_dim]
+    v_layers: tuple[jax.Array, ...]  # per layer [B, kv_heads, S, head_dim]
+    valid: jax.Array  # [B, S] bool
+    index: jax.Array  # [] int32, next slot; advances 1 per step
     logits: jax.Array  # [B, V] float32, next-token logits per row (stale once ended)
     positions: jax.Array  # [B] int32, real tokens held per row (next rotary position)
     tokens: jax.Array  # [B, T] int32
@@ -89,6 +94,8 @@ def decode(graphdef: nnx.GraphDef, state: nnx.State, cache: KVCache, last_logits
     stops = stop_token_table(config, stop_tokens, batch)
     budget = jnp.minimum(max_new_tokens.astype(jnp.int32), horizon)
     model = nnx.merge(graphdef, state)
+    # Per-layer parameter slices taken once, outside the loop (see unstacked_layers).
+    layers = model.unstacked_layers()
 
     def keep_going(s: DecodeState) -> jax.Array:
         return (s.step < horizon) & ~jnp.all(s.done)
@@ -101,14 +108,18 @@ def decode(graphdef: nnx.GraphDef, state: nnx.State, cache: KVCache, last_logits
         column = lambda buf, x: jax.lax.dynamic_update_slice_in_dim(buf, x[:, None], s.step, 1)
         lengths = s.lengths + running.astype(jnp.int32)
         hit_stop = running & jnp.any(token[:, None] == stops, axis=1)
-        logits, cache = model(token[:, None], positions=s.positions[:, None],
-                              token_mask=running[:, None], cache=s.cache)
+        logits, k_layers, v_layers, valid = model.forward_layer_caches(
+            token[:, None], s.positions[:, None], running[:, None], layers, s.k_layers,
+            s.v_layers, s.valid, s.index)
         # Greedy sample log-probs are all 0 (a point mass): skip the per-step write.
         sample_logprobs = (s.sample_logprobs if config.greedy else
                            column(s.sample_logprobs, jnp.where(running, drawn_sample_lp, 0.0)))
         return DecodeState(
             step=s.step + 1,
-            cache=cache,
+            k_layers=k_layers,
+            v_layers=v_layers,
+            valid=valid,
+            index=s.index + 1,
             # Ended rows' logits go stale: they only ever draw tokens that are discarded.
             logits=logits[:, -1].astype(jnp.float32),
             positions=s.positions + running.astype(jnp.int32),
@@ -120,9 +131,13 @@ def decode(graphdef: nnx.GraphDef, state: nnx.State, cache: KVCache, last_logits
             stopped=s.stopped | hit_stop,
         )
 
+    k_layers, v_layers = cache.unstack()
     init = DecodeState(
         step=jnp.zeros((), jnp.int32),
-        cache=cache,
+        k_layers=k_layers,
+        v_layers=v_layers,
+        valid=cache.valid,
+        index=cache.index,
         logits=last_logits.astype(jnp.float32),
         positions=cache.num_tokens(),
         tokens=jnp.full((batch, horizon), config.pad_id, jnp.int32),
@@ -140,4 +155,4 @@ def decode(graphdef: nnx.GraphDef, state: nnx.State, cache: KVCache, last_logits
         lengths=final.lengths,
         finished_by_stop=final.stopped,
     )
-    return output, final.cache
+    return output, KVCache.stack(final.k_layers, final.v_layers, final.valid, final.index)

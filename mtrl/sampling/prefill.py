@@ -22,7 +22,8 @@ def chunk_positions(cache: KVCache, token_mask: jax.Array) -> jax.Array:
 
 
 def last_valid_logits(logits: jax.Array, token_mask: jax.Array) -> jax.Array:
-    """[B, L, V], [B, L] -> [B, V]: logits at each row's last real token of the chunk.
+    """[B, L, V], [B, L] -> [B, V]: logits (or any per-token features, e.g. hidden
+    states) at each row's last real token of the chunk, as float32.
 
     Rows with no real token get zeros (a uniform distribution): they have nothing to
     predict from and must be given a zero token budget by the caller.
@@ -63,5 +64,11 @@ def prefill(graphdef: nnx.GraphDef, state: nnx.State, cache: KVCache, tokens: ja
     token_mask = token_mask.astype(bool)
     model = nnx.merge(graphdef, state)
     positions = chunk_positions(cache, token_mask)
-    logits, cache = model(tokens, positions=positions, token_mask=token_mask, cache=cache)
-    return cache, last_valid_logits(logits, token_mask)
+    hidden, cache = model.hidden_states(tokens, positions=positions, token_mask=token_mask,
+                                        cache=cache)
+    # Only the last real token's logits are needed: project one hidden state per row
+    # instead of all L (the vocabulary projection of a whole chunk is wasted work).
+    last_hidden = last_valid_logits(hidden, token_mask).astype(hidden.dtype)
+    logits = model.logits(last_hidden)
+    has_token = token_mask.any(axis=1)[:, None]
+    return cache, jnp.where(has_token, logits, 0.0).astype(jnp.float32)

@@ -27,7 +27,7 @@ def base_config() -> ml_collections.ConfigDict:
                  wall_s_per_test=2.0)
     c.rollout = dict(num_turns=2, num_generations=4, joint_mode="align",
                      termination_threshold=placeholder(float), discount=1.0, max_new_tokens=64,
-                     max_context=320, temperature=1.0, top_p=1.0, top_k=0,
+                     max_context=512, temperature=1.0, top_p=1.0, top_k=0,
                      max_nodes_per_turn=4096, agent_params="separate")
     c.credit = dict(estimator="mean", credit="sum", normalize_std=False)
     c.loss = dict(policy_loss="reinforce", aggregation="seq-mean-token-sum",
@@ -35,12 +35,12 @@ def base_config() -> ml_collections.ConfigDict:
                   dual_clip=0.0)
     c.optim = dict(learning_rate=1e-4, warmup_steps=5, schedule="constant",
                    weight_decay=0.0, max_grad_norm=1.0)
-    c.train = dict(steps=120, tasks_per_step=8, ppo_epochs=1, minibatches=1,
+    c.train = dict(steps=120, tasks_per_step=4, ppo_epochs=1, minibatches=1,
                    eval_interval=20, save_interval=20, keep_best=2, eval_samples=0,
                    num_transcripts=2, dynamic_sampling=False, export_best=True,
-                   restore="latest", max_minutes=0.0)
-    c.sft = dict(enabled=True, steps=600, batch_size=32, learning_rate=2e-3,
-                 fraction=1.0, max_len=192)
+                   restore="latest", max_minutes=15.0)
+    c.sft = dict(enabled=True, steps=300, batch_size=32, learning_rate=2e-3,
+                 fraction=1.0, max_len=160)
     return c
 
 

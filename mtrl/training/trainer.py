@@ -156,6 +156,7 @@ class Trainer:
             extra["post_sft_success"] = metrics["heldout_success"]
             extra.update({f"post_sft_{k}": v for k, v in metrics.items()})
             logger.write(0, metrics)
+            logger.flush()
             self.keeper.save_eval(0, {"train": state}, metrics, extra)
         progress = Progress(cfg.steps, initial=start, enabled=self.show_progress)
         deadline = started + 60 * cfg.max_minutes if cfg.max_minutes else None
@@ -191,12 +192,17 @@ class Trainer:
                             "sampler_compiles": float(self.sampler.num_compiles)})
             extra = {**extra, "step": step}
             last = step == cfg.steps or (deadline is not None and time.perf_counter() > deadline)
-            if step % cfg.eval_interval == 0 or last:
+            evaluated = step % cfg.eval_interval == 0 or last
+            if evaluated:
                 metrics.update(self.evaluate(step))
+            # Metrics reach disk before the step's checkpoint, so a resume from it never
+            # lacks the step's line (later lines are dropped and recomputed).
+            logger.write(step, metrics)
+            logger.flush()
+            if evaluated:
                 self.keeper.save_eval(step, {"train": state}, metrics, extra)
             if step % cfg.save_interval == 0 or last:
                 self.keeper.save_latest(step, {"train": state}, extra)
-            logger.write(step, metrics)
             progress.update(step, step_time_s=metrics["step_time_s"],
                             heldout_success=metrics.get("heldout_success"),
                             reward=metrics.get("reward_mean"))

@@ -20,7 +20,8 @@ def test_rms_norm_hand_computed():
 
 
 def naive_attention(q, k, v, mask):
-    """Per-head loops, kv heads repeated (transformers' repeat_kv order), numpy float64."""
+    """Per-head loops, kv heads repeated (transformers' repeat_kv order), numpy float64;
+    k, v [B, S, KV, D] (slot-first, independent of the head-first layout under test)."""
     b, l, kv, g, d = q.shape
     out = np.zeros((b, l, kv, g, d))
     for bi in range(b):
@@ -45,20 +46,22 @@ def test_grouped_attention_matches_naive_and_blocks_compose():
     mask = rng.random((b, l, s)) < 0.6
     mask[0, 1] = False  # a query that sees nothing
     mask[1, 2] = True
-    got = np.asarray(grouped_attention(jnp.asarray(q), [(jnp.asarray(k), jnp.asarray(v),
+    # grouped_attention takes head-first k, v [B, KV, S, D].
+    kh, vh = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
+    got = np.asarray(grouped_attention(jnp.asarray(q), [(jnp.asarray(kh), jnp.asarray(vh),
                                                          jnp.asarray(mask))]))
     np.testing.assert_allclose(got, naive_attention(q, k, v, mask), atol=1e-5)
     assert np.isfinite(got).all() and not got[0, 1].any()
     # Splitting the keys into two blocks (cache + new tokens) changes nothing.
     split = np.asarray(grouped_attention(jnp.asarray(q), [
-        (jnp.asarray(k[:, :2]), jnp.asarray(v[:, :2]), jnp.asarray(mask[:, :, :2])),
-        (jnp.asarray(k[:, 2:]), jnp.asarray(v[:, 2:]), jnp.asarray(mask[:, :, 2:]))]))
+        (jnp.asarray(kh[:, :, :2]), jnp.asarray(vh[:, :, :2]), jnp.asarray(mask[:, :, :2])),
+        (jnp.asarray(kh[:, :, 2:]), jnp.asarray(vh[:, :, 2:]), jnp.asarray(mask[:, :, 2:]))]))
     np.testing.assert_allclose(split, got, atol=1e-6)
 
 
 def test_grouped_attention_shape_checks():
     q = jnp.zeros((1, 2, 2, 2, 4))
-    k = jnp.zeros((1, 3, 2, 4))
+    k = jnp.zeros((1, 2, 3, 4))  # [B, KV, S, D]
     with pytest.raises(ValueError, match="mask"):
         grouped_attention(q, [(k, k, jnp.ones((1, 2, 4), bool))])
     with pytest.raises(ValueError, match="k, v"):

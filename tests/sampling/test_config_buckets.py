@@ -60,9 +60,9 @@ def _cache(batch=3, max_len=4):
 def test_grow_cache_keeps_contents():
     cache = _cache()
     grown = buckets.grow_cache(cache, 7)
-    assert grown.k.shape == (2, 3, 7, 1, 2) and grown.valid.shape == (3, 7)
-    np.testing.assert_array_equal(grown.k[:, :, :4], cache.k)
-    np.testing.assert_array_equal(grown.v[:, :, 4:], 0.0)
+    assert grown.k.shape == (2, 3, 1, 7, 2) and grown.valid.shape == (3, 7)
+    np.testing.assert_array_equal(grown.k[:, :, :, :4], cache.k)
+    np.testing.assert_array_equal(grown.v[:, :, :, 4:], 0.0)
     np.testing.assert_array_equal(grown.valid[:, :4], cache.valid)
     assert not grown.valid[:, 4:].any() and int(grown.index) == 3
     np.testing.assert_array_equal(grown.num_tokens(), cache.num_tokens())
