@@ -16,9 +16,13 @@ These are pure jnp functions of the step (a traced step does not retrace).
 
 Learnable-band filter (host side, plain Python/NumPy, since it keeps per-task history
 between steps): keep tasks whose success rate over their most recent `window`
-attempts lies in [low, high] (default [0.1, 0.9]); tasks that are always solved or
-never solved give a group-relative method no signal. Tasks with fewer than
-`min_attempts` recorded attempts are kept, so new tasks get measured.
+attempts lies in [low, high] (default [0.1, 0.9], both edges inclusive); tasks that are
+always solved or never solved give a group-relative method no signal. Tasks with fewer
+than `min_attempts` recorded attempts are kept, so new tasks get measured.
+Source: mtrl's practice rule, a per-task, history-based widening of DAPO's dynamic
+sampling (Yu et al. 2025, "DAPO: An Open-Source LLM Reinforcement Learning System at
+Scale"), which drops groups whose success rate is exactly 0 or 1; the [0.1, 0.9]
+defaults are mtrl's choice, not a published value.
 """
 
 from __future__ import annotations
@@ -54,16 +58,28 @@ def back_to_front_start(step, steps_per_stage: int, num_turns: int) -> Array:
     return jnp.maximum(0, jnp.minimum(num_turns - 1 - step // steps_per_stage, num_turns - 1))
 
 
+def _check_turn_index(turn_index, step) -> Array:
+    """Integer `turn_index` (any shape) and a scalar `step`; vmap for a vector of steps."""
+    turn_index = jnp.asarray(turn_index)
+    if not jnp.issubdtype(turn_index.dtype, jnp.integer):
+        raise ValueError(f"turn_index must have an integer dtype (1-based turns), got "
+                         f"{turn_index.dtype}")
+    if jnp.ndim(step) != 0:
+        raise ValueError(f"step must be a scalar, got shape {jnp.shape(step)}; vmap over "
+                         f"a vector of steps")
+    return turn_index
+
+
 def front_to_back_turn_mask(turn_index, step, steps_per_stage: int, max_turns: int) -> Array:
     """bool, shape of `turn_index` (1-based, 0 = not a sampled token): turn ≤ W(step)."""
-    turn_index = jnp.asarray(turn_index)
+    turn_index = _check_turn_index(turn_index, step)
     window = front_to_back_window(step, steps_per_stage, max_turns)
     return (turn_index >= 1) & (turn_index <= window)
 
 
 def back_to_front_turn_mask(turn_index, step, steps_per_stage: int, num_turns: int) -> Array:
     """bool, shape of `turn_index` (1-based): 0-indexed turn (turn − 1) ≥ k(step)."""
-    turn_index = jnp.asarray(turn_index)
+    turn_index = _check_turn_index(turn_index, step)
     start = back_to_front_start(step, steps_per_stage, num_turns)
     return (turn_index >= 1) & (turn_index - 1 >= start)
 
@@ -86,7 +102,13 @@ class BandFilterConfig:
 
 
 class LearnableBandFilter:
-    """Host-side record of recent successes per task; `keep` selects the learnable band."""
+    """Host-side record of recent successes per task; `keep` selects the learnable band.
+
+    keep_i = (low ≤ s_i ≤ high) or n_i < min_attempts, with s_i the success rate of
+    task i over its last n_i = min(attempts, window) attempts (edges inclusive).
+    Source: mtrl's practice rule generalizing DAPO dynamic sampling (Yu et al. 2025);
+    see the module docstring.
+    """
 
     def __init__(self, num_tasks: int, config: BandFilterConfig = BandFilterConfig()):
         if num_tasks < 1:

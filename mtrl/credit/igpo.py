@@ -35,16 +35,26 @@ INFORMATION_GAINS: Registry[Callable[[Array], Array]] = Registry("information ga
 IGPO_NORMALIZATIONS = ("joint", "separate")
 
 
+def _check_mean_logprob(mean_logprob) -> Array:
+    """One trajectory's mean log-probs: float [K+1] with K >= 1 (index 0: before turn 1)."""
+    mean_logprob = as_float(mean_logprob)
+    if mean_logprob.ndim != 1 or mean_logprob.shape[0] < 2:
+        raise ValueError(f"mean_logprob must have shape [K+1] with K >= 1 (index 0: before "
+                         f"the first turn), got {mean_logprob.shape}; vmap over trajectories")
+    return mean_logprob
+
+
 @INFORMATION_GAINS.register("prob")
 def probability_gain(mean_logprob: Array) -> Array:
-    """[K+1] mean log-probs → [K] differences of exp(mean log-prob)."""
-    p = jnp.exp(mean_logprob)
+    """IG_t = exp(m_t) − exp(m_{t−1}): [K+1] mean log-probs → [K] (IGPO, the paper's gain)."""
+    p = jnp.exp(_check_mean_logprob(mean_logprob))
     return p[1:] - p[:-1]
 
 
 @INFORMATION_GAINS.register("logprob")
 def logprob_gain(mean_logprob: Array) -> Array:
-    """[K+1] mean log-probs → [K] differences of mean log-probs."""
+    """m_t − m_{t−1}: [K+1] mean log-probs → [K] differences of mean log-probs."""
+    mean_logprob = _check_mean_logprob(mean_logprob)
     return mean_logprob[1:] - mean_logprob[:-1]
 
 

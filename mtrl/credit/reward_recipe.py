@@ -21,6 +21,11 @@ The check is host-side Python on the frozen config (`shaping_report`); `__post_i
 runs it and, per `on_dominance`, warns (default), raises ValueError or ignores.
 `combine` is a pure jnp function and also reports per episode whether the realized
 shaping exceeded the outcome's magnitude.
+
+Source: mtrl's practice rule (DESIGN.md section 4). The step, invalid and progress
+terms are not potential-based shaping (Ng, Harada & Russell 1999, "Policy Invariance
+Under Reward Transformations: Theory and Application to Reward Shaping", ICML), so
+they can change which policy is optimal; the dominance check bounds them instead.
 """
 
 from __future__ import annotations

@@ -151,5 +151,8 @@ def mt_grpo_token_advantages(non_final, final, token_turn, final_turn) -> Array:
     token_turn = jnp.asarray(token_turn)
     if token_turn.ndim != 1:
         raise ValueError(f"token_turn must have shape [L], got {token_turn.shape}")
+    if not jnp.issubdtype(token_turn.dtype, jnp.integer):
+        raise ValueError(f"token_turn must have an integer dtype (1-based turns), got "
+                         f"{token_turn.dtype}")
     before = (token_turn >= 1) & (token_turn < final_turn)
     return jnp.where(before, non_final, jnp.where(token_turn == final_turn, final, 0.0))

@@ -2,7 +2,9 @@ import jax
 import numpy as np
 import pytest
 
+from tests.credit.jitted import assert_trees_match, vmapped_and_looped
 from mtrl.credit import INFORMATION_GAINS, final_turn_mask, igpo_advantages, igpo_turn_rewards
+from mtrl.credit.igpo import logprob_gain, probability_gain
 
 # Two trajectories, up to K = 3 turns. Probabilities of the ground truth before any turn
 # (index 0) and after each turn; trajectory 1 stops after 2 turns.
@@ -56,6 +58,34 @@ def test_separate_normalization():
     a1 = [gains[2], outcomes[1]]
     want = [discount(a0, 0.5, 3), discount(a1, 0.5, 2) + [0.0]]
     np.testing.assert_allclose(out["separate"], want, rtol=1e-5, atol=1e-6)
+
+
+def test_vmap_over_groups_matches_loop():
+    rng = np.random.default_rng(0)
+    other = np.log(rng.uniform(0.05, 0.95, size=(2, 4))).astype(np.float32)
+    truth = np.stack([TRUTH_LOGPROB, other])
+    outcome = np.array([OUTCOME, [0.0, 1.0]], np.float32)
+    mask = np.stack([MASK, [[True, False, False], [True, True, True]]])
+    for opts in (dict(gamma=0.5), dict(gamma=0.9, normalization="separate", gain="logprob")):
+        mapped, looped = vmapped_and_looped(
+            lambda t, o, m: igpo_advantages(t, o, m, **opts), truth, outcome, mask)
+        assert_trees_match(mapped, looped)
+        if opts["gamma"] == 0.5:  # group 0 is the joint-normalization hand example
+            z = zscore(np.array([0.2, 0.3, 1.0, -0.1, 0.0]))
+            np.testing.assert_allclose(mapped[0], [discount(z[:3], 0.5, 3),
+                                                   discount(z[3:], 0.5, 2) + [0.0]],
+                                       rtol=1e-5, atol=1e-6)
+
+
+def test_gain_functions_check_their_input():
+    np.testing.assert_allclose(probability_gain(np.log([0.1, 0.3, 0.6])), [0.2, 0.3],
+                               atol=1e-6)
+    np.testing.assert_allclose(logprob_gain(np.array([1.0, 0.5, 2.0])), [-0.5, 1.5])
+    for gain in (probability_gain, logprob_gain):
+        with pytest.raises(ValueError, match=r"mean_logprob must have shape \[K\+1\]"):
+            gain(np.zeros((2, 3), np.float32))  # a group: vmap instead
+        with pytest.raises(ValueError, match="K >= 1"):
+            gain(np.zeros(1, np.float32))  # no turn
 
 
 def test_registry_and_checks():

@@ -4,6 +4,7 @@ import jax
 import numpy as np
 import pytest
 
+from tests.credit.jitted import assert_trees_match, vmapped_and_looped
 from mtrl.credit import RewardRecipe
 
 
@@ -18,6 +19,23 @@ def test_combine_hand_values():
     np.testing.assert_allclose(out.progress, [0.2, 0.1, 0.2], atol=1e-7)  # progress clipped to 1
     np.testing.assert_allclose(out.total, [1.04, -1.0, -1.02], atol=1e-6)
     np.testing.assert_array_equal(out.shaping_exceeds_outcome, False)
+
+
+def test_combine_vmap_over_batches_matches_loop():
+    recipe = RewardRecipe(step_penalty=0.02, invalid_tool_penalty=0.1, progress_coef=0.2,
+                          max_turns=5, on_dominance="raise")
+    success = np.array([[True, False, False], [False, True, True]])
+    turns = np.array([[3, 5, 1], [2, 4, 5]])
+    invalid = np.array([[1, 0, 2], [0, 3, 1]])
+    progress = np.array([[1.0, 0.5, 2.0], [-0.5, 0.25, 0.75]], np.float32)
+    mapped, looped = vmapped_and_looped(recipe.combine, success, turns, invalid, progress)
+    assert_trees_match(mapped, looped)
+    np.testing.assert_allclose(mapped.total[0], [1.04, -1.0, -1.02], atol=1e-6)  # hand values
+    # Row 1: −1 − 0.04 + 0 + 0 (progress clipped to 0); 1 − 0.08 − 0.3 + 0.05;
+    # 1 − 0.1 − 0.1 + 0.15.
+    np.testing.assert_allclose(mapped.total[1], [-1.04, 0.67, 0.95], atol=1e-6)
+    mapped, looped = vmapped_and_looped(recipe.combine, success, turns, invalid)  # no progress
+    assert_trees_match(mapped, looped)
 
 
 def test_default_recipe_lets_the_outcome_dominate():

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from tests.credit.jitted import jitted
+from tests.credit.jitted import assert_trees_match, jitted, vmapped_and_looped
 from mtrl.credit import (magrpo_advantages, row_advantages, termination_mask,
                          tree_advantages, tree_exists, tree_expanded, tree_returns)
 
@@ -186,6 +186,23 @@ def test_row_advantages_gathers_rollout_rows():
                   np.array([0, 0, 1, 1, 0, 0]), np.array([0, 1, 0, 1, 1, 0]))
     # turn2[0, node, agent, g] = 10 + 4·node + 2·agent + g
     np.testing.assert_allclose(rows, [[1, 2, 14, 15, 11, 0], [3, 4, 16, 17, 13, 0]])
+
+
+def test_row_advantages_vmap_over_batches_matches_loop():
+    # Batch 0 is the hand example above; batch 1 adds 100 and gathers other rows.
+    turn1 = np.array([[[1.0, 2.0], [3.0, 4.0]]], np.float32)  # [P, N, G]
+    turn2 = np.arange(8, dtype=np.float32).reshape(1, 2, 2, 2) + 10  # [P, J, N, G]
+    per_turn = [np.stack([turn1, turn1 + 100]), np.stack([turn2, turn2 + 100])]
+    row_turn = np.array([[1, 1, 2, 2, 2, 0], [2, 1, 0, 2, 1, 2]])
+    row_node = np.array([[0, 0, 1, 1, 0, 0], [1, 0, 0, 0, 0, 1]])
+    row_sample = np.array([[0, 1, 0, 1, 1, 0], [0, 1, 0, 1, 0, 1]])
+    mapped, looped = vmapped_and_looped(row_advantages, per_turn, row_turn, row_node,
+                                        row_sample)
+    assert_trees_match(mapped, looped)
+    np.testing.assert_allclose(mapped[0], [[1, 2, 14, 15, 11, 0], [3, 4, 16, 17, 13, 0]])
+    # turn2 + 100 at [0, node, agent, g] = 110 + 4·node + 2·agent + g; padding row → 0.
+    np.testing.assert_allclose(mapped[1], [[114, 102, 0, 111, 101, 115],
+                                           [116, 104, 0, 113, 103, 117]])
 
 
 def test_layout_checks():

@@ -2,7 +2,7 @@ import jax
 import numpy as np
 import pytest
 
-from tests.credit.jitted import jitted
+from tests.credit.jitted import assert_trees_match, jitted, vmapped_and_looped
 from mtrl.credit import (broadcast_turns_to_tokens, discounted_returns, mt_grpo_advantages,
                          mt_grpo_token_advantages, per_turn_advantages)
 
@@ -108,6 +108,38 @@ def test_vmapped_discounted_returns_do_not_retrace():
     assert len(traces) == 1 and out.shape == (3, 4)
 
 
+def test_mt_grpo_vmap_over_groups_matches_loop():
+    rng = np.random.default_rng(0)
+    turn = np.stack([TURN_REWARDS, *rng.normal(size=(2, 4))]).astype(np.float32)
+    outcome = np.stack([OUTCOME_REWARDS, *rng.normal(size=(2, 4))]).astype(np.float32)
+    mask = np.array([[True] * 4, [True, False, True, True], [False, True, True, False]])
+    for coef, placement in ((1.0, "turn"), (0.5, "outcome")):
+        mapped, looped = vmapped_and_looped(
+            lambda t, o, m: mt_grpo_advantages(t, o, m, turn_coef=coef, lambda_on=placement),
+            turn, outcome, mask)
+        assert_trees_match(mapped, looped)
+    mapped, _ = vmapped_and_looped(mt_grpo_advantages, turn, outcome, mask)
+    np.testing.assert_allclose(mapped.non_final[0], NON_FINAL, atol=1e-5)  # hand reference
+    np.testing.assert_allclose(mapped.final[0], FINAL, atol=1e-5)
+    np.testing.assert_array_equal(mapped.final[1:][~mask[1:]], 0.0)  # absent members
+
+
+def test_per_turn_vmap_over_groups_matches_loop():
+    rng = np.random.default_rng(1)
+    hand = np.array([[1.0, 1.0], [0.0, 3.0], [2.0, 0.0]], np.float32)
+    hand_mask = np.array([[True, True], [True, True], [True, False]])
+    rewards = np.stack([hand, *rng.normal(size=(2, 3, 2))]).astype(np.float32)
+    mask = np.stack([hand_mask, rng.random((3, 2)) < 0.7, np.ones((3, 2), bool)])
+    for opts in (dict(estimator="dr_grpo", group_by="turn", gamma=1.0),
+                 dict(estimator="grpo", group_by="all", gamma=0.9)):
+        mapped, looped = vmapped_and_looped(
+            lambda r, m: per_turn_advantages(r, m, **opts), rewards, mask)
+        assert_trees_match(mapped, looped)
+        if opts["estimator"] == "dr_grpo":  # group 0 is the hand example above
+            np.testing.assert_allclose(mapped[0], [[2 - 7 / 3, -1], [3 - 7 / 3, 1],
+                                                   [2 - 7 / 3, 0]], atol=1e-6)
+
+
 def test_checks():
     with pytest.raises(ValueError, match="lambda_on"):
         mt_grpo_advantages(TURN_REWARDS, OUTCOME_REWARDS, lambda_on="both")
@@ -123,3 +155,5 @@ def test_checks():
         broadcast_turns_to_tokens(np.zeros(2, np.float32), np.zeros(3, np.float32))
     with pytest.raises(ValueError, match="scalars"):
         mt_grpo_token_advantages(np.zeros(2, np.float32), 0.0, np.zeros(3, np.int32), 2)
+    with pytest.raises(ValueError, match="token_turn must have an integer dtype"):
+        mt_grpo_token_advantages(1.0, 0.0, np.array([0.0, 1.0, 2.0], np.float32), 2)
