@@ -16,9 +16,16 @@ Mapping to CodeTask:
                        and the sandbox's HumanEval mode (Program.entry_point set)
                        calls `check(<entry_point>)` after it
   tests              = the self-contained asserts of `check`, `candidate` renamed
-                       (see mtrl.data.check_split; lossy, the verdict uses test_code)
-  setup              = the prompt's top-level import statements, so a completion
-                       that omits them (e.g. `from typing import List`) still runs
+                       (see mtrl.data.check_split; lossy, so CodeEnv's reward also
+                       runs test_code: mtrl.envs.code.env.task_program)
+  setup              = the prompt's top-level statements except the entry point's
+                       definition: its imports, so a completion that omits them
+                       (e.g. `from typing import List`) still runs, and the helpers
+                       the tests call (`poly` in HumanEval/32, `encode_cyclic` in /38,
+                       `encode_shift` in /50). The sandbox's judge runs the setup
+                       itself and never lets a candidate's definition replace a
+                       setup name, so the tests use the real helpers: a candidate
+                       cannot pass /38 by redefining encode_cyclic as the identity.
 """
 
 from __future__ import annotations
@@ -61,7 +68,7 @@ def humaneval_record_to_task(record: dict[str, Any], where: str = "record") -> H
     entry_point = record["entry_point"]
     test_code = record["test"]
     program = prompt + body if body else None
-    setup = prompt_imports(prompt, program)
+    setup = prompt_setup(prompt, entry_point, program)
     split = _split_or_explain(test_code, entry_point, setup, f"{where} ({task_id})")
     task = CodeTask(
         task_id=task_id,
@@ -75,12 +82,15 @@ def humaneval_record_to_task(record: dict[str, Any], where: str = "record") -> H
     return HumanEvalRecord(task=task, dropped_tests=split.dropped)
 
 
-def prompt_imports(prompt: str, program: str | None = None) -> str:
-    """The top-level `import` / `from ... import` statements of a HumanEval prompt.
+def prompt_setup(prompt: str, entry_point: str, program: str | None = None) -> str:
+    """The top-level statements of a HumanEval prompt other than the entry point's `def`.
 
-    A prompt ends in a docstring with no body, so it is parsed as the complete
-    `program` when given (prompt + body), else with a `pass` body appended; imports
-    are kept only if they lie inside the prompt's lines. Returns "" if neither parses.
+    These are trusted: imports and the helpers the tests rely on (see the module
+    docstring). A prompt ends in a docstring with no body, so it is parsed as the
+    complete `program` when given (prompt + body), else with a `pass` body appended;
+    statements are kept whole (decorators included, comments between them dropped)
+    if they lie inside the prompt's lines, in prompt order. Returns "" if neither
+    parses.
     """
     prompt_lines = prompt.count("\n") + 1
     for candidate in (program, prompt.rstrip() + "\n    pass\n"):
@@ -90,21 +100,43 @@ def prompt_imports(prompt: str, program: str | None = None) -> str:
             module = ast.parse(candidate)
         except SyntaxError:
             continue
-        imports = [ast.get_source_segment(candidate, node) for node in module.body
-                   if isinstance(node, (ast.Import, ast.ImportFrom))
-                   and node.end_lineno <= prompt_lines]
-        return "\n".join(segment for segment in imports if segment)
+        lines = candidate.splitlines()
+        kept = sorted({line for node in module.body
+                       if node.end_lineno <= prompt_lines and not _defines(node, entry_point)
+                       for line in range(_first_line(node), node.end_lineno + 1)})
+        return "\n".join(lines[line - 1] for line in kept)
     return ""
 
 
+def _first_line(node: ast.stmt) -> int:
+    """Where a statement starts, its decorators included (lineno is the `def` line)."""
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+
+
+def _defines(node: ast.stmt, name: str) -> bool:
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
+
+
+def _setup_names(setup: str) -> set[str]:
+    """Names the setup binds at top level (imports, defs, classes, assignments): the
+    split may keep asserts that read them, as the judge defines them before any test."""
+    names: set[str] = set()
+    for node in ast.parse(setup).body if setup else ():
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t)
+                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    return names
+
+
 def _split_or_explain(test_code: str, entry_point: str, setup: str, where: str) -> CheckSplit:
-    setup_names: set[str] = set()
-    if setup:
-        for node in ast.parse(setup).body:
-            for alias in node.names:
-                setup_names.add((alias.asname or alias.name).split(".")[0])
     try:
-        return split_check_function(test_code, entry_point, available_names=setup_names)
+        return split_check_function(test_code, entry_point,
+                                    available_names=_setup_names(setup))
     except ValueError as error:
         raise ValueError(f"{where}: {error}") from None
 

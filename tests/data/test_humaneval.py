@@ -69,14 +69,61 @@ def test_split_counts_and_the_exact_lossy_tasks(tasks):
         "HumanEval/32", "HumanEval/38", "HumanEval/50"]
 
 
-def test_setup_is_exactly_the_prompt_imports(tasks):
+# The prompt statements besides imports and the entry point, by task (counted from
+# the data): the helpers the tests call (32, 38, 50), one the prompt's own code
+# calls (10) and a constant (64).
+_PROMPT_EXTRAS = {"HumanEval/10": {"is_palindrome"}, "HumanEval/32": {"poly"},
+                  "HumanEval/38": {"encode_cyclic"}, "HumanEval/50": {"encode_shift"},
+                  "HumanEval/64": {"FIX"}}
+
+
+def _bound_names(code: str) -> set[str]:
+    namespace: dict = {}
+    exec(code, namespace)
+    return set(namespace) - {"__builtins__"}
+
+
+def test_setup_is_the_prompt_without_the_entry_point(tasks):
     by_id = {t.task_id: t for t in tasks}
     assert by_id["HumanEval/1"].setup == "from typing import List"
     assert by_id["HumanEval/2"].setup == ""
     for task in tasks:
         prompt_imports = [line for line in task.prompt.splitlines()
                           if line.startswith(("import ", "from "))]
-        assert task.setup.splitlines() == prompt_imports, task.task_id
+        setup_names, import_names = _bound_names(task.setup), _bound_names(
+            "\n".join(prompt_imports))
+        extras = _PROMPT_EXTRAS.get(task.task_id, set())
+        assert setup_names == import_names | extras, task.task_id
+        assert task.entry_point not in setup_names, task.task_id
+        if not extras:
+            assert task.setup.splitlines() == prompt_imports, task.task_id
+
+
+def test_setup_helpers_are_the_prompt_helpers(tasks):
+    by_id = {t.task_id: t for t in tasks}
+
+    def helper(task_id, name):
+        namespace: dict = {}
+        exec(by_id[task_id].setup, namespace)
+        return namespace[name]
+
+    assert helper("HumanEval/32", "poly")([1, 2, 3], 2) == 1 + 2 * 2 + 3 * 4
+    assert helper("HumanEval/38", "encode_cyclic")("abcdefgh") == "bcaefdgh"
+    assert helper("HumanEval/50", "encode_shift")("abz") == "fge"
+    assert by_id["HumanEval/32"].setup.startswith("import math\ndef poly(")
+
+
+def test_prompt_setup_keeps_decorators_and_skips_the_entry_point():
+    prompt = ("import functools\n\n# a comment\n@functools.lru_cache(None)\n"
+              "def helper(n):\n    return n * 2\n\nSCALE = 3\n\n"
+              "def area(r):\n    \"\"\"Uses helper.\"\"\"\n")
+    record = humaneval_record_to_task(_record(prompt=prompt, canonical_solution="",
+                                              test="def check(candidate):\n"
+                                                   "    assert candidate(1) == helper(1)\n"))
+    assert record.task.setup == ("import functools\n@functools.lru_cache(None)\n"
+                                 "def helper(n):\n    return n * 2\nSCALE = 3")
+    # `helper` is a setup name now, so the split keeps the assert that reads it.
+    assert record.task.tests == ("assert area(1) == helper(1)",)
 
 
 def _record(task_id="Coop/0", **overrides):

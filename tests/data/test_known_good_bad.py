@@ -1,20 +1,31 @@
 """Known-good and known-bad programs through the real sandbox (issue 4, item 6).
 
-Every HumanEval canonical solution passes its original `check` (HumanEval mode) and
-its split asserts; all 427 sanitized-MBPP references pass their tests with their
-setup; deliberately wrong programs (perturbed
-return values, `return None`, hand-written mistakes and cheats) fail.
+Every HumanEval canonical solution passes its original `check` (HumanEval mode), its
+split asserts and the environment's program (asserts, then the full `check`); all
+427 sanitized-MBPP references pass their tests with their setup. These run under the
+default `Limits()`, the limits training rewards use; the references listed in
+KNOWN_SLOW may time out there and are checked for correctness under PATIENT_LIMITS.
+Deliberately wrong programs (perturbed return values, `return None`, hand-written
+mistakes and cheats, redefined prompt helpers) fail.
 """
+
+import warnings
 
 import pytest
 
+from mtrl.envs.code.env import task_program
 from mtrl.envs.code.task import CodeTask
 from mtrl.envs.sandbox import Limits, SandboxPool
 from mtrl.envs.sandbox.types import Program
 
-# Known-good runs check correctness, not speed: mbpp_sanitized/123's reference
-# (amicable numbers below 9999, quadratic) needs 2-8 s of CPU on a busy 2-core
-# machine, over the default 3 s per test.
+# References that legitimately need more than the default Limits().wall_s_per_test
+# (3 s) on a 2-core machine, with what was measured. Under the default limits they
+# may pass or time out (nothing else); either way they must pass under PATIENT_LIMITS.
+KNOWN_SLOW = {
+    "mbpp_sanitized/123": "amicable_numbers_sum(9999) is quadratic in the limit: 2.4 s of "
+                          "CPU in plain Python at load 2 on 2 cores; in the sandbox it "
+                          "timed out at 3.0 s (and took 2-8 s of CPU on a busier machine)",
+}
 PATIENT_LIMITS = Limits(wall_s_per_test=30.0, wall_s_total=60.0, cpu_s=30.0)
 
 
@@ -99,33 +110,64 @@ def sanitized(mbpp_sanitized_tasks):
     return mbpp_sanitized_tasks
 
 
-def test_all_164_humaneval_canonical_solutions_pass_check(patient_pool, humaneval):
+def references_pass_under_training_limits(pool, patient_pool, tasks, make) -> list:
+    """Runs every reference under the default limits; returns the results.
+
+    Everything must pass there except KNOWN_SLOW references, which may only time out
+    (reported as a warning) and must then pass under PATIENT_LIMITS.
+    """
+    results = pool.run_batch([make(t, t.canonical_solution) for t in tasks])
+    timed_out, failed = [], []
+    for task, result in zip(tasks, results):
+        if result.passed:
+            continue
+        only_timeouts = all(t.status in ("passed", "timeout") for t in result.tests)
+        if task.task_id in KNOWN_SLOW and only_timeouts:
+            timed_out.append(task)
+        else:
+            failed.append((task.task_id, result))
+    assert not failed, "failing under the default Limits():\n" + _describe(*zip(*failed))
+    if timed_out:
+        warnings.warn("known-slow references timed out under the default Limits(): "
+                      + "; ".join(f"{t.task_id} ({KNOWN_SLOW[t.task_id]})" for t in timed_out))
+        patient = patient_pool.run_batch([make(t, t.canonical_solution) for t in timed_out])
+        slow_failed = [(t.task_id, r) for t, r in zip(timed_out, patient) if not r.passed]
+        assert not slow_failed, _describe(*zip(*slow_failed))
+    return results
+
+
+def test_known_slow_references_exist(humaneval, sanitized):
+    assert set(KNOWN_SLOW) <= {t.task_id for t in humaneval + sanitized}
+
+
+def test_all_164_humaneval_canonical_solutions_pass_check(pool, patient_pool, humaneval):
     assert len(humaneval) == 164
-    results = patient_pool.run_batch(
-        [humaneval_program(t, t.canonical_solution) for t in humaneval])
-    failed = [(t.task_id, r) for t, r in zip(humaneval, results) if not r.passed]
-    assert not failed, _describe(*zip(*failed))
+    results = references_pass_under_training_limits(pool, patient_pool, humaneval,
+                                                    humaneval_program)
     assert all(len(r.tests) == 1 for r in results)  # one `check` call per program
 
 
-def test_humaneval_canonical_solutions_pass_their_split_asserts(patient_pool, humaneval):
+def test_humaneval_canonical_solutions_pass_their_split_asserts(pool, patient_pool, humaneval):
     with_tests = [t for t in humaneval if t.tests]
     assert len(with_tests) == 161  # 32, 38 and 50 keep no standalone assert
-    results = patient_pool.run_batch(
-        [asserts_program(t, t.canonical_solution) for t in with_tests])
-    failed = [(t.task_id, r) for t, r in zip(with_tests, results) if not r.passed]
-    assert not failed, _describe(*zip(*failed))
+    results = references_pass_under_training_limits(pool, patient_pool, with_tests,
+                                                    asserts_program)
     assert sum(r.num_passed for r in results) == 1127
 
 
-def test_all_sanitized_mbpp_references_pass(patient_pool, sanitized):
+def test_humaneval_canonical_solutions_pass_the_environment_program(pool, patient_pool,
+                                                                    humaneval):
+    # What CodeEnv's reward runs: the asserts, then the full `check` as one more test.
+    results = references_pass_under_training_limits(pool, patient_pool, humaneval,
+                                                    task_program)
+    assert sum(r.num_passed for r in results) == 1127 + 161 + 3
+
+
+def test_all_sanitized_mbpp_references_pass(pool, patient_pool, sanitized):
     # Includes 126 (the entry point is named `sum`, shadowing the builtin through
     # Program.candidate_names) and 737/787/794 (re.Match results judged by truthiness).
     assert len(sanitized) == 427
-    results = patient_pool.run_batch(
-        [asserts_program(t, t.canonical_solution) for t in sanitized])
-    failed = [(t.task_id, r) for t, r in zip(sanitized, results) if not r.passed]
-    assert not failed, _describe(*zip(*failed))
+    references_pass_under_training_limits(pool, patient_pool, sanitized, asserts_program)
 
 
 def test_perturbed_and_none_returning_solutions_fail(pool, humaneval, sanitized):
@@ -156,6 +198,40 @@ def test_perturbed_and_none_returning_solutions_fail(pool, humaneval, sanitized)
     # not only by running out of time.
     assert all(any(t.status in ("failed", "error") for t in r.tests) for _, r in wrong), \
         _describe(*zip(*wrong))
+
+
+# Candidates that redefine the prompt helpers the tests call. With the prompt's
+# imports alone as setup each of these passed `check`; the task's setup now holds
+# the real helpers, and the judge never lets a candidate's definition replace them.
+_HELPER_HACKS = [
+    ("HumanEval/32", "def poly(*args):\n    return 0\n\ndef find_zero(xs):\n    return 0.0\n"),
+    ("HumanEval/38", "def encode_cyclic(s):\n    return s\n\ndef decode_cyclic(s):\n"
+                     "    return s\n"),
+    ("HumanEval/50", "def encode_shift(s):\n    return s\n\ndef decode_shift(s):\n"
+                     "    return s\n"),
+]
+
+
+def _prompt_imports(task: CodeTask) -> str:
+    return "\n".join(line for line in task.prompt.splitlines()
+                     if line.startswith(("import ", "from ")))
+
+
+def test_redefined_prompt_helpers_do_not_pass(pool, humaneval):
+    by_id = {t.task_id: t for t in humaneval}
+    hacks = [(by_id[task_id], code) for task_id, code in _HELPER_HACKS]
+    programs = [task_program(task, code) for task, code in hacks]
+    # Control: the same programs with imports-only setup (the old setup) do pass,
+    # so the failures below come from the trusted helpers.
+    controls = [Program(code=code, tests=(task.test_code,), setup=_prompt_imports(task),
+                        entry_point=task.entry_point) for task, code in hacks]
+    results = pool.run_batch(programs + controls)
+    hacked, control = results[:len(hacks)], results[len(hacks):]
+    labels = [task_id for task_id, _ in _HELPER_HACKS]
+    assert all(r.passed for r in control), _describe(labels, control)
+    passed = [(label, r) for label, r in zip(labels, hacked) if r.passed]
+    assert not passed, _describe(*zip(*passed))
+    assert all(r.tests[0].status == "failed" for r in hacked), _describe(labels, hacked)
 
 
 _HAS_CLOSE = "HumanEval/0"

@@ -9,12 +9,17 @@ A step, for a batch of branches (one joint action each):
 2. join the codes and analyse them statically (analysis.py);
 3. run EVERY test of every runnable program in one batched sandbox call (programs
    that do not compile, or have no code, are not sent: every test is an error);
-4. score with the configured reward (rewards.py, all tests);
+   a task with both asserts and its original test code (HumanEval) runs the asserts
+   and then the full test code as one last test (`task_program`), because the split
+   into asserts drops looped and random checks (HumanEval/44, /53, /151);
+4. score with the configured reward (rewards.py, all tests, the full test code
+   included, so only a program that passes it gets the top reward and `done`);
 5. (expert_edits) ask the expert for suggestions, one batched call;
 6. build each agent's next-turn observation with the feedback mode, shaped by the
    history mode: "full" appends the feedback to the agent's context, which already
    holds its response; "last" sets `reset_context` and sends a complete prompt
-   (task, previous code, feedback).
+   (task, previous code, feedback). Feedback shows the task's asserts, never the
+   full test code run after them (`Verdict.feedback_tests`).
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ class CodeEnvConfig:
     max_completion_chars: int = MAX_COMPLETION_CHARS
     max_test_chars: int = 240
     max_message_chars: int = 200
+    feedback_style: str = "full"  # "full" | "compact" (terse level_feedback, feedback.py)
 
     def __post_init__(self):
         role_function_names(self.num_agents, "f")  # validates num_agents
@@ -78,7 +84,8 @@ class CodeEnvConfig:
         return FeedbackOptions(sandbox_slice=self.sandbox_slice,
                                count_hidden_tests=self.count_hidden_tests,
                                max_test_chars=self.max_test_chars,
-                               max_message_chars=self.max_message_chars)
+                               max_message_chars=self.max_message_chars,
+                               style=self.feedback_style)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,10 +138,11 @@ class CodeEnv(Environment):
         analyses = [self._analyze(state.task, action) for state, action in zip(states, texts)]
         results = self._execute(states, analyses)
         verdicts = []
-        for analysis, (result, ran) in zip(analyses, results):
+        for state, analysis, (result, ran) in zip(states, analyses, results):
             scored = self._reward(analysis, result, cfg.reward_config)
             verdicts.append(Verdict(analysis=analysis, result=result, reward=scored.reward,
-                                    components=dict(scored.components), tests_run=ran))
+                                    components=dict(scored.components), tests_run=ran,
+                                    full_check=has_full_check(state.task)))
         contexts = [FeedbackContext(task=state.task, verdict=verdict,
                                     options=cfg.feedback_options, templates=cfg.templates)
                     for state, verdict in zip(states, verdicts)]
@@ -198,7 +206,7 @@ class CodeEnv(Environment):
                  ) -> list[tuple[ExecutionResult, bool]]:
         """(result, ran) per branch; every runnable program goes in ONE sandbox call."""
         runnable = [i for i, a in enumerate(analyses) if a.syntax_ok and a.program.strip()]
-        programs = [_program(states[i].task, analyses[i].program) for i in runnable]
+        programs = [task_program(states[i].task, analyses[i].program) for i in runnable]
         results: dict[int, ExecutionResult] = {}
         if programs:
             executed = self._executor().run_batch(programs)
@@ -207,7 +215,7 @@ class CodeEnv(Environment):
                                    f"{len(programs)} programs")
             results = dict(zip(runnable, executed))
         return [(results[i], True) if i in results
-                else (not_run_result(_program(states[i].task, "").tests, analyses[i]), False)
+                else (not_run_result(task_program(states[i].task, "").tests, analyses[i]), False)
                 for i in range(len(analyses))]
 
     def _executor(self) -> BatchExecutor:
@@ -247,11 +255,27 @@ class CodeEnv(Environment):
         }
 
 
-def _program(task: CodeTask, code: str) -> Program:
-    """Every test of the task: its asserts, or its test code with a `check` function."""
+def has_full_check(task: CodeTask) -> bool:
+    """Whether `task_program` runs the task's full test code after its asserts."""
+    return bool(task.tests) and task.test_code is not None
+
+
+def task_program(task: CodeTask, code: str) -> Program:
+    """Every test of the task, as the reward and `done` see them.
+
+    Asserts run one by one (per-test feedback, a graded pass rate). When the task also
+    has its original test code (HumanEval's `check(candidate)`), that runs as one more,
+    last test, calling `check(<entry point>)` in the judge: the asserts are a lossy
+    split of it, so without it a program that only passes the kept asserts would be
+    rewarded as correct. Tasks with test code alone run it in the sandbox's HumanEval
+    mode.
+    """
     if task.tests:
+        tests = task.tests
+        if has_full_check(task):
+            tests += (f"{task.test_code.rstrip()}\n\ncheck({task.entry_point})\n",)
         # The entry point may share a builtin's name (MBPP's `sum`): let it shadow.
-        return Program(code=code, tests=task.tests, setup=task.setup,
+        return Program(code=code, tests=tests, setup=task.setup,
                        candidate_names=(task.entry_point,))
     return Program(code=code, tests=(task.test_code or "",), setup=task.setup,
                    entry_point=task.entry_point)

@@ -19,7 +19,9 @@ is the history mode's business, see `compose_observation`).
 test, 0 / None / "all" every test, -k the last k. The reward always uses every
 test. "Tests passed p/n" counts the shown tests only (so hidden tests do not leak
 their number) unless `FeedbackOptions.count_hidden_tests` is set, when p/n counts
-every test while failure lines still come from the shown tests only.
+every test while failure lines still come from the shown tests only. The task's
+full test code, run after its asserts for the reward (Verdict.full_check), is never
+shown; it counts as one more test in that p/n.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from mtrl.envs.sandbox.types import TestResult
 from mtrl.registry import Registry
 
 SandboxSlice = Union[int, str, None]
+FEEDBACK_STYLES = ("full", "compact")
 _STATUS_WORDS = {"failed": "FAILED", "error": "ERROR", "timeout": "TIMEOUT"}
 
 
@@ -67,9 +70,15 @@ class FeedbackOptions:
     count_hidden_tests: bool = False  # p/n over every test instead of the shown ones
     max_test_chars: int = 240  # a failing test's source is cut to this length
     max_message_chars: int = 200  # an error message is cut to this length
+    # "full": sentences; "compact": the same facts in a few short lines, for tiny
+    # from-scratch models whose every context byte costs (the embedded default).
+    style: str = "full"
 
     def __post_init__(self):
         normalize_sandbox_slice(self.sandbox_slice)
+        if self.style not in FEEDBACK_STYLES:
+            raise ValueError(f"FeedbackOptions.style must be one of {FEEDBACK_STYLES}, "
+                             f"got {self.style!r}")
         if self.max_test_chars < 16 or self.max_message_chars < 16:
             raise ValueError("FeedbackOptions caps must be at least 16 characters")
 
@@ -136,7 +145,7 @@ def _test_lines(ctx: FeedbackContext) -> list[str]:
     if not verdict.tests_run:
         reason = "the code has a syntax error" if verdict.analysis.syntax_error else "no code"
         return [f"- Tests: not run ({reason})."]
-    shown = select_shown_tests(verdict.result.tests, options.sandbox_slice)
+    shown = select_shown_tests(verdict.feedback_tests, options.sandbox_slice)
     counted = verdict.result.tests if options.count_hidden_tests else shown
     passed = sum(test.status == "passed" for test in counted)
     lines = [f"- Tests: {passed}/{len(counted)} passed."]
@@ -174,6 +183,8 @@ def _helper_line(ctx: FeedbackContext) -> str:
 @FEEDBACK_MODES.register("level_feedback")
 def level_feedback(ctx: FeedbackContext) -> tuple[str, ...]:
     """Full diagnostics for the tests chosen by `sandbox_slice` (module docstring)."""
+    if ctx.options.style == "compact":
+        return _compact_level_feedback(ctx)
     test_lines = _test_lines(ctx)
     out = []
     for agent in range(ctx.num_agents):
@@ -186,6 +197,64 @@ def level_feedback(ctx: FeedbackContext) -> tuple[str, ...]:
         lines += ["", ctx.revise(agent)]
         out.append("\n".join(lines))
     return tuple(out)
+
+
+def _compact_level_feedback(ctx: FeedbackContext) -> tuple[str, ...]:
+    """level_feedback's facts in a few terse lines, the same for every agent:
+
+        aux ok, f ok, syntax ok, tests 0/1
+        FAIL f(-3) == 6: AssertionError
+        f uses aux
+        Revise aux.
+    """
+    analysis, verdict, options = ctx.verdict.analysis, ctx.verdict, ctx.options
+    words = []
+    for check in analysis.functions:
+        state = ("MISSING" if not check.defined else
+                 "no return" if not check.returns_value else "ok")
+        words.append(f"{check.name} {state}")
+    error = analysis.syntax_error
+    if error is None:
+        words.append("syntax ok")
+    else:
+        words.append(f"syntax ERROR line {error.info.line} col {error.info.column}: "
+                     f"{_cap(error.info.message, options.max_message_chars)}")
+    lines = []
+    if verdict.tests_run:
+        shown = select_shown_tests(verdict.feedback_tests, options.sandbox_slice)
+        counted = verdict.result.tests if options.count_hidden_tests else shown
+        words.append(f"tests {sum(t.status == 'passed' for t in counted)}/{len(counted)}")
+        for test in shown:
+            if test.status != "passed":
+                source = test.source.removeprefix("assert ").strip()
+                error_text = test.error_type or test.status
+                if test.message:
+                    error_text = f"{error_text}: {_cap(test.message, options.max_message_chars)}"
+                lines.append(f"{_STATUS_WORDS.get(test.status, test.status.upper())} "
+                             f"{_cap(source, options.max_test_chars)}: {error_text}")
+        if verdict.result.error:
+            lines.append(f"execution: {_cap(verdict.result.error, options.max_message_chars)}")
+    else:
+        words.append("tests not run")
+    head = [", ".join(words)] + lines
+    if ctx.num_agents == 2:
+        head.append(_compact_helper_use(ctx))
+    body = "\n".join(head)
+    return tuple(f"{body}\n{ctx.revise(agent)}" for agent in range(ctx.num_agents))
+
+
+def _compact_helper_use(ctx: FeedbackContext) -> str:
+    analysis, main = ctx.verdict.analysis, ctx.task.entry_point
+    helper = analysis.helper
+    if not analysis.main.defined or helper is None:
+        return f"{main} missing"
+    if not helper.calls_aux:
+        return f"{main} does not call {AUX_NAME}"
+    if helper.ignored_calls:
+        return f"{main} ignores {AUX_NAME}'s result"
+    if helper.thin_wrapper:
+        return f"{main} only returns {AUX_NAME}(...)"
+    return f"{main} uses {AUX_NAME}"
 
 
 def levels_passed(verdict: Verdict) -> dict[str, bool | None]:

@@ -16,10 +16,13 @@ class CodeTask:
     tests: individual assert statements calling `entry_point` (MBPP's test_list;
       HumanEval's `check` split into its asserts, `candidate` renamed). These drive
       per-test feedback and the pass-rate reward.
-    setup: trusted code run before the candidate (imports, MBPP test_setup_code).
+    setup: trusted code run before the candidate and, in the sandbox's judge, before
+      the tests, whose names a candidate cannot replace (imports, MBPP
+      test_setup_code, HumanEval's prompt helpers such as `poly`).
     canonical_solution: a complete reference program, when the data set has one.
     test_code: the data set's original test code when it is not a list of asserts
-      (HumanEval's `def check(candidate): ...`); used for exact benchmark verdicts.
+      (HumanEval's `def check(candidate): ...`); used for exact benchmark verdicts,
+      and by CodeEnv's reward after the asserts (env.task_program).
     """
 
     task_id: str

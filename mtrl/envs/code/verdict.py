@@ -13,10 +13,17 @@ from mtrl.envs.sandbox.types import ExecutionResult, TestResult
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     analysis: CandidateAnalysis
-    result: ExecutionResult  # every test of the task, in task order
+    result: ExecutionResult  # every test of the task, in task order (env.task_program)
     reward: float
     components: Mapping[str, float]
     tests_run: bool  # False when the program was not sent to the sandbox (see not_run_result)
+    full_check: bool = False  # the last test is the task's full test code (env.task_program)
+
+    @property
+    def feedback_tests(self) -> tuple[TestResult, ...]:
+        """The tests feedback may show: the task's own tests, without the full test
+        code run after them (its source is the hidden test suite itself)."""
+        return self.result.tests[:-1] if self.full_check else self.result.tests
 
     @property
     def all_passed(self) -> bool:

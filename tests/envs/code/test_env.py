@@ -160,3 +160,63 @@ def test_config_validation():
     config = CodeEnvConfig()
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.num_agents = 2  # type: ignore[misc]
+
+
+# HumanEval/44: the split keeps six asserts and drops `for x in range(2, 8): assert
+# candidate(x, x + 1) == str(x)`. This program passes the six and fails the loop.
+CHANGE_BASE_SPLIT_ONLY = """```python
+def change_base(x, base):
+    if x < base:
+        return "0"
+    digits = ""
+    while x > 0:
+        digits = str(x % base) + digits
+        x //= base
+    return digits
+```"""
+
+
+@pytest.fixture(scope="module")
+def change_base_task():
+    from mtrl.data import load_humaneval
+
+    (task,) = [t for t in load_humaneval() if t.task_id == "HumanEval/44"]
+    assert len(task.tests) == 6 and "for x in range(2, 8)" in task.test_code
+    return task
+
+
+def test_reward_and_done_use_the_full_test_code(change_base_task, executor):
+    task = change_base_task
+    env = CodeEnv(CodeEnvConfig(num_agents=1, reward="pass_rate", sandbox_slice="all"),
+                  sandbox=executor)
+    state, _ = env.reset(task)
+    canonical = f"```python\n{task.canonical_solution}\n```"
+    split_only, right = env.step([state, state], [(CHANGE_BASE_SPLIT_ONLY,), (canonical,)],
+                                 turn=1)
+    (program, _) = executor.calls[0]
+    assert program.tests[:6] == task.tests and len(program.tests) == 7
+    assert program.tests[6].startswith(task.test_code.rstrip())
+    # Every split assert passes, the full check does not: not rewarded as all-passed.
+    verdict = split_only.state.last_verdict
+    assert [t.status for t in verdict.result.tests] == ["passed"] * 6 + ["failed"]
+    assert split_only.done is False and split_only.info["all_passed"] is False
+    assert split_only.reward == pytest.approx(6 / 7) and split_only.reward < env.max_reward
+    assert right.done is True and right.reward == pytest.approx(1.0)
+    # Feedback shows the split asserts only, never the full test code.
+    (obs,) = split_only.observations
+    assert "- Tests: 6/6 passed." in obs and "range(2, 8)" not in obs and "check(" not in obs
+    assert verdict.feedback_tests == verdict.result.tests[:6]
+    hidden = CodeEnv(CodeEnvConfig(num_agents=1, sandbox_slice="all", count_hidden_tests=True,
+                                   feedback_mode="level_feedback"), sandbox=executor)
+    (counted,) = hidden.step([state], [(CHANGE_BASE_SPLIT_ONLY,)], turn=1)
+    assert "- Tests: 6/7 passed." in counted.observations[0]
+    assert "range(2, 8)" not in counted.observations[0]
+
+
+def test_level_reward_on_a_split_only_program_stays_below_the_maximum(change_base_task,
+                                                                      executor):
+    env = CodeEnv(CodeEnvConfig(num_agents=1), sandbox=executor)
+    state, _ = env.reset(change_base_task)
+    (out,) = env.step([state], [(CHANGE_BASE_SPLIT_ONLY,)], turn=1)
+    assert out.components["level3_tests"] == pytest.approx(6 / 7)
+    assert out.reward < env.max_reward and not out.done

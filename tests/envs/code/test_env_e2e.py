@@ -133,3 +133,21 @@ def test_default_sandbox_is_created_on_demand_and_closed(tasks):
                                        "for a, b in zip(xs, xs[1:]))",)], turn=1)
         assert result.reward == 1.0 and result.done  # `math` comes from the task's setup
     env.close()  # closing twice is harmless
+
+
+def test_humaneval_reward_runs_the_full_check_in_the_real_sandbox(pool):
+    # HumanEval/151: the split drops `assert candidate(lst) == odd_sum` (lst spans
+    # -99..99). Skipping numbers above 50 passes every kept assert, not that one.
+    from mtrl.data import load_humaneval
+
+    (task,) = [t for t in load_humaneval() if t.task_id == "HumanEval/151"]
+    split_only = ("def double_the_difference(lst):\n    return sum(x * x for x in lst if "
+                  "isinstance(x, int) and 0 < x < 50 and x % 2)")
+    env = CodeEnv(CodeEnvConfig(num_agents=1, reward="pass_rate"), sandbox=pool)
+    state, _ = env.reset(task)
+    wrong, right = env.step([state, state], [(fenced(split_only),),
+                                             (fenced(task.canonical_solution),)], turn=1)
+    statuses = [t.status for t in wrong.state.last_verdict.result.tests]
+    assert statuses == ["passed"] * len(task.tests) + ["failed"]
+    assert not wrong.done and wrong.reward == pytest.approx(6 / 7)
+    assert right.done and right.reward == 1.0

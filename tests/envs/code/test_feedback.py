@@ -192,3 +192,38 @@ def test_prompt_templates():
         PromptTemplates(single="Solve {problem}")
     for text in PromptTemplates().first_turn(TASK, 2):
         assert not any(test in text for test in TASK.tests)  # tests never in prompts
+
+
+def test_compact_level_feedback_keeps_every_fact_in_few_lines():
+    options = FeedbackOptions(sandbox_slice="all", style="compact")
+    helper_text, main_text = FEEDBACK_MODES.get("level_feedback")(make_ctx((AUX, MAIN),
+                                                                            mode_options=options))
+    body = helper_text.rsplit("\n", 1)[0]
+    assert body == main_text.rsplit("\n", 1)[0]  # one body, per-agent instruction
+    lines = body.splitlines()
+    assert lines[0] == "aux ok, f ok, syntax ok, tests 2/4"
+    assert lines[1] == "FAILED f([1, 2]) == 5: AssertionError"
+    assert lines[2].startswith("ERROR f([3]) == 9: ZeroDivisionError: division by zero z")
+    assert len(lines[2]) < 260  # the message is capped
+    assert lines[3] == "f uses aux"
+    assert helper_text.endswith(PromptTemplates().revise_instruction(TASK, 2, 0))
+    full = FEEDBACK_MODES.get("level_feedback")(make_ctx(
+        (AUX, MAIN), mode_options=FeedbackOptions(sandbox_slice="all")))[0]
+    assert len(helper_text) < 0.7 * len(full)
+
+
+def test_compact_level_feedback_syntax_error_missing_function_and_first_test_only():
+    options = FeedbackOptions(style="compact")  # sandbox_slice 1: first test only
+    (text,) = FEEDBACK_MODES.get("level_feedback")(make_ctx(("def f(xs):\n    return (",),
+                                                            ran=False, mode_options=options))
+    first = text.splitlines()[0]
+    assert first.startswith("f ok, syntax ERROR line 2 col") or "syntax ERROR" in first
+    assert "tests not run" in first
+    text = FEEDBACK_MODES.get("level_feedback")(make_ctx(("", MAIN), mode_options=options))[1]
+    assert text.splitlines()[0].startswith("aux MISSING, f ok, syntax ok, tests 1/1")
+    assert "FAILED" not in text  # the first test passed; later failures stay hidden
+
+
+def test_feedback_style_is_validated():
+    with pytest.raises(ValueError, match="style"):
+        FeedbackOptions(style="terse")

@@ -2,7 +2,7 @@
 
 from mtrl.envs.code.experts.base import (EXPERT_SYSTEM_PROMPT, Expert, ExpertRequest,
                                          build_expert_prompt)
-from mtrl.envs.code.experts.local import Generate, LocalModelExpert
+from mtrl.envs.code.experts.local import Generate, LocalModelExpert, sampler_generate
 from mtrl.envs.code.experts.openai_compat import OpenAICompatibleExpert, OpenAIExpertConfig
 from mtrl.envs.code.experts.reference import LOOKS_CORRECT, ReferenceExpert
 
@@ -17,4 +17,5 @@ __all__ = [
     "OpenAIExpertConfig",
     "ReferenceExpert",
     "build_expert_prompt",
+    "sampler_generate",
 ]

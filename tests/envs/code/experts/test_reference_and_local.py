@@ -1,3 +1,5 @@
+import logging
+
 import pytest
 
 from mtrl.envs.code.experts import (LOOKS_CORRECT, ExpertRequest, LocalModelExpert,
@@ -59,14 +61,30 @@ def test_local_model_expert_batches_one_generate_call():
     assert expert.suggest_batch([]) == [] and len(calls) == 2
 
 
-def test_local_model_expert_checks_the_model_output():
+def test_local_model_expert_checks_the_model_output(caplog):
+    two = [ExpertRequest(TASK, "a", ""), ExpertRequest(TASK, "b", "")]
     expert = LocalModelExpert(lambda prompts: ["only one"])
-    with pytest.raises(ValueError, match="1 completions for 2 prompts"):
-        expert.suggest_batch([ExpertRequest(TASK, "a", ""), ExpertRequest(TASK, "b", "")])
+    with caplog.at_level(logging.WARNING, logger="mtrl.envs.code.experts.local"):
+        assert expert.suggest_batch(two) == ["", ""]  # which one is whose is unknown
+    assert "returned 1 completions for 2 prompts" in caplog.text
     capped = LocalModelExpert(lambda prompts: [b"\xffabc" * 100], max_suggestion_chars=5)
     assert capped.suggest(TASK, "a", "") == "\ufffdabc\ufffd"
     with pytest.raises(TypeError):
         LocalModelExpert("not callable")  # type: ignore[arg-type]
+
+
+def test_local_model_expert_never_raises_on_a_failing_model(caplog):
+    def broken(prompts):
+        raise RuntimeError("device lost")
+
+    two = [ExpertRequest(TASK, "a", ""), ExpertRequest(TASK, "b", "")]
+    with caplog.at_level(logging.WARNING, logger="mtrl.envs.code.experts.local"):
+        assert LocalModelExpert(broken).suggest_batch(two) == ["", ""]
+        assert LocalModelExpert(lambda prompts: None).suggest(TASK, "a", "") == ""
+        assert LocalModelExpert(lambda prompts: [None, " ok "]).suggest_batch(two) == ["", "ok"]
+    assert "RuntimeError: device lost" in caplog.text
+    assert "returned a NoneType, not text" in caplog.text
+    assert len(caplog.records) == 3
 
 
 def test_expert_prompt_contents():
