@@ -23,7 +23,7 @@ import time
 from mtrl.envs.sandbox.types import (ExecutionResult, Limits, Program, SyntaxErrorInfo,
                                      TestResult)
 
-HARNESS_VERSION = "mtrl-sandbox-3"  # bump when verdict semantics change
+HARNESS_VERSION = "mtrl-sandbox-4"  # bump when verdict semantics change (4: forged hellos)
 BUSY_TIMEOUT_MS = 30_000
 
 

@@ -9,8 +9,9 @@ that does not parse is split into one test per non-empty line), or with
 Prints one JSON object: `passed` (true only when every test passed), `tests`
 (source, status, error_type, message for each), `syntax_error`, `stdout`,
 `stderr`, `error`, `wall_s` and the isolation in force. Exit status 0 whatever the
-verdict; 2 when the sandbox itself could not run (unreadable files, a slot that
-failed to start or died).
+verdict (a program that is not valid source text, e.g. not UTF-8, included); 2 when
+the sandbox itself could not run (unreadable files, a slot that failed to start or
+died).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import importlib.util
 import json
 import sys
 from typing import Sequence
@@ -34,6 +36,19 @@ def split_tests(text: str) -> tuple[str, ...]:
         return tuple(line for line in (raw.strip() for raw in text.splitlines())
                      if line and not line.startswith("#"))
     return tuple(ast.get_source_segment(text, node, padded=False) or "" for node in module.body)
+
+
+def read_program(path: str) -> str:
+    """The program's text, decoded as Python decodes a source file (UTF-8 or its
+    coding declaration). Undecodable bytes stay in as lone surrogates, which no
+    compile accepts: the candidate gets a syntax error verdict, as from Python,
+    rather than the sandbox failing over a file that is the candidate's doing."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    try:
+        return importlib.util.decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return data.decode("utf-8", "surrogateescape")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -60,8 +75,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        with open(args.program, encoding="utf-8") as handle:
-            code = handle.read()
+        code = read_program(args.program)
         with open(args.tests, encoding="utf-8") as handle:
             test_text = handle.read()
         setup = ""

@@ -11,14 +11,19 @@ namespaces; the weaker fallbacks below apply only where even that is refused.
   directly, otherwise inside a new user namespace). The namespace holds only a
   loopback device that is down, so every connection, including to 127.0.0.1 and
   abstract unix sockets of the host, fails. Otherwise `"socket-refused"`: the
-  candidate's `socket` constructors are replaced before its code runs (a Python
-  level guard that determined native code could bypass; documented, not hidden).
+  candidate's `socket` constructors are replaced before its code runs. That is a
+  speed bump, not a boundary: the candidate shares the slot's network, and plain
+  Python gets the real socket class back in one line (`object.__subclasses__()`
+  lists `_socket.socket`; `gc` finds live socket objects), no native code needed.
+  It stops a solution that merely tries the network, not one that sets out to
+  reach it; run untrusted code only where the report says "netns".
 * users: `"per-process-uid"` when running as root: every candidate and every judge
   process switches to its own unprivileged uid, 2_000_000_000 + its pid (unique
   while it lives), so RLIMIT_NPROC binds (root is exempt from it), the candidate
   cannot signal or ptrace the judge, the slot or the pool, cannot read their
   /proc/<pid>/environ, and cannot read root-only files; descendants that escape
-  the process group are swept by a helper that takes the candidate's uid. Without
+  the process group are swept by a helper that takes the candidate's uid (and by
+  the pool, from /proc, when it replaces a slot that died or hung). Without
   root: `"shared-uid"` (inside the slot's user namespace). Then, when the kernel
   allows it (`pid_namespace`), each candidate is init of its own PID namespace:
   it cannot see or signal the judge, the slot, the pool or any other process
@@ -128,9 +133,12 @@ def _write(path: str, text: str) -> None:
         handle.write(text)
 
 
-def _enter_namespaces(privileged: bool) -> tuple[bool, bool]:
-    """unshare(NEWNET|NEWNS) (+NEWUSER without root); returns (net, mounts)."""
-    flags = _CLONE_NEWNET | _CLONE_NEWNS
+def _enter_namespaces(privileged: bool, network: bool = True) -> tuple[bool, bool]:
+    """unshare(NEWNET|NEWNS) (+NEWUSER without root); returns (net, mounts).
+
+    network=False leaves the network namespace out (the "socket-refused" fallback).
+    """
+    flags = (_CLONE_NEWNET if network else 0) | _CLONE_NEWNS
     if not privileged:
         uid, gid = os.getuid(), os.getgid()
         if _libc.unshare(_CLONE_NEWUSER | flags) != 0:
@@ -139,10 +147,10 @@ def _enter_namespaces(privileged: bool) -> tuple[bool, bool]:
         _write("/proc/self/setgroups", "deny")
         _write("/proc/self/uid_map", f"{uid} {uid} 1")
         _write("/proc/self/gid_map", f"{gid} {gid} 1")
-        return True, True
+        return network, True
     if _libc.unshare(flags) == 0:
-        return True, True
-    return _libc.unshare(_CLONE_NEWNET) == 0, False
+        return network, True
+    return network and _libc.unshare(_CLONE_NEWNET) == 0, False
 
 
 def _exposed_paths() -> list[str]:
@@ -180,11 +188,16 @@ def _mask_filesystem(hidden: Sequence[str]) -> None:
 _REPORT: IsolationReport | None = None
 
 
-def prepare_slot(hidden: Sequence[str] = HIDDEN_PATHS) -> IsolationReport:
-    """Runs once in a fresh slot process, before it forks anything."""
+def prepare_slot(hidden: Sequence[str] = HIDDEN_PATHS,
+                 network_namespace: bool = True) -> IsolationReport:
+    """Runs once in a fresh slot process, before it forks anything.
+
+    network_namespace=False: the "socket-refused" fallback even where a network
+    namespace is available (SandboxPool(use_network_namespace=False), for tests).
+    """
     global _REPORT
     privileged = os.geteuid() == 0
-    net, mounts = _enter_namespaces(privileged)
+    net, mounts = _enter_namespaces(privileged, network_namespace)
     filesystem: FilesystemIsolation = "visible"
     if mounts:
         try:
@@ -354,7 +367,12 @@ def scrub_environment() -> None:
 
 
 def refuse_sockets() -> None:
-    """Fallback without a network namespace: no socket objects can be made."""
+    """Fallback without a network namespace: the socket constructors refuse.
+
+    Only the module attributes are replaced: the real class stays reachable (e.g.
+    through object.__subclasses__()), so this deters, it does not isolate. The
+    caller makes its own socket to the judge before calling this.
+    """
     import _socket
     import socket
 

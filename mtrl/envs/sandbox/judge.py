@@ -47,6 +47,9 @@ from mtrl.envs.sandbox import codec, prefetch
 from mtrl.envs.sandbox.types import Limits
 
 
+_MAX_POSITION = 10 ** 9  # a syntax error's line or column beyond this is a lie
+
+
 class TestTimeout(BaseException):
     """The per-test alarm fired (BaseException: test code's `except Exception` won't eat it)."""
 
@@ -188,23 +191,33 @@ class Judge:
             return json.loads(self._link.receive())
         except (EOFError, OSError) as error:
             raise self.reap(expect_dead=True) from error
-        except (ValueError, codec.ProtocolError) as error:
+        except (ValueError, RecursionError, MemoryError, codec.ProtocolError) as error:
+            # RecursionError: JSON nested too deep for the decoder.
             self._clean = False
             raise CandidateError(f"malformed message from the candidate: {error}") from None
 
-    def await_hello(self) -> dict[str, Any]:
-        """The candidate's first message: names, or why it could not load."""
+    def await_hello(self) -> dict[str, Any] | CandidateGone:
+        """The candidate's first message (names, or why it could not load), or a
+        CandidateGone for what the judge saw itself (timeout, exit, garbage).
+
+        The two are different types on purpose: the hello is the candidate's to
+        write, so no key in it may stand for a verdict the judge reached itself
+        (a forged {"gone": ["passed", ...]} once passed every test).
+        """
         try:
             hello = self.timed(self.limits.wall_s_per_test, self._receive)
         except TestTimeout:
             self.reap(expect_dead=False)
-            return {"timeout": True}
+            return CandidateGone("timeout", "Timeout", "candidate code did not finish loading "
+                                 f"within {self.limits.wall_s_per_test} s")
         except CandidateGone as gone:
-            return {"gone": [gone.status, gone.error_type, str(gone)]}
+            return gone
         except CandidateError as error:
             self.reap(expect_dead=False)
-            return {"load_error": ["CandidateError", str(error)]}
-        return hello if type(hello) is dict else {"load_error": ["CandidateError", "bad hello"]}
+            return CandidateGone("error", "CandidateError", str(error))
+        if type(hello) is not dict:
+            return CandidateGone("error", "CandidateError", "malformed hello from the candidate")
+        return hello
 
     def _replace_candidate(self) -> None:
         """A fresh candidate after the previous one died or timed out; runs inside
@@ -310,16 +323,17 @@ class Judge:
         for name, info in names.items():
             if not isinstance(name, str) or name.startswith("__") or name in protected:
                 continue
-            kind = info[0] if isinstance(info, list) and info else None
+            info = info if type(info) is list else []  # the hello is the candidate's
+            kind = info[0] if info else None
             if kind == "function":
                 namespace[name] = RemoteFunction(self, name)
             elif kind == "value":
                 try:
                     namespace[name] = codec.from_plain(info[1])
-                except (codec.ProtocolError, IndexError):
+                except Exception:  # noqa: BLE001 - e.g. {"$range": [0, 1, 0]}: not bound
                     continue
             else:
-                namespace[name] = RemoteValueUnavailable(name, str(info[1:2]))
+                namespace[name] = RemoteValueUnavailable(name, str(info[1:2])[:100])
 
     def run_test(self, index: int, body: Callable[[], None],
                  calls: list[prefetch.StaticCall]) -> None:
@@ -373,18 +387,16 @@ def run(judge: Judge, setup_code, tests: list[tuple[Any, list[prefetch.StaticCal
         judge.send_batch(tests[0][1], first=True)
         tests[0] = (tests[0][0], [])
     hello = judge.await_hello()
-    if "syntax_error" in hello:
-        line, column, message = (list(hello["syntax_error"]) + [0, 0, ""])[:3]
-        judge.emit(syntax=[int(line), int(column), str(message)])
+    if isinstance(hello, CandidateGone):
+        judge.fail_all(count, hello.status, hello.error_type, str(hello))
+    elif "syntax_error" in hello:
+        line, column, message = _fields(hello["syntax_error"], [0, 0, ""])
+        line, column = (n if 0 <= n < _MAX_POSITION else 0 for n in (line, column))
+        judge.emit(syntax=[line, column, message])
         judge.fail_all(count, "error", "SyntaxError", f"line {line}, column {column}: {message}")
-    elif "timeout" in hello:
-        judge.fail_all(count, "timeout", "Timeout", "candidate code did not finish loading "
-                       f"within {judge.limits.wall_s_per_test} s")
-    elif "gone" in hello:
-        judge.fail_all(count, *[str(x) for x in hello["gone"]])
     elif "load_error" in hello:
-        error_type, message = (list(hello["load_error"]) + ["", ""])[:2]
-        judge.fail_all(count, "error", str(error_type), str(message))
+        error_type, message = _fields(hello["load_error"], ["CandidateError", ""])
+        judge.fail_all(count, "error", error_type, message)
     elif not isinstance(hello.get("names"), dict):
         judge.fail_all(count, "error", "CandidateError", "malformed hello from the candidate")
     else:
@@ -392,6 +404,16 @@ def run(judge: Judge, setup_code, tests: list[tuple[Any, list[prefetch.StaticCal
         for index, (code, calls) in enumerate(tests):
             judge.run_test(index, _test_body(namespace, code, entry_point), calls)
     judge.finish()
+
+
+def _fields(value: Any, defaults: list) -> list:
+    """The first len(defaults) items of a list from the candidate, each replaced by
+    its default where missing or of another type: a forged hello gets a verdict,
+    never a crash of the judge (a "sandbox failure" for a candidate's doing)."""
+    items = list(value[:len(defaults)]) if type(value) is list else []
+    items += defaults[len(items):]
+    return [item if type(item) is type(default) else default
+            for item, default in zip(items, defaults)]
 
 
 def _test_body(namespace: dict[str, Any], code, entry_point: str | None) -> Callable[[], None]:

@@ -36,7 +36,11 @@ from mtrl.envs.sandbox import codec, judge, prefetch
 from mtrl.envs.sandbox.types import Limits
 
 RESULT_FRAME_LIMIT = 4000  # < PIPE_BUF (4096): a verdict frame is one atomic write
-MESSAGE_BYTES = 1500
+# Candidate-controlled text in a verdict frame (error type, message), capped by
+# characters before encoding; a message is shortened further if its escaped form
+# (up to 12 bytes a character) would not fit the frame.
+MESSAGE_CHARS = 1500
+TYPE_CHARS = 200
 CACHE_ENTRIES = 512
 _HEADER = struct.Struct(">I")
 
@@ -180,15 +184,39 @@ class ResultWriter:
 
     def emit(self, **message: Any) -> None:
         message["id"] = self.program_id
-        if "m" in message:
-            message["m"] = str(message["m"]).encode("utf-8", "replace")[:MESSAGE_BYTES].decode(
-                "utf-8", "ignore")
-        payload = json.dumps(message).encode()
-        if "done" not in message:
-            payload = payload[:RESULT_FRAME_LIMIT]
+        # "done" carries only output capped at Limits.output_bytes and numbers; the
+        # judge is the only writer of this pipe, so that frame need not be atomic.
+        payload = json.dumps(message).encode() if "done" in message else _fitted(message)
         data = _HEADER.pack(len(payload)) + payload
         while data:
             data = data[os.write(self.fd, data):]
+
+
+def _fitted(message: dict[str, Any]) -> bytes:
+    """A verdict frame as whole JSON of at most RESULT_FRAME_LIMIT bytes.
+
+    The error type ("t") and the texts ("m", the syntax error's message) come from
+    the candidate: they are capped by characters, then texts are halved until the
+    escaped JSON fits. Never cut the encoded bytes: a torn frame is a protocol
+    error that costs the pool its slot and the program a "sandbox failure".
+    """
+    if "t" in message:
+        message["t"] = str(message["t"])[:TYPE_CHARS]
+    if "m" in message:
+        message["m"] = str(message["m"])[:MESSAGE_CHARS]
+    if "syntax" in message:
+        line, column, text = message["syntax"]
+        message["syntax"] = [line, column, str(text)[:MESSAGE_CHARS]]
+    while True:
+        payload = json.dumps(message).encode()
+        if len(payload) <= RESULT_FRAME_LIMIT:
+            return payload
+        if message.get("m"):
+            message["m"] = message["m"][:len(message["m"]) // 2]
+        elif message.get("syntax", [0, 0, ""])[2]:
+            message["syntax"][2] = message["syntax"][2][:len(message["syntax"][2]) // 2]
+        else:
+            raise ValueError(f"a verdict frame of {len(payload)} bytes cannot be shortened")
 
 
 def read_tests(fd: int, program_id: str) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 from mtrl.envs.sandbox.types import Limits
 
@@ -57,3 +58,46 @@ def kill_uid(uid: int) -> None:
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
+
+
+def kill_uids_from_outside(uids: set[int], timeout_s: float = 2.0) -> None:
+    """Kills every live process whose real uid is in `uids`, by scanning /proc.
+
+    For the pool when it replaces a slot: the slot that swept its candidates' uids
+    (kill_uid) is gone, and their children in sessions of their own, without a
+    parent-death signal, live on. No fork here (the pool may be a multi-threaded
+    trainer); root may signal any uid. Rescans until none is left, since one may
+    fork while the scan runs (RLIMIT_NPROC keeps that short).
+    """
+    deadline = time.monotonic() + timeout_s
+    while uids and time.monotonic() < deadline:
+        found = [pid for pid in _pids() if _live_uid(pid) in uids]
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.01)
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _live_uid(pid: int) -> int | None:
+    """The real uid of a process that has not exited yet (zombies: None). Read from
+    status, not /proc/<pid>'s owner: that is root for a non-dumpable process."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    if fields.get("State", "Z").split()[:1] in (["Z"], ["X"]):
+        return None
+    try:
+        return int(fields["Uid"].split()[0])
+    except (KeyError, IndexError, ValueError):
+        return None

@@ -11,7 +11,10 @@ A slot that dies, hangs past the running program's wall-clock limit plus a grace
 period, or breaks the pipe protocol is killed with its whole process group and
 replaced; the program it was running gets a non-pass result whose `error` starts
 with "sandbox failure" (never cached), programs queued behind it are resubmitted,
-and the pool carries on.
+and the pool carries on. A slot that cannot be restarted (RESTART_ATTEMPTS tries)
+is given up: its programs go to the other slots, and once no slot is left every
+queued and later program gets such a "sandbox failure" result instead of a Future
+that never resolves.
 """
 
 from __future__ import annotations
@@ -32,12 +35,19 @@ from mtrl.envs.sandbox.slot_client import (PIPELINE_DEPTH, SLOT_GRACE_S, Job, Sl
                                            SlotClient, SlotUnhealthy, assemble, failure_result)
 from mtrl.envs.sandbox.types import ExecutionResult, Limits, Program
 
+RESTART_ATTEMPTS = 5
+RESTART_BACKOFF_S = 0.5  # between attempts to restart one slot
+
 
 class SandboxPool:
     """Runs untrusted programs against their tests in warm, isolated slots."""
 
     def __init__(self, num_workers: int | None = None, limits: Limits = Limits(),
-                 cache_path: str | os.PathLike | None = None):
+                 cache_path: str | os.PathLike | None = None,
+                 use_network_namespace: bool = True):
+        """use_network_namespace=False forces the weaker "socket-refused" network
+        fallback (isolation.py) even where a namespace is available: it exists to
+        test that path, not to run untrusted code."""
         if num_workers is None:
             num_workers = os.cpu_count() or 1
         if num_workers < 1:
@@ -45,16 +55,19 @@ class SandboxPool:
         if not isinstance(limits, Limits):
             raise ValueError(f"limits must be a Limits, got {type(limits).__name__}")
         self.limits, self.num_workers = limits, num_workers
+        self._network_namespace = use_network_namespace
         self._cache = cache_lib.ResultCache(cache_path) if cache_path is not None else None
         self._queue: collections.deque[Job] = collections.deque()
         self._lock = threading.Lock()
         self._closed = False
         self.replaced_slots = 0  # slots killed and restarted so far
+        self._live = num_workers  # slots not given up (see _retire)
+        self._gave_up = ""  # why the last slot was given up
         self._wakers = [os.pipe() for _ in range(num_workers)]
         for read_fd, write_fd in self._wakers:
             os.set_blocking(read_fd, False)
             os.set_blocking(write_fd, False)
-        starting = [SlotClient() for _ in range(num_workers)]
+        starting = [SlotClient(use_network_namespace) for _ in range(num_workers)]
         try:
             reports = [slot.await_hello() for slot in starting]
         except BaseException:
@@ -90,7 +103,13 @@ class SandboxPool:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the SandboxPool is closed")
-            self._queue.append(Job(program, limits, future, key, submitted=time.monotonic()))
+            gave_up = "" if self._live else self._gave_up
+            if not gave_up:
+                self._queue.append(Job(program, limits, future, key,
+                                       submitted=time.monotonic()))
+        if gave_up:
+            future.set_result(failure_result(program, gave_up))
+            return future
         self._wake()
         return future
 
@@ -146,7 +165,7 @@ class SandboxPool:
         with self._lock:
             while self._queue:
                 job = self._queue.popleft()
-                if job.future.set_running_or_notify_cancel():
+                if _claim(job):
                     return job
             return None
 
@@ -155,17 +174,67 @@ class SandboxPool:
             self._queue.extendleft(reversed(jobs))
         self._wake()
 
-    def _replace(self, index: int) -> None:
+    def _replace(self, index: int) -> str:
+        """Kills slot `index` and starts another; returns "" or why none started.
+
+        Bounded: a slot that can never start again (no memory, no processes left,
+        a broken installation) must not keep the futures of its programs waiting.
+        """
         self._slots[index].kill()
         self.replaced_slots += 1
-        while True:  # the pool must not die: keep trying
+        error = ""
+        for attempt in range(RESTART_ATTEMPTS):
+            if attempt:
+                time.sleep(RESTART_BACKOFF_S)
+            slot = None
             try:
-                slot = SlotClient()
+                slot = SlotClient(self._network_namespace)
                 slot.await_hello()
                 self._slots[index] = slot
-                return
-            except (SlotBroken, OSError):
-                time.sleep(0.5)
+                return ""
+            except Exception as failure:  # noqa: BLE001 - this thread must not die
+                error = f"{type(failure).__name__}: {failure}"
+                if slot is not None:
+                    slot.kill()
+        return (f"slot {index} could not be restarted after {RESTART_ATTEMPTS} "
+                f"attempts ({error})")
+
+    def _recover(self, index: int, inflight: collections.deque[Job], broken: Job | None,
+                 reason: str) -> bool:
+        """Replaces slot `index` after a failure; False when it had to be given up.
+
+        broken: the program the slot was running, which gets a sandbox failure;
+        the programs queued behind it go back to the queue.
+        """
+        waiting = list(inflight)
+        inflight.clear()
+        why = self._replace(index)
+        if broken is not None:
+            self._finish(broken, failure_result(broken.program, reason))
+        if not why:
+            self._requeue(waiting)
+            return True
+        self._retire(why, waiting)
+        return False
+
+    def _retire(self, why: str, waiting: list[Job]) -> None:
+        """Gives a slot up. Its programs go to the other slots; with none left,
+        they and every queued program fail (submit fails later ones at once)."""
+        with self._lock:
+            self._live -= 1
+            self._gave_up = why
+            if self._live:
+                self._queue.extendleft(reversed(waiting))
+                waiting, queued = [], []
+            else:
+                queued = list(self._queue)
+                self._queue.clear()
+        self._wake()
+        for job in waiting:  # already running
+            self._finish(job, failure_result(job.program, why))
+        for job in queued:
+            if _claim(job):
+                self._finish(job, failure_result(job.program, why))
 
     def _finish(self, job: Job, result: ExecutionResult) -> None:
         if job.key is not None and self._cache is not None and not result.error.startswith(
@@ -182,7 +251,7 @@ class SandboxPool:
                 job = self._take()
                 if job is None:
                     break
-                job.id = uuid.uuid4().hex
+                job.id, job.frames = uuid.uuid4().hex, []  # a resent job starts afresh
                 self._slots[index].send(job)
                 if not inflight:
                     head_since = time.monotonic()
@@ -204,16 +273,13 @@ class SandboxPool:
                 results, reports = self._slots[index].pump(deadline - time.monotonic(), wake_fd)
                 finished = self._route(index, inflight, results, reports)
             except SlotUnhealthy:  # finished programs are fine; queued ones go elsewhere
-                self._replace(index)
-                self._requeue(list(inflight))
-                inflight.clear()
+                if not self._recover(index, inflight, None, ""):
+                    return
                 continue
             except SlotBroken as error:
                 inflight.popleft()
-                self._replace(index)
-                self._requeue(list(inflight))
-                inflight.clear()
-                self._finish(head, failure_result(head.program, str(error)))
+                if not self._recover(index, inflight, head, str(error)):
+                    return
                 continue
             if finished:
                 head_since = time.monotonic()
@@ -256,6 +322,12 @@ class SandboxPool:
             if not healthy:
                 raise SlotUnhealthy()
         return finished
+
+
+def _claim(job: Job) -> bool:
+    """Marks a queued job's future running; False if it was cancelled. A job put
+    back after its slot broke is running already (and can no longer be cancelled)."""
+    return job.future.running() or job.future.set_running_or_notify_cancel()
 
 
 def run_program(program: Program, limits: Limits | None = None) -> ExecutionResult:

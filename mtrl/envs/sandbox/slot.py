@@ -17,8 +17,11 @@ and one "armed" candidate, and says hello. Then, per program:
                     crash) and "done"; the slot then kills the candidate's process
                     group and, while the next program loads, reaps it, sweeps its
                     uid and removes its working directory
-  slot  --REPORT--> pool : only when it aborts a program (wall-clock limit, judge
-                    died); it then kills the judge and starts a new one
+  slot  --REPORT--> pool : when it aborts a program (wall-clock limit, judge
+                    died; it then kills the judge and starts a new one), and
+                    {"sweep": uid} / {"swept": uid} around a candidate that may
+                    start processes: should this slot die, the pool kills what
+                    still runs under those uids (lifecycle.kill_uids_from_outside)
 
 Candidates are forked from this warm interpreter (about a millisecond, versus
 tens for a fresh Python); because the slot never holds test text, a candidate
@@ -59,6 +62,7 @@ WARM_MODULES = (
 _PR_SET_CHILD_SUBREAPER = 36
 _GRACE_S = 1.0  # how long a candidate that hung up may take to finish exiting
 JUDGE_MEMORY_BYTES = 4 << 30
+_JUDGE_DIED = "the judge process died"
 
 
 @dataclasses.dataclass
@@ -125,6 +129,8 @@ class Slot:
                 if self.isolation.users == "per-process-uid":
                     isolation.make_workdir_owned(workdir, isolation.UID_BASE + os.getpid())
                 os.chdir(workdir)
+                # Before refuse_sockets(), which replaces socket.socket itself.
+                judge_link = socket.socket(fileno=sock_fd)
                 isolation.become_unprivileged(self.isolation)
                 if self.isolation.network != "netns":
                     isolation.refuse_sockets()
@@ -138,7 +144,7 @@ class Slot:
                 cpu_s, memory, file_size, max_processes = program["rlimits"]
                 isolation.set_rlimits(cpu_s, memory, file_size)
                 isolation.limit_processes(self.isolation, max_processes)
-                candidate.serve(socket.socket(fileno=sock_fd), program["setup"], program["code"])
+                candidate.serve(judge_link, program["setup"], program["code"])
             except BaseException:
                 pass
             finally:
@@ -148,7 +154,11 @@ class Slot:
         candidate_side.close()
         uid = isolation.UID_BASE + pid if self.isolation.users == "per-process-uid" else None
         self.armed = Candidate(pid, boot_w, workdir, uid)
-        socket.send_fds(self.judge_sock, [b'{"op":"arm"}'], [judge_side.fileno(), out_r, err_r])
+        try:
+            socket.send_fds(self.judge_sock, [b'{"op":"arm"}'],
+                            [judge_side.fileno(), out_r, err_r])
+        except OSError:
+            pass  # the judge died: supervise() notices, restart_judge() ends this candidate
         judge_side.close()
         os.close(out_r)
         os.close(err_r)
@@ -186,6 +196,10 @@ class Slot:
         """Hands the program to the armed candidate, which becomes the current one."""
         chosen, self.armed = self.armed, None
         limits = program["limits"]
+        chosen.max_processes = int(limits["max_processes"])
+        if chosen.max_processes > 0 and chosen.uid is not None:
+            # Before it can fork: its children outlive it if this slot is killed.
+            codec.write_fd_frame(self.report_fd, {"sweep": chosen.uid})
         rlimits = [limits["cpu_s"], limits["memory_bytes"], limits["file_size_bytes"],
                    limits["max_processes"]]
         payload = json.dumps({"rlimits": rlimits, "setup": program["setup"],
@@ -198,7 +212,6 @@ class Slot:
         except OSError:
             pass  # it died while armed: the judge sees its socket close
         os.close(chosen.bootstrap_fd)
-        chosen.max_processes = int(program["limits"]["max_processes"])
         self.current = chosen
 
     def _wait(self, pid: int, block: bool) -> tuple[int, int, Any] | None:
@@ -234,6 +247,7 @@ class Slot:
         for chosen in self.ended:
             if chosen.max_processes > 0 and chosen.uid is not None:
                 lifecycle.kill_uid(chosen.uid)
+                codec.write_fd_frame(self.report_fd, {"swept": chosen.uid})
                 swept = True
             try:
                 os.rmdir(chosen.workdir)  # the usual case: the candidate wrote nothing
@@ -293,11 +307,11 @@ class Slot:
         limits = Limits(**program["limits"])
         deadline = time.monotonic() + limits.wall_s_total
         self.launch(program)
-        self.judge_sock.send(json.dumps({"op": "start", "id": program["id"],
-                                         "limits": program["limits"]}).encode())
+        started = self._tell_judge(json.dumps({"op": "start", "id": program["id"],
+                                               "limits": program["limits"]}).encode())
         self.finish_dying()  # the previous program's candidate, while this one loads
         self.arm()
-        abort = self.supervise(program, limits, deadline)
+        abort = self.supervise(program, limits, deadline) if started else _JUDGE_DIED
         if self.current is not None:  # killed now, reaped during the next program
             try:
                 os.killpg(self.current.pid, signal.SIGKILL)
@@ -327,6 +341,15 @@ class Slot:
         self.dying.clear()
         self.cleanup()
 
+    def _tell_judge(self, message: bytes) -> bool:
+        """Sends to the judge; False when it is dead (the program is then aborted
+        and the judge restarted: its death must not take the slot down too)."""
+        try:
+            self.judge_sock.send(message)
+            return True
+        except OSError:
+            return False
+
     def supervise(self, program: dict[str, Any], limits: Limits, deadline: float) -> str:
         """Serves the judge until it says done; returns an abort reason or ""."""
         while True:
@@ -336,30 +359,36 @@ class Slot:
             ready, _, _ = select.select([self.judge_sock], [], [], remaining)
             if not ready:
                 continue
-            data = self.judge_sock.recv(1 << 16)
+            try:
+                data = self.judge_sock.recv(1 << 16)
+            except OSError:  # ECONNRESET: it died with messages of ours unread
+                data = b""
             if not data:
-                return "the judge process died"
+                return _JUDGE_DIED
             request = json.loads(data)
             op = request.get("op")
             if op == "done":
                 return ""
             if op == "reap":
                 status = self.end_current(bool(request.get("expect_dead")), limits)
-                self.judge_sock.send(json.dumps({"op": "status", "status": status}).encode())
+                if not self._tell_judge(json.dumps({"op": "status", "status": status}).encode()):
+                    return _JUDGE_DIED
             elif op == "spawn":
                 if self.current is not None:
                     self.end_current(False, limits)
                 self.launch(program)
-                self.judge_sock.send(b'{"op":"spawned"}')
+                if not self._tell_judge(b'{"op":"spawned"}'):
+                    return _JUDGE_DIED
                 self.arm()
 
 
 def main(argv: list[str]) -> None:
+    """argv: CONTROL REPORT TESTS RESULTS [no-netns]."""
     control_fd, report_fd, tests_fd, results_fd = (int(x) for x in argv[1:5])
     for name in WARM_MODULES:
         __import__(name)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    report = isolation.prepare_slot()
+    report = isolation.prepare_slot(network_namespace="no-netns" not in argv[5:])
     isolation.scrub_environment()
     isolation._prctl(_PR_SET_CHILD_SUBREAPER, 1)
     os.chdir("/")

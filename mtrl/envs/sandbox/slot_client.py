@@ -7,6 +7,7 @@ is a length-prefixed JSON frame; reads are non-blocking and reassembled here.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import os
@@ -18,7 +19,7 @@ import time
 import concurrent.futures
 from typing import Any
 
-from mtrl.envs.sandbox import isolation
+from mtrl.envs.sandbox import isolation, lifecycle
 from mtrl.envs.sandbox.isolation import IsolationReport
 from mtrl.envs.sandbox.types import (ExecutionResult, Limits, Program, SyntaxErrorInfo,
                                      TestResult)
@@ -90,7 +91,7 @@ class Job:
 class SlotClient:
     """The pool's handle on one slot process and its four pipes."""
 
-    def __init__(self):
+    def __init__(self, network_namespace: bool = True):
         control_r, self.control_w = os.pipe()
         self.report_r, report_w = os.pipe()
         tests_r, self.tests_w = os.pipe()
@@ -98,7 +99,8 @@ class SlotClient:
         child_fds = (control_r, report_w, tests_r, results_w)
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _SLOT_BOOTSTRAP, *map(str, child_fds)],
+                [sys.executable, "-c", _SLOT_BOOTSTRAP, *map(str, child_fds),
+                 *([] if network_namespace else ["no-netns"])],
                 pass_fds=child_fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 env=isolation.slot_environment(), cwd="/", start_new_session=True)
         finally:
@@ -109,6 +111,9 @@ class SlotClient:
         self.results, self.reports = _Frames(), _Frames()
         self.outgoing: dict[int, bytearray] = {self.control_w: bytearray(),
                                                self.tests_w: bytearray()}
+        # Per-run uids whose processes may outlive this slot (slot.py "sweep").
+        self.sweep_uids: collections.Counter[int] = collections.Counter()
+        self.killed = False
 
     def await_hello(self) -> IsolationReport:
         deadline = time.monotonic() + SLOT_START_TIMEOUT_S
@@ -154,7 +159,7 @@ class SlotClient:
             del self.outgoing[fd][:written]
         results = self.results.feed(self._read(self.results_r)) if (
             self.results_r in readable) else []
-        reports = self.reports.feed(self._read(self.report_r)) if (
+        reports = self._track(self.reports.feed(self._read(self.report_r))) if (
             self.report_r in readable) else []
         if wake_fd in readable:
             try:
@@ -162,6 +167,19 @@ class SlotClient:
             except BlockingIOError:
                 pass
         return results, reports
+
+    def _track(self, reports: list[Any]) -> list[Any]:
+        """Books the slot's "sweep"/"swept" reports; returns the others."""
+        others = []
+        for message in reports:
+            if isinstance(message, dict) and "sweep" in message:
+                self.sweep_uids[int(message["sweep"])] += 1
+            elif isinstance(message, dict) and "swept" in message:
+                self.sweep_uids[int(message["swept"])] -= 1
+            else:
+                others.append(message)
+        self.sweep_uids = +self.sweep_uids  # drops uids swept as often as booked
+        return others
 
     def drain_results(self) -> list[Any]:
         frames = []
@@ -172,11 +190,25 @@ class SlotClient:
             frames += self.results.feed(chunk)
 
     def kill(self) -> None:
+        """Kills the slot's process group, then what runs under its candidates'
+        uids: their children may have left the group (setsid) and carry no
+        parent-death signal. Idempotent (the fds are closed once only)."""
+        if self.killed:
+            return
+        self.killed = True
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         self.process.wait()
+        try:  # reports still in the pipe, "sweep" ones included; EOF ends it
+            chunk = self._read(self.report_r)
+            while chunk:
+                self._track(self.reports.feed(chunk))
+                chunk = self._read(self.report_r)
+        except (SlotBroken, OSError):
+            pass
+        lifecycle.kill_uids_from_outside(set(self.sweep_uids))
         for fd in (self.control_w, self.report_r, self.tests_w, self.results_r):
             try:
                 os.close(fd)

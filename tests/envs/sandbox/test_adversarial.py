@@ -14,6 +14,7 @@ import time
 import pytest
 
 from mtrl.envs.sandbox import Limits, Program, SandboxPool
+from mtrl.envs.sandbox.judge_main import MESSAGE_CHARS, TYPE_CHARS
 
 SECRET = "mtrl-fake-secret-7f3a9c"
 TARGET = "def add(a, b):\n    return a + b\n"
@@ -123,6 +124,47 @@ SPECIAL_TESTS: dict[str, tuple[str, ...]] = {
 }
 
 
+def forged_hello(payload: str) -> str:
+    """Top-level code that sends `payload` (a bytes expression) to the judge as its
+    greeting, before the real one, and exits."""
+    return ("import json, os, struct\n"
+            f"m = {payload}\n"
+            "os.write(3, struct.pack('>I', len(m)) + m)\nos._exit(0)\n")
+
+
+# Candidate-controlled text the judge must fit into a whole, valid verdict frame, and
+# forged greetings it must neither trust nor crash on. Each gets error verdicts from a
+# slot that stays up (no worker replacement, no "sandbox failure").
+FRAME_ATTACKS: dict[str, str] = {
+    "huge_non_ascii_message": "def add(a, b):\n    raise ValueError('\u00e9' * 800)\n",
+    "huge_astral_message": "def add(a, b):\n    raise ValueError('\\U0001F600' * 3000)\n",
+    "huge_control_char_message": "def add(a, b):\n    raise ValueError('\\x01' * 5000)\n",
+    "huge_exception_class_name":
+        "E = type('E' * 10000, (Exception,), {})\ndef add(a, b):\n    raise E('x')\n",
+    "huge_non_ascii_class_name":
+        "E = type('\u00c9' * 10000, (Exception,), {})\ndef add(a, b):\n    raise E('\u00e9' * 2000)\n",
+    "huge_load_error": "raise type('L' * 10000, (Exception,), {})('\u00e9' * 5000)\n",
+    "forged_hello_gone_passed": forged_hello("json.dumps({'gone': ['passed', '', '']}).encode()"),
+    "forged_hello_gone_malformed": forged_hello("json.dumps({'gone': [1, 2, 3, 4]}).encode()"),
+    "forged_hello_huge_load_error":
+        forged_hello("json.dumps({'load_error': ['T' * 9000, '\u00e9' * 5000]}).encode()"),
+    "forged_hello_load_error_not_a_list": forged_hello("json.dumps({'load_error': 5}).encode()"),
+    "forged_hello_huge_syntax_error":
+        forged_hello("json.dumps({'syntax_error': [10**3000, -5, '\u00e9' * 5000]}).encode()"),
+    "forged_hello_syntax_error_bad_fields":
+        forged_hello("json.dumps({'syntax_error': ['x', [], {}]}).encode()"),
+    "forged_hello_syntax_error_not_a_list": forged_hello("json.dumps({'syntax_error': 5}).encode()"),
+    "forged_hello_names_not_lists": forged_hello("json.dumps({'names': {'add': 5}}).encode()"),
+    "forged_hello_names_bad_values": forged_hello(
+        "json.dumps({'names': {'add': ['function'], 'r': ['value', {'$range': [0, 1, 0]}], "
+        "'q': ['value', {'$fraction': [1, 0]}], 'h': ['value', {'$bytes': 'zz'}]}}).encode()"),
+    "forged_hello_deeply_nested": forged_hello("b'[' * 200000"),
+    "forged_reply_deeply_nested":
+        "import os, struct, time\ndef add(a, b):\n    m = b'[' * 200000\n"
+        "    os.write(3, struct.pack('>I', len(m)) + m)\n    time.sleep(0.2)\n    return a + b\n",
+}
+
+
 @pytest.fixture(scope="module")
 def hostile_pool():
     # The secret is in the pool's environment before its slots start.
@@ -166,6 +208,34 @@ def test_hostile_program_never_passes(hostile_pool, baseline, name):
     assert result.num_passed == 0, (name, result.tests)
     assert len(result.stdout) <= LIMITS.output_bytes
     assert_pool_alive(hostile_pool)
+
+
+@pytest.mark.parametrize("name", sorted(FRAME_ATTACKS))
+def test_candidate_text_cannot_break_verdict_frames(hostile_pool, baseline, name):
+    before = hostile_pool.replaced_slots
+    result = hostile_pool.submit(Program(FRAME_ATTACKS[name], ADD_TESTS)).result()
+    assert not result.passed and result.num_passed == 0, (name, result)
+    assert result.error == "", (name, result.error)  # no sandbox failure
+    for test in result.tests:
+        assert test.status == "error", (name, test)
+        assert len(test.error_type) <= TYPE_CHARS and len(test.message) <= MESSAGE_CHARS
+    if result.syntax_error is not None:
+        assert len(result.syntax_error.message) <= MESSAGE_CHARS
+    assert hostile_pool.replaced_slots == before, name  # the slot was not replaced
+    assert_pool_alive(hostile_pool)
+
+
+def test_huge_candidate_text_is_truncated_not_dropped(hostile_pool):
+    code = ("E = type('Bad' * 5000, (Exception,), {})\n"
+            "def add(a, b):\n    raise ValueError('\u00e9' * 800)\n"
+            "def sub(a, b):\n    raise E('x' * 100000)\n")
+    result = hostile_pool.submit(Program(code, ("assert add(1, 2) == 3",
+                                                "assert sub(1, 2) == -1"))).result()
+    first, second = result.tests
+    assert (first.status, first.error_type) == ("error", "ValueError")
+    assert 0 < len(first.message) < 800 and set(first.message) == {"\u00e9"}
+    assert second.status == "error" and second.error_type == ("Bad" * 5000)[:TYPE_CHARS]
+    assert 0 < len(second.message) <= MESSAGE_CHARS and set(second.message) == {"x"}
 
 
 def test_secrets_do_not_reach_the_candidate(hostile_pool):

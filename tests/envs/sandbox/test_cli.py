@@ -58,3 +58,30 @@ def test_candidate_name_option(tmp_path):
     tests = json.loads(out)["tests"]
     assert code == 0 and [t["status"] for t in tests] == ["error", "passed"]
     assert tests[0]["error_type"] == "TypeError"  # the candidate's max takes two arguments
+
+
+def test_program_that_is_not_utf8_is_the_candidates_error(tmp_path):
+    (tmp_path / "p.py").write_bytes(b"def f():\n    return '\xff\xfe'\n")
+    (tmp_path / "t.py").write_text("assert f() == 1\n")
+    code, out = run_cli("--program", tmp_path / "p.py", "--tests", tmp_path / "t.py")
+    verdict = json.loads(out)
+    assert code == 0 and verdict["passed"] is False and verdict["error"] == ""
+    assert verdict["syntax_error"] is not None
+    assert verdict["tests"][0]["status"] == "error"
+
+
+def test_program_with_a_coding_declaration_is_decoded_like_python(tmp_path):
+    (tmp_path / "p.py").write_bytes(b"# -*- coding: latin-1 -*-\ndef f():\n    return '\xe9'\n")
+    (tmp_path / "t.py").write_text("assert f() == '\\u00e9'\n")
+    code, out = run_cli("--program", tmp_path / "p.py", "--tests", tmp_path / "t.py")
+    assert code == 0 and json.loads(out)["passed"] is True
+
+
+def test_huge_non_ascii_error_message_is_a_verdict(tmp_path):
+    # Escaped, this message is larger than a verdict frame: it must be shortened,
+    # not torn (which cost the slot and made the sandbox "fail").
+    (tmp_path / "p.py").write_text("def f():\n    raise ValueError('\u00e9' * 800)\n")
+    (tmp_path / "t.py").write_text("assert f() == 1\n")
+    code, out = run_cli("--program", tmp_path / "p.py", "--tests", tmp_path / "t.py")
+    test = json.loads(out)["tests"][0]
+    assert code == 0 and (test["status"], test["error_type"]) == ("error", "ValueError")

@@ -1,8 +1,11 @@
 """What a candidate sees: a fresh writable working directory and little else."""
 
 import os
+import socket
 
-from mtrl.envs.sandbox import Program
+import pytest
+
+from mtrl.envs.sandbox import Program, SandboxPool
 from mtrl.envs.sandbox.isolation import CANDIDATE_ENV
 
 
@@ -52,3 +55,31 @@ def test_stdin_is_empty_and_processes_are_limited(pool):
             "    return 'forked'\n")
     result = run(pool, code, "assert read() == ''", "assert fork() == 'BlockingIOError'")
     assert result.passed, result.tests
+
+
+def test_socket_refused_fallback_runs_programs_without_network(fast_limits):
+    # The fallback for machines without network namespaces, forced here: the
+    # candidate still serves the judge over its socket, yet cannot make one itself.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    code = ("import socket\ndef add(a, b):\n    return a + b\n"
+            "def connect(port):\n    try:\n"
+            "        socket.create_connection(('127.0.0.1', port), timeout=0.5).close()\n"
+            "        return 'connected'\n    except OSError as e:\n        return type(e).__name__\n"
+            "def raw(port):\n    try:\n        s = socket.socket()\n"
+            "        s.connect(('127.0.0.1', port))\n        return 'connected'\n"
+            "    except OSError as e:\n        return type(e).__name__\n")
+    try:
+        with SandboxPool(num_workers=1, limits=fast_limits, use_network_namespace=False) as pool:
+            assert pool.isolation.network == "socket-refused"
+            result = run(pool, code, "assert add(2, 3) == 5",
+                         f"assert connect({port}) == 'PermissionError'",
+                         f"assert raw({port}) == 'PermissionError'")
+            assert result.passed, result.tests
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody connected
+    finally:
+        listener.close()
