@@ -22,6 +22,7 @@ def get_config():
     c.data.num_eval = 20
     c.env.num_agents = 2
     c.env.templates = "default"
+    c.env.feedback_style = "full"
     c.env.reward = "level"
     c.rollout.num_generations = 4
     c.rollout.joint_mode = "align"

@@ -21,6 +21,7 @@ def get_config():
     c.data.num_eval = 43
     c.env.num_agents = 1
     c.env.templates = "default"
+    c.env.feedback_style = "full"
     c.env.reward = "pass_rate"
     c.rollout.num_generations = 8
     c.rollout.max_new_tokens = 512

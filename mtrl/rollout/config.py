@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Literal
 
 JointMode = Literal["align", "cross"]
@@ -66,6 +67,10 @@ class RolloutConfig:
             raise ValueError(f"RolloutConfig.top_p must be in (0, 1], got {self.top_p}")
         if self.top_k < 0:
             raise ValueError(f"RolloutConfig.top_k must be >= 0 (0 = off), got {self.top_k}")
+        if self.termination_threshold is not None and not math.isfinite(
+                self.termination_threshold):
+            raise ValueError("RolloutConfig.termination_threshold must be finite or None, "
+                             f"got {self.termination_threshold}")
         if self.max_new_tokens >= self.max_context:
             raise ValueError(f"RolloutConfig.max_context ({self.max_context}) must exceed "
                              f"max_new_tokens ({self.max_new_tokens})")

@@ -137,6 +137,11 @@ def build_objective(config) -> PolicyObjectiveConfig:
 def build_components(config) -> Components:
     rollout = build(RolloutConfig, "rollout", num_agents=config.env.num_agents,
                     **known_fields(RolloutConfig, config.rollout, "rollout"))
+    try:  # a tree too large for the node cap fails here, before models are built
+        rollout.check_capacity(config.train.tasks_per_step)
+    except ValueError as e:
+        raise ValueError(f"config.rollout: {e} (with train.tasks_per_step="
+                         f"{config.train.tasks_per_step})") from None
     objective = build_objective(config)
     optim = build(OptimConfig, "optim", total_steps=max(1, config.train.steps),
                   **as_dict(config.optim))
@@ -155,6 +160,7 @@ def build_components(config) -> Components:
     env_config = build(CodeEnvConfig, "env", num_agents=e.num_agents,
                        feedback_mode=e.feedback_mode, sandbox_slice=e.sandbox_slice,
                        history_mode=e.history_mode, reward=e.reward, limits=limits,
+                       feedback_style=e.feedback_style,
                        templates=build_templates(e.templates))
     env = CodeEnv(env_config, sandbox=pool)
     return Components(tokenizer=tokenizer, turn_format=fmt, models=models, from_hf=from_hf,

@@ -23,11 +23,12 @@ def base_config() -> ml_collections.ConfigDict:
     c.data = dict(name="intfn", path="", train_split="train", eval_split="heldout",
                   num_train=2000, num_eval=100, options={})
     c.env = dict(num_agents=2, feedback_mode="level_feedback", sandbox_slice=1,
-                 history_mode="full", reward="level", templates="tiny", workers=0,
+                 history_mode="full", reward="level", templates="tiny",
+                 feedback_style="compact", workers=0,
                  wall_s_per_test=2.0)
     c.rollout = dict(num_turns=2, num_generations=4, joint_mode="align",
-                     termination_threshold=placeholder(float), discount=1.0, max_new_tokens=64,
-                     max_context=512, temperature=1.0, top_p=1.0, top_k=0,
+                     termination_threshold=placeholder(float), discount=1.0, max_new_tokens=48,
+                     max_context=288, temperature=1.0, top_p=1.0, top_k=0,
                      max_nodes_per_turn=4096, agent_params="separate")
     c.credit = dict(estimator="mean", credit="sum", normalize_std=False)
     c.loss = dict(policy_loss="reinforce", aggregation="seq-mean-token-sum",
@@ -35,12 +36,12 @@ def base_config() -> ml_collections.ConfigDict:
                   dual_clip=0.0)
     c.optim = dict(learning_rate=1e-4, warmup_steps=5, schedule="constant",
                    weight_decay=0.0, max_grad_norm=1.0)
-    c.train = dict(steps=120, tasks_per_step=4, ppo_epochs=1, minibatches=1,
+    c.train = dict(steps=300, tasks_per_step=3, ppo_epochs=1, minibatches=1,
                    eval_interval=20, save_interval=20, keep_best=2, eval_samples=0,
                    num_transcripts=2, dynamic_sampling=False, export_best=True,
                    restore="latest", max_minutes=15.0)
-    c.sft = dict(enabled=True, steps=300, batch_size=32, learning_rate=2e-3,
-                 fraction=1.0, max_len=160)
+    c.sft = dict(enabled=True, steps=400, batch_size=32, learning_rate=2e-3,
+                 fraction=1.0, revision_fraction=0.1, max_len=256)
     return c
 
 

@@ -82,6 +82,8 @@ def evaluate(tasks: Sequence, env: Environment, greedy_backend: PolicyBackend, t
 def _episode_text(tree: TreeRollout, task_index: int, task) -> str:
     name = getattr(task, "task_id", str(task_index))
     parts = [f"=== task {name} ==="]
+    if getattr(task, "prompt", None):
+        parts.append(f"--- task prompt ---\n{task.prompt}")
     for agent in range(tree.config.num_agents):
         parts.append(tree.transcript(task_index, (0,) * tree.config.num_turns, agent))
     return "\n".join(parts)

@@ -89,9 +89,39 @@ class SFTExamples:
         return self.tokens.shape[0]
 
 
-def sft_examples(tokenizer, pairs: Sequence[tuple[str, str]], turn_format, max_len: int
-                 ) -> SFTExamples:
-    """Lays out (prompt, completion) pairs as in the module docstring.
+@dataclasses.dataclass(frozen=True)
+class Revision:
+    """A later-turn prompt: the first prompt, then the earlier turns as (completion,
+    observation) pairs. Laid out exactly as the rollout builds a branch's history:
+
+        encode(first(prompt)) + Σ_turns [encode(completion) + [eos]
+                                         + encode(turn_format.next(observation))]
+
+    so SFT on revisions trains on the token histories RL samples after."""
+
+    prompt: str
+    exchanges: tuple[tuple[str, str], ...]
+
+    def __post_init__(self):
+        if not self.exchanges:
+            raise ValueError("Revision needs at least one (completion, observation) exchange")
+
+
+def prompt_token_ids(tokenizer, prompt: "str | Revision", turn_format) -> list[int]:
+    """The token history an answer to `prompt` is sampled after (see Revision)."""
+    if isinstance(prompt, str):
+        return tokenizer.encode(turn_format.first(prompt))
+    ids = tokenizer.encode(turn_format.first(prompt.prompt))
+    for completion, observation in prompt.exchanges:
+        ids += tokenizer.encode(completion) + [tokenizer.eos_id]
+        ids += tokenizer.encode(turn_format.next(observation, True))
+    return ids
+
+
+def sft_examples(tokenizer, pairs: Sequence[tuple["str | Revision", str]], turn_format,
+                 max_len: int) -> SFTExamples:
+    """Lays out (prompt, completion) pairs as in the module docstring; a prompt may be a
+    Revision (a later turn), whose earlier completions are context, not trained.
 
     A row longer than max_len is cut at max_len: the completion's tail (and the eos) is
     dropped and the kept completion tokens are still trained (num_truncated counts
@@ -102,7 +132,7 @@ def sft_examples(tokenizer, pairs: Sequence[tuple[str, str]], turn_format, max_l
         raise ValueError(f"max_len must be an int >= 2, got {max_len!r}")
     rows, truncated, dropped = [], 0, 0
     for prompt, completion in pairs:
-        prompt_ids = tokenizer.encode(turn_format.first(prompt))
+        prompt_ids = prompt_token_ids(tokenizer, prompt, turn_format)
         completion_ids = tokenizer.encode(completion) + [tokenizer.eos_id]
         if len(prompt_ids) >= max_len:
             dropped += 1
@@ -206,26 +236,52 @@ def _optax_count(opt_state: Any) -> jax.Array:
     return counts[0][1]
 
 
-def sft_batches(num_examples: int, config: SFTConfig, key: jax.Array
-                ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def sft_batches(num_examples: int, config: SFTConfig, key: jax.Array,
+                groups: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """The update schedule of run_sft: (rows [batch_size] int, real [batch_size] bool)
     per update. Epoch e is a permutation drawn with fold_in(key, e), cut into batches;
     a short last batch is filled with repeated rows marked not real. config.steps
-    updates in all (crossing epochs), or config.epochs full passes."""
-    batches_per_epoch = -(-num_examples // config.batch_size)
+    updates in all (crossing epochs), or config.epochs full passes.
+
+    groups: optional int per example (run_sft passes each row's length bucket). Each
+    batch then holds one group's examples (the epoch's permutation cut group by group),
+    and the batches of an epoch are visited in a seeded random order, so short rows
+    are never padded to the longest row of the data set.
+    """
+    if groups is not None and np.shape(groups) != (num_examples,):
+        raise ValueError(f"groups must have shape ({num_examples},), got {np.shape(groups)}")
+    size = config.batch_size
+    labels = np.zeros(num_examples, np.int64) if groups is None else np.asarray(groups)
+    batches_per_epoch = sum(-(-int((labels == g).sum()) // size) for g in np.unique(labels))
     total = config.steps if config.steps is not None else config.epochs * batches_per_epoch
     done, epoch = 0, 0
     while done < total:
         order = np.asarray(jax.random.permutation(jax.random.fold_in(key, epoch), num_examples))
-        for start in range(0, num_examples, config.batch_size):
+        batches = []
+        for g in np.unique(labels):
+            members = order[labels[order] == g]
+            batches += [members[start:start + size] for start in range(0, len(members), size)]
+        if len(np.unique(labels)) > 1:  # one group: the plain permutation's order
+            visit = np.random.default_rng(
+                np.asarray(jax.random.key_data(jax.random.fold_in(key, epoch)))).permutation(
+                len(batches))
+            batches = [batches[int(i)] for i in visit]
+        for rows in batches:
             if done == total:
                 return
-            rows = order[start:start + config.batch_size]
-            real = np.arange(config.batch_size) < rows.size
+            real = np.arange(size) < rows.size
             # Fill a short batch with copies of a real row, masked out: shapes stay static.
-            yield np.resize(rows, config.batch_size), real
+            yield np.resize(rows, size), real
             done += 1
         epoch += 1
+
+
+def length_buckets(token_mask: np.ndarray, max_len: int, minimum: int = 64) -> np.ndarray:
+    """Per row, the power of two >= its real length (at least `minimum`, at most
+    max_len): the column count run_sft cuts that row's batch to."""
+    lengths = np.asarray(token_mask).sum(axis=1)
+    buckets = [min(max_len, 1 << (max(int(n), minimum) - 1).bit_length()) for n in lengths]
+    return np.asarray(buckets, np.int64)
 
 
 @functools.lru_cache(maxsize=8)
@@ -262,11 +318,15 @@ def run_sft(graphdef: nnx.GraphDef, params: nnx.State, examples: SFTExamples, co
     # Counted on the device so that skipped updates between reports are not missed
     # without a host sync per update.
     nonfinite_updates = jnp.zeros((), jnp.float32)
-    for update, (rows, real) in enumerate(sft_batches(len(examples), config, key), start=1):
+    # Rows are batched by length bucket and cut to it: one compiled step per bucket.
+    buckets = length_buckets(examples.token_mask, config.max_len)
+    for update, (rows, real) in enumerate(sft_batches(len(examples), config, key, buckets),
+                                          start=1):
+        width = int(buckets[rows[0]])
         rows = jnp.asarray(rows)
         params, opt_state, metrics = step(
-            params, opt_state, tokens[rows], token_mask[rows],
-            loss_mask[rows] & jnp.asarray(real)[:, None])
+            params, opt_state, tokens[rows, :width], token_mask[rows, :width],
+            loss_mask[rows, :width] & jnp.asarray(real)[:, None])
         nonfinite_updates = nonfinite_updates + (1.0 - metrics["finite"])
         if update % config.log_every == 0:
             _report(update, dict(metrics, nonfinite_updates=nonfinite_updates), log_fn)

@@ -115,15 +115,21 @@ class Trainer:
                                                  schedule="cosine", total_steps=s.steps,
                                                  max_grad_norm=1.0),
                                batch_size=s.batch_size, steps=s.steps, max_len=s.max_len,
-                               seed=self.config.seed, log_every=100)
+                               seed=self.config.seed, log_every=min(25, s.steps))
         trained = []
         for a, p in enumerate(params):
             agent_pairs = [x for per_agent in pairs for x in per_agent] if self.shared \
                 else pairs[a]
             examples = sft_examples(self.c.tokenizer, agent_pairs, self.c.turn_format, s.max_len)
-            trained.append(run_sft(self.graphdef, p, examples, sft_config,
-                                   jax.random.fold_in(self.root_key, 555 + a),
-                                   log_fn=lambda i, m, a=a: log(f"sft/agent{a}", i, m)))
+            # SFT is minutes of the default run: show it like the RL steps.
+            with Progress(s.steps, enabled=self.show_progress,
+                          description=f"sft agent{a}") as progress:
+                def log_and_show(i, m, a=a, progress=progress):
+                    log(f"sft/agent{a}", i, m)
+                    progress.update(i, loss=m["loss"])
+                trained.append(run_sft(self.graphdef, p, examples, sft_config,
+                                       jax.random.fold_in(self.root_key, 555 + a),
+                                       log_fn=log_and_show))
         return trained
 
     # -- the loop ----------------------------------------------------------------------
@@ -189,7 +195,8 @@ class Trainer:
             metrics.update({"time/rollout_s": t1 - t0 - tree.metrics["rollout/env_seconds"],
                             "time/env_s": tree.metrics["rollout/env_seconds"],
                             "time/update_s": t2 - t1, "step_time_s": t2 - t0,
-                            "sampler_compiles": float(self.sampler.num_compiles)})
+                            "sampler_compiles": float(self.sampler.num_compiles),
+                            "train_step_compiles": float(self.step_fn.num_compiles)})
             extra = {**extra, "step": step}
             last = step == cfg.steps or (deadline is not None and time.perf_counter() > deadline)
             evaluated = step % cfg.eval_interval == 0 or last
@@ -208,6 +215,7 @@ class Trainer:
                             reward=metrics.get("reward_mean"))
             if last:
                 break
+        progress.close()
         self.keeper.wait()
         logger.close()
         return self._finish(step, started, extra)

@@ -115,7 +115,13 @@ def test_branch_isolation(mode):
         assert history.count("obs t") == last.turn - 1
 
 
-@pytest.mark.parametrize("threshold,expect_expand", [(0.5, [False, True]), (0.25, [False, False])])
+@pytest.mark.parametrize("threshold,expect_expand", [
+    (0.5, [True, True]),    # 0.5 is not strictly above 0.5: equality expands
+    (0.25, [False, True]),  # 0.5 > 0.25 stops node 0; node 1 sits at the threshold
+    (0.3, [False, True]),
+    (0.1, [False, False]),
+    (None, [True, True]),   # no threshold: every node expands
+])
 def test_termination_strictly_above(threshold, expect_expand):
     """Node 0 has mean reward 0.5 and node 1 mean 0.25 at turn 1; equality expands."""
     def reward_fn(actions, turn):
@@ -130,10 +136,12 @@ def test_termination_strictly_above(threshold, expect_expand):
                            termination_threshold=threshold, max_new_tokens=32,
                            max_context=4096)
     tree = rollout([0, 1], Env(1, reward_fn), ScriptedBackend(), TOK, config, jax.random.key(0))
-    expected = [not (0.5 > threshold), not (0.25 > threshold)]
-    np.testing.assert_array_equal(tree.turns[0].expanded, expected)
-    if threshold == 0.5:
-        assert list(expected) == [True, True]  # 0.5 is not strictly above 0.5
+    np.testing.assert_array_equal(tree.turns[0].expanded, expect_expand)
+    if any(expect_expand):
+        # Turn 2 holds exactly the children of the expanding nodes (J = G = 2 each).
+        assert len(tree.turns[1].node_index) == 2 * sum(expect_expand)
+    else:
+        assert len(tree.turns) == 1
 
 
 def test_one_backend_call_per_agent_per_turn():

@@ -212,3 +212,41 @@ def test_sft_config_validation():
         SFTConfig(steps=1, batch_size=0)
     with pytest.raises(ValueError, match="optim"):
         SFTConfig(steps=1, optim={"learning_rate": 1e-3})
+
+
+def test_revision_prompts_are_laid_out_like_the_rollout_history():
+    from mtrl.training.sft import Revision, prompt_token_ids
+    fmt = PlainFormat()
+    revision = Revision("task", (("first try", "it failed"),))
+    ids = prompt_token_ids(TOKENIZER, revision, fmt)
+    expected = (TOKENIZER.encode(fmt.first("task")) + TOKENIZER.encode("first try") + [EOS]
+                + TOKENIZER.encode(fmt.next("it failed", True)))
+    assert ids == expected
+    examples = sft_examples(TOKENIZER, [(revision, "fixed"), ("task", "x")], fmt, 64)
+    row = examples.tokens[0]
+    k = len(expected)
+    np.testing.assert_array_equal(row[:k], expected)
+    # Only the revision (and its eos) is trained; the earlier attempt is context.
+    assert not examples.loss_mask[0, :k].any()
+    assert examples.loss_mask[0].sum() == len("fixed") + 1
+    with pytest.raises(ValueError, match="exchange"):
+        Revision("task", ())
+
+
+def test_sft_batches_by_length_group_hold_one_group_and_cover_each_example():
+    from mtrl.training.sft import length_buckets
+    mask = np.zeros((7, 300), bool)
+    for row, length in enumerate([10, 70, 200, 64, 65, 300, 128]):
+        mask[row, :length] = True
+    buckets = length_buckets(mask, 300)
+    np.testing.assert_array_equal(buckets, [64, 128, 256, 64, 128, 300, 128])
+    config = SFTConfig(batch_size=2, epochs=2, max_len=300)
+    batches = list(sft_batches(7, config, jax.random.key(0), buckets))
+    # 64: 2 rows -> 1 batch, 128: 3 -> 2, 256: 1, 300: 1 -> 5 batches per epoch.
+    assert len(batches) == 10
+    for rows, real in batches:
+        assert len({int(buckets[r]) for r in rows[real]}) == 1
+    seen = sorted(int(r) for rows, real in batches[:5] for r in rows[real])
+    assert seen == list(range(7))
+    with pytest.raises(ValueError, match="groups"):
+        next(sft_batches(7, config, jax.random.key(0), buckets[:3]))

@@ -5,9 +5,11 @@ See `mtrl.data.synthetic.family` for the design (ambiguity, why feedback helps,
 how the splits stay disjoint).
 """
 
-from mtrl.data.synthetic.demonstrations import (HELPER_NAME, Demonstration, demonstration,
+from mtrl.data.synthetic.demonstrations import (HELPER_NAME, Demonstration,
+                                                RevisionDemonstration, demonstration,
                                                 helper_completion, main_completion,
-                                                sft_demonstrations, single_agent_completion)
+                                                revision_demonstrations, sft_demonstrations,
+                                                single_agent_completion)
 from mtrl.data.synthetic.family import (FamilyConfig, IntFunction, consistent_members,
                                         separating_probes)
 from mtrl.data.synthetic.prompts import TINY_PROMPT_TEMPLATES

@@ -6,16 +6,16 @@ is not part of it: the trainer renders each agent's prompt through the environme
 (`env.reset(task)`), so role instructions live in one place.
 
 One agent writes the entry point:      two agents split the work:
-    ```python                              agent 1 (helper)   agent 2 (main)
-    def f(x):                              ```python          ```python
-        return 2*x+7                       def aux(x):        def f(x):
-    ```                                        return 2*x         y = aux(x)
-                                           ```                    return y+7
-                                                              ```
-The helper carries the term (the part the feedback disambiguates), the main
-function calls it and adds the offset (the part the example shows). Main binds
-aux's result before using it: the code environment's level reward counts a body
-that is a single `return <expr with aux(...)>` as a thin wrapper of the helper.
+                                           agent 1 (helper)   agent 2 (main)
+    def f(x):                              def aux(x):        def f(x, b=7):
+        return 2*x+7                           return 2*x         y = aux(x)
+                                                                  return y+b
+Bare definitions (the code environment extracts them; no fence) keep the tiny
+model's contexts short. The helper carries the term (the part the feedback
+disambiguates), the main function calls it and adds the offset (the part the
+example shows, as a default argument right after the prompt that shows it). Main
+binds aux's result before using it: the code environment's level reward counts a
+body that is a single `return <expr with aux(...)>` as a thin wrapper.
 
 The demonstrated answer is the true function, which the one example does not
 determine: a policy fit to these demonstrations learns to spread its guesses over
@@ -30,7 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mtrl.data.synthetic.family import IntFunction, with_offset
+from mtrl.data.synthetic.family import IntFunction, consistent_members, with_offset
 from mtrl.data.synthetic.tasks import SyntheticTask
 from mtrl.data.synthetic.terms import TERMS
 from mtrl.envs.code.analysis import AUX_NAME as HELPER_NAME
@@ -55,18 +55,24 @@ def fenced(program: str) -> str:
 
 
 def single_agent_completion(function: IntFunction, entry_point: str) -> str:
-    return fenced(f"def {entry_point}(x):\n    return {function.expression}\n")
+    return f"def {entry_point}(x):\n    return {function.expression}\n"
 
 
 def helper_completion(function: IntFunction) -> str:
     """Agent 1: the term alone, as `aux(x)`."""
-    return fenced(f"def {HELPER_NAME}(x):\n    return {TERMS.get(function.term).expression}\n")
+    return f"def {HELPER_NAME}(x):\n    return {TERMS.get(function.term).expression}\n"
 
 
 def main_completion(function: IntFunction, entry_point: str) -> str:
-    """Agent 2: the entry point, adding the offset to the helper's result."""
-    result = with_offset("y", function.offset)
-    return fenced(f"def {entry_point}(x):\n    y = {HELPER_NAME}(x)\n    return {result}\n")
+    """Agent 2: the entry point, adding the offset to the helper's result.
+
+    The offset is a default argument, the first thing written: a tiny from-scratch
+    model learned to copy it from the prompt within ~200 SFT updates when it sat 12
+    tokens into the completion, and not within 400 when it sat 18 tokens in, after
+    `def f(x):` (2-layer `tiny`, 2-core CPU). Binding aux's result first keeps the
+    body more than a thin wrapper of the helper (the level reward's bonus)."""
+    return (f"def {entry_point}(x, b={function.offset}):\n    y = {HELPER_NAME}(x)\n"
+            f"    return y+b\n")
 
 
 def demonstration(item: SyntheticTask, num_agents: int) -> Demonstration:
@@ -92,3 +98,42 @@ def sft_demonstrations(tasks: Sequence[SyntheticTask], *, fraction: float = 0.5,
     count = round(fraction * len(tasks))
     chosen = np.random.default_rng([int(seed), 3]).choice(len(tasks), count, replace=False)
     return tuple(demonstration(tasks[int(i)], num_agents) for i in sorted(chosen))
+
+
+@dataclasses.dataclass(frozen=True)
+class RevisionDemonstration:
+    """A wrong first attempt and the correct revision of one task.
+
+    The first attempt is another family member that fits the shown example, so the
+    environment's feedback on it (the failing probe test) is exactly what an RL
+    branch that guessed that member sees; the revision is the true function."""
+
+    first: Demonstration
+    revision: Demonstration
+
+
+def revision_demonstrations(tasks: Sequence[SyntheticTask], family, *, fraction: float,
+                            num_agents: int = 2, seed: int = 0
+                            ) -> tuple[RevisionDemonstration, ...]:
+    """Revisions for a seeded `fraction` of `tasks` (train only) whose example leaves
+    more than one member open; the wrong first attempt is drawn uniformly among the
+    other members that fit the example."""
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"fraction must be in [0, 1], got {fraction}")
+    leaked = [t.task.task_id for t in tasks if t.split != "train"]
+    if leaked:
+        raise ValueError(f"demonstrations must come from train tasks, got {leaked[:3]}")
+    rng = np.random.default_rng([int(seed), 5])
+    count = round(fraction * len(tasks))
+    out = []
+    for i in sorted(rng.choice(len(tasks), count, replace=False)):
+        item = tasks[int(i)]
+        rivals = [m for m in consistent_members(family, item.example_x, item.example_y)
+                  if m != item.function]
+        if not rivals:
+            continue
+        wrong = rivals[int(rng.integers(len(rivals)))]
+        guess = dataclasses.replace(item, function=wrong)
+        out.append(RevisionDemonstration(first=demonstration(guess, num_agents),
+                                         revision=demonstration(item, num_agents)))
+    return tuple(out)

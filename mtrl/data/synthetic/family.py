@@ -68,6 +68,10 @@ def with_offset(base: str, offset: int) -> str:
     return base
 
 
+PROBE_FORMS = ("value", "difference")
+HELDOUT_BY = ("offset", "function")
+
+
 @dataclasses.dataclass(frozen=True)
 class FamilyConfig:
     """Which functions exist and how their tasks look.
@@ -77,8 +81,21 @@ class FamilyConfig:
     example_xs: points where the one shown example may be taken.
     test_xs: points where hidden tests may be taken (the example's x is excluded).
     num_tests: hidden asserts per task; the first one is the disambiguating probe.
-    heldout_offset_fraction: share of the offsets whose functions are held out.
+    heldout_offset_fraction: share of the offsets whose functions are held out
+      (heldout_by="offset").
     entry_point: the function name the prompt asks for and the tests call.
+    probe_form: how the first (probe) test is written. "value": `assert f(x1) == y1`;
+      "difference": `assert f(x1) - f(x0) == d` with x0 the example's point, so the
+      failing probe shown as feedback carries the term's own change g(x1) - g(x0),
+      which names the term without arithmetic on the offset (the other tests stay
+      value tests).
+    heldout_by: what the held-out split withholds. "offset": every function with a
+      held-out offset (a held-out prompt never occurs in train). "function": one
+      term per offset (seeded, balanced over terms), so every term and every offset
+      occurs in train but no held-out (term, offset) pair does; held-out prompts do
+      occur in train with the other terms, so a policy that answers turn 1 from the
+      prompt alone avoids the held-out term and can only solve held-out tasks by
+      reading the feedback.
     """
 
     terms: tuple[str, ...] = ("x", "2x", "3x", "square", "neg")
@@ -88,6 +105,8 @@ class FamilyConfig:
     num_tests: int = 3
     heldout_offset_fraction: float = 0.25
     entry_point: str = "f"
+    probe_form: str = "value"
+    heldout_by: str = "offset"
 
     def __post_init__(self):
         for name in ("terms", "example_xs", "test_xs", "offset_range"):
@@ -116,6 +135,12 @@ class FamilyConfig:
         if not 0.0 < self.heldout_offset_fraction < 1.0:
             raise ValueError(f"FamilyConfig.heldout_offset_fraction must be in (0, 1), "
                              f"got {self.heldout_offset_fraction}")
+        if self.probe_form not in PROBE_FORMS:
+            raise ValueError(f"FamilyConfig.probe_form must be one of {PROBE_FORMS}, "
+                             f"got {self.probe_form!r}")
+        if self.heldout_by not in HELDOUT_BY:
+            raise ValueError(f"FamilyConfig.heldout_by must be one of {HELDOUT_BY}, "
+                             f"got {self.heldout_by!r}")
         if not self.entry_point.isidentifier() or self.entry_point in ("x", "aux"):
             raise ValueError(f"FamilyConfig.entry_point must be an identifier other than "
                              f"'x' and 'aux', got {self.entry_point!r}")

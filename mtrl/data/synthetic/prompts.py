@@ -12,7 +12,9 @@ from mtrl.envs.code.prompts import PromptTemplates
 
 TINY_PROMPT_TEMPLATES = PromptTemplates(
     single="{prompt}",
-    helper="{prompt} You write {aux}(x); {entry_point} will call it.",
-    main="{prompt} You write {entry_point}; you may call {aux}(x).",
+    # Role first, task last: the example's value ends the prompt, a few tokens before
+    # the answer that uses it.
+    helper="You write {aux}(x); {entry_point} will call it. {prompt}",
+    main="You write {entry_point}; you may call {aux}(x). {prompt}",
     revise="Revise {function}.",
 )

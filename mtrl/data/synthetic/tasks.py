@@ -74,10 +74,20 @@ def canonical_program(function: IntFunction, entry_point: str) -> str:
     return f"def {entry_point}(x):\n    return {function.expression}\n"
 
 
+def probe_test(config: FamilyConfig, function: IntFunction, example_x: int, probe: int) -> str:
+    """The first hidden test, in the family's probe_form (see FamilyConfig)."""
+    name = config.entry_point
+    if config.probe_form == "difference":
+        change = function(probe) - function(example_x)
+        return f"assert {name}({probe}) - {name}({example_x}) == {change}"
+    return f"assert {name}({probe}) == {function(probe)}"
+
+
 def _make_task(config: FamilyConfig, function: IntFunction, example_x: int, probe: int,
                others: list[int], task_id: str, split: Split) -> SyntheticTask:
     name = config.entry_point
-    tests = tuple(f"assert {name}({x}) == {function(x)}" for x in [probe, *others])
+    tests = (probe_test(config, function, example_x, probe),
+             *(f"assert {name}({x}) == {function(x)}" for x in others))
     code_task = CodeTask(task_id=task_id,
                          prompt=task_prompt(name, example_x, function(example_x)),
                          entry_point=name, tests=tests,
@@ -85,20 +95,35 @@ def _make_task(config: FamilyConfig, function: IntFunction, example_x: int, prob
     return SyntheticTask(code_task, function, example_x, split)
 
 
-def _generate(config: FamilyConfig, split: Split, offsets: tuple[int, ...],
+def heldout_functions(config: FamilyConfig, seed: int) -> frozenset[IntFunction]:
+    """The held-out members: those with a held-out offset (heldout_by="offset"), or
+    one term per offset, the terms dealt out in seeded rounds so each is held out for
+    about |offsets| / |terms| offsets (heldout_by="function")."""
+    if config.heldout_by == "offset":
+        held = set(heldout_offsets(config, seed))
+        return frozenset(f for f in config.members() if f.offset in held)
+    rng = _rng(seed, "offsets")
+    deck: list[str] = []
+    chosen = []
+    for b in config.offsets:
+        if not deck:
+            deck = [config.terms[int(i)] for i in rng.permutation(len(config.terms))]
+        chosen.append(IntFunction(deck.pop(), b))
+    return frozenset(chosen)
+
+
+def _generate(config: FamilyConfig, split: Split, functions: tuple[IntFunction, ...],
               forbidden_examples: frozenset, num_tasks: int,
               seed: int) -> tuple[SyntheticTask, ...]:
     rng = _rng(seed, split)
     candidates = []  # (function, example_x, probes) with at least one probe
-    for term in config.terms:
-        for b in offsets:
-            function = IntFunction(term, b)
-            for x0 in config.example_xs:
-                if (x0, function(x0)) in forbidden_examples:
-                    continue
-                probes = separating_probes(config, function, x0)
-                if probes:
-                    candidates.append((function, x0, probes))
+    for function in functions:
+        for x0 in config.example_xs:
+            if (x0, function(x0)) in forbidden_examples:
+                continue
+            probes = separating_probes(config, function, x0)
+            if probes:
+                candidates.append((function, x0, probes))
     if not candidates:
         raise ValueError(f"no {split} function of this family can be identified by one "
                          "example and one test; widen test_xs or change the terms")
@@ -133,13 +158,20 @@ def make_splits(config: FamilyConfig = FamilyConfig(), *, num_train: int = 2000,
     """
     if num_train < 0 or num_heldout < 0:
         raise ValueError(f"task counts must be >= 0, got {num_train}, {num_heldout}")
-    held = heldout_offsets(config, seed)
-    train_offsets = tuple(b for b in config.offsets if b not in held)
-    heldout_examples = frozenset(
-        (x0, f(x0)) for f in config.members() if f.offset in held for x0 in config.example_xs)
-    heldout = _generate(config, "heldout", held, frozenset(), num_heldout, seed)
-    train = _generate(config, "train", train_offsets, heldout_examples, num_train, seed)
-    return SyntheticSplits(train=train, heldout=heldout, heldout_offsets=held)
+    held = heldout_functions(config, seed)
+    # Members in the order of `members()` (term-major), so sampling stays uniform over
+    # terms, then offsets.
+    heldout_members = tuple(f for f in config.members() if f in held)
+    train_members = tuple(f for f in config.members() if f not in held)
+    if config.heldout_by == "offset":
+        # A held-out prompt must not occur in train with another answer.
+        forbidden = frozenset((x0, f(x0)) for f in heldout_members for x0 in config.example_xs)
+    else:
+        forbidden = frozenset()  # shared prompts by design (FamilyConfig.heldout_by)
+    heldout = _generate(config, "heldout", heldout_members, frozenset(), num_heldout, seed)
+    train = _generate(config, "train", train_members, forbidden, num_train, seed)
+    offsets = tuple(sorted({f.offset for f in heldout_members}))
+    return SyntheticSplits(train=train, heldout=heldout, heldout_offsets=offsets)
 
 
 def ambiguity(config: FamilyConfig, item: SyntheticTask) -> int:

@@ -1,8 +1,11 @@
 """SFT demonstrations: correct programs, in the format the code environment reads."""
 
+import dataclasses
+
 import pytest
 
-from mtrl.data.synthetic import (TINY_PROMPT_TEMPLATES, make_splits, sft_demonstrations)
+from mtrl.data.synthetic import (TINY_PROMPT_TEMPLATES, demonstration, make_splits,
+                                 sft_demonstrations)
 from mtrl.envs.code import extract_code, helper_usage
 
 
@@ -24,11 +27,10 @@ def test_single_agent_demonstrations_are_correct_and_tiny(splits):
     assert len({d.task.task_id for d in demos}) == 50
     for demo in demos:
         (completion,) = demo.completions
-        assert completion.startswith("```python\ndef f(x):\n    return ")
-        assert completion.endswith("\n```")
-        assert len(completion.encode()) < 60
+        assert completion.startswith("def f(x):\n    return ")  # bare, no fence
+        assert len(completion.encode()) < 40
         code = extract_code(completion, "f")
-        assert code.strip() == completion[len("```python\n"):-len("```")].strip()
+        assert code.strip() == completion.strip()
         _run(code, demo.task.tests)
 
 
@@ -37,15 +39,17 @@ def test_two_agent_demonstrations_split_term_and_offset(splits):
     assert len(demos) == 100
     for demo in demos:
         helper, main = demo.completions
-        assert len(helper.encode()) < 60 and len(main.encode()) < 60
+        assert len(helper.encode()) < 40 and len(main.encode()) < 50
+        # The offset is bound first, right after the prompt that shows it.
+        assert main.startswith(f"def f(x, b={demo.task.prompt.split('== ')[1][:-1]}):\n")
         aux_code, main_code = extract_code(helper, "aux"), extract_code(main, "f")
         assert "def aux(x)" in aux_code and "def f(x)" not in aux_code
         assert "def aux" not in main_code
         usage = helper_usage(main_code, "f")
         assert usage.calls_aux and usage.uses_result
         # Main adds the offset itself, so the level reward's not-a-thin-wrapper bonus
-        # is earned whenever there is an offset to add.
-        assert usage.thin_wrapper == main_code.rstrip().endswith("return y")
+        # is always earned.
+        assert not usage.thin_wrapper
         _run(aux_code + "\n" + main_code, demo.task.tests)
 
 
@@ -65,3 +69,29 @@ def test_tiny_prompts_stay_short(splits):
             for prompt in TINY_PROMPT_TEMPLATES.first_turn(item.task, agents):
                 assert item.task.prompt in prompt
                 assert len(prompt.encode()) <= 110
+
+
+def test_revision_demonstrations_start_from_a_rival_that_fits_the_example(splits):
+    from mtrl.data.synthetic import FamilyConfig, revision_demonstrations
+    family = FamilyConfig()
+    revisions = revision_demonstrations(splits.train, family, fraction=0.5, num_agents=2,
+                                        seed=3)
+    assert 0 < len(revisions) <= round(0.5 * len(splits.train))
+    by_id = {item.task.task_id: item for item in splits.train}
+    for r in revisions:
+        item = by_id[r.revision.task.task_id]
+        assert r.first.task == r.revision.task == item.task
+        # The revision is the true program; the first attempt is another member with
+        # the same value at the shown example, which the first hidden test rejects.
+        assert r.revision.completions == demonstration(item, 2).completions
+        assert r.first.completions != r.revision.completions
+        wrong = [m for m in family.members()
+                 if demonstration(dataclasses.replace(item, function=m), 2).completions
+                 == r.first.completions]
+        assert len(wrong) == 1 and wrong[0] != item.function
+        assert wrong[0](item.example_x) == item.example_y
+    again = revision_demonstrations(splits.train, family, fraction=0.5, num_agents=2, seed=3)
+    assert again == revisions
+    assert revision_demonstrations(splits.train, family, fraction=0.0) == ()
+    with pytest.raises(ValueError, match="train"):
+        revision_demonstrations(splits.heldout, family, fraction=0.5)

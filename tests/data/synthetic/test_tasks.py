@@ -1,6 +1,7 @@
 """Synthetic tasks: determinism, disjoint splits, no leaks, correct references,
 and an example that leaves the function ambiguous until the first test."""
 
+import collections
 import re
 
 import pytest
@@ -119,3 +120,48 @@ def test_loader_and_size_errors():
     with pytest.raises(ValueError, match="too few distinct"):
         make_splits(tiny, num_train=500, num_heldout=1)
     assert IntFunction("x", 3)(4) == 7
+
+
+def test_difference_probe_names_the_term_and_still_identifies_the_function():
+    config = FamilyConfig(probe_form="difference")
+    split = make_splits(config, num_train=300, num_heldout=50, seed=2)
+    for item in split.train + split.heldout:
+        probe = item.task.tests[0]
+        x1 = int(probe.split("f(")[1].split(")")[0])
+        change = item.function(x1) - item.function(item.example_x)
+        assert probe == f"assert f({x1}) - f({item.example_x}) == {change}"
+        namespace = {}
+        exec(item.task.canonical_solution, namespace)
+        for test in item.task.tests:
+            exec(test, namespace)
+        # Every other member that fits the example fails the probe.
+        for rival in consistent_members(config, item.example_x, item.example_y):
+            if rival != item.function:
+                namespace["f"] = rival
+                with pytest.raises(AssertionError):
+                    exec(probe, namespace)
+
+
+def test_heldout_by_function_keeps_every_term_and_offset_in_train():
+    config = FamilyConfig(heldout_by="function")
+    split = make_splits(config, num_train=2000, num_heldout=200, seed=4)
+    train = {item.function for item in split.train}
+    heldout = {item.function for item in split.heldout}
+    assert not train & heldout
+    # One held-out term per offset, the terms dealt out evenly.
+    assert sorted(f.offset for f in heldout) == list(config.offsets)
+    per_term = collections.Counter(f.term for f in heldout)
+    assert max(per_term.values()) - min(per_term.values()) <= 1
+    assert {f.term for f in train} == set(config.terms)
+    assert {f.offset for f in train} == set(config.offsets)
+    # Held-out prompts do occur in train (with other terms), by design.
+    assert {i.task.prompt for i in split.heldout} <= {i.task.prompt for i in split.train}
+    assert make_splits(config, num_train=50, num_heldout=20, seed=4).heldout == \
+        make_splits(config, num_train=80, num_heldout=20, seed=4).heldout
+
+
+def test_family_options_are_validated():
+    with pytest.raises(ValueError, match="probe_form"):
+        FamilyConfig(probe_form="ratio")
+    with pytest.raises(ValueError, match="heldout_by"):
+        FamilyConfig(heldout_by="term")

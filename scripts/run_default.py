@@ -1,0 +1,116 @@
+"""The embedded default experiment from scratch, once per seed, with a summary.
+
+    python scripts/run_default.py --out default.json                 # seed 0
+    python scripts/run_default.py --seeds 0,1,2 --out default.json   # three seeds
+
+Each seed is the README's main command (`python -m mtrl.train`, embedded default
+config) in its own process and workdir (`--workdir-root/seed<S>`), so seeds cannot
+share compiled functions or state and each `minutes` is a whole run from a cold start
+(pip install excluded). Runs are sequential: the 2-core machine is the budget.
+
+The JSON holds, per seed, the trainer's summary (`minutes`, `post_sft_success`,
+`final_best_success`, `turn1_success`, `turn2_success` at the best checkpoint,
+`steps`, `best_checkpoint`, `learning_curve`) plus `gain` = final_best_success -
+post_sft_success and one RL step's time split (median over the run's steps of
+rollout, environment and update seconds); and over seeds the mean and the
+population standard deviation of each number. For a single seed the top level also
+repeats that seed's keys, so `--out` reads the same as the trainer's own `--out`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NUMBERS = ("minutes", "steps", "post_sft_success", "final_best_success", "gain",
+           "turn1_success", "turn2_success", "step_rollout_s", "step_env_s", "step_update_s")
+SPLIT = {"step_rollout_s": "time/rollout_s", "step_env_s": "time/env_s",
+         "step_update_s": "time/update_s"}
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="0", help="comma-separated seeds, run in order")
+    parser.add_argument("--out", required=True, help="JSON output file")
+    parser.add_argument("--workdir-root", default="workdir/run_default",
+                        help="each seed writes to <root>/seed<S> (emptied first)")
+    parser.add_argument("--override", action="append", default=[],
+                        help="extra trainer flag, e.g. --override=--config.train.steps=10")
+    return parser.parse_args()
+
+
+def step_time_split(workdir: pathlib.Path) -> dict[str, float]:
+    """Median seconds per RL step spent in rollout (sampler), environment and update."""
+    records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()
+               if line.strip()]
+    out = {}
+    for name, key in SPLIT.items():
+        values = [r[key] for r in records if r.get(key) is not None]
+        out[name] = statistics.median(values) if values else None
+    return out
+
+
+def run_seed(seed: int, root: pathlib.Path, overrides: list[str]) -> dict:
+    workdir = root / f"seed{seed}"
+    if workdir.exists():
+        import shutil
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    summary_file = workdir / "summary.json"
+    command = [sys.executable, "-m", "mtrl.train", f"--workdir={workdir}",
+               f"--out={summary_file}", f"--config.seed={seed}", *overrides]
+    print(f"[seed {seed}] {' '.join(command)}", flush=True)
+    started = time.perf_counter()
+    subprocess.run(command, check=True, cwd=ROOT)
+    result = json.loads(summary_file.read_text())
+    result["wall_minutes_with_startup"] = (time.perf_counter() - started) / 60
+    result["gain"] = result["final_best_success"] - result["post_sft_success"]
+    result.update(step_time_split(workdir))
+    result["seed"] = seed
+    return result
+
+
+def aggregate(runs: list[dict]) -> dict[str, dict[str, float]]:
+    out = {}
+    for name in NUMBERS:
+        values = [r[name] for r in runs if r.get(name) is not None]
+        if values:
+            out[name] = {"mean": statistics.fmean(values), "std": statistics.pstdev(values),
+                         "min": min(values), "max": max(values)}
+    return out
+
+
+def main() -> None:
+    args = parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    root = pathlib.Path(args.workdir_root).resolve()
+    runs = [run_seed(seed, root, args.override) for seed in seeds]
+    summary = {"seeds": seeds, "runs": runs, "over_seeds": aggregate(runs),
+               "targets_met": {
+                   "minutes_le_15": all(r["minutes"] <= 15 for r in runs),
+                   "gain_ge_0.25": all(r["gain"] >= 0.25 for r in runs),
+                   "turn2_gt_turn1": all(r["turn2_success"] > r["turn1_success"] for r in runs),
+               }}
+    if len(runs) == 1:
+        summary.update({k: v for k, v in runs[0].items() if k not in summary})
+    pathlib.Path(args.out).write_text(json.dumps(summary, indent=2))
+
+    print(f"\n{'seed':>4} {'min':>6} {'steps':>5} {'post_sft':>8} {'best':>6} {'gain':>6} "
+          f"{'turn1':>6} {'turn2':>6}")
+    for r in runs:
+        print(f"{r['seed']:>4} {r['minutes']:>6.2f} {r['steps']:>5} {r['post_sft_success']:>8.3f} "
+              f"{r['final_best_success']:>6.3f} {r['gain']:>6.3f} {r['turn1_success']:>6.3f} "
+              f"{r['turn2_success']:>6.3f}")
+    for name, stats in summary["over_seeds"].items():
+        print(f"{name:>20}: {stats['mean']:.3f} ± {stats['std']:.3f}")
+    print(f"targets: {summary['targets_met']}\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
