@@ -145,21 +145,31 @@ def _test_lines(ctx: FeedbackContext) -> list[str]:
     if not verdict.tests_run:
         reason = "the code has a syntax error" if verdict.analysis.syntax_error else "no code"
         return [f"- Tests: not run ({reason})."]
+    passed, total, failures = _shown_results(ctx)
+    lines = [f"- Tests: {passed}/{total} passed."]
+    lines += [f"  {word}: {_cap(source, options.max_test_chars)} -> {error}"
+              for word, source, error in failures]
+    if verdict.result.error:
+        lines.append(f"- Execution: {_cap(verdict.result.error, options.max_message_chars)}")
+    return lines
+
+
+def _shown_results(ctx: FeedbackContext) -> tuple[int, int, list[tuple[str, str, str]]]:
+    """(passed, counted, failures) over the tests `sandbox_slice` shows (p/n over every
+    test with count_hidden_tests); a failure is (status word, test source, error)."""
+    verdict, options = ctx.verdict, ctx.options
     shown = select_shown_tests(verdict.feedback_tests, options.sandbox_slice)
     counted = verdict.result.tests if options.count_hidden_tests else shown
-    passed = sum(test.status == "passed" for test in counted)
-    lines = [f"- Tests: {passed}/{len(counted)} passed."]
+    failures = []
     for test in shown:
         if test.status == "passed":
             continue
         error = test.error_type or test.status
         if test.message:
             error = f"{error}: {_cap(test.message, options.max_message_chars)}"
-        lines.append(f"  {_STATUS_WORDS.get(test.status, test.status.upper())}: "
-                     f"{_cap(test.source, options.max_test_chars)} -> {error}")
-    if verdict.result.error:
-        lines.append(f"- Execution: {_cap(verdict.result.error, options.max_message_chars)}")
-    return lines
+        failures.append((_STATUS_WORDS.get(test.status, test.status.upper()), test.source,
+                         error))
+    return sum(test.status == "passed" for test in counted), len(counted), failures
 
 
 def _helper_line(ctx: FeedbackContext) -> str:
@@ -221,17 +231,10 @@ def _compact_level_feedback(ctx: FeedbackContext) -> tuple[str, ...]:
                      f"{_cap(error.info.message, options.max_message_chars)}")
     lines = []
     if verdict.tests_run:
-        shown = select_shown_tests(verdict.feedback_tests, options.sandbox_slice)
-        counted = verdict.result.tests if options.count_hidden_tests else shown
-        words.append(f"tests {sum(t.status == 'passed' for t in counted)}/{len(counted)}")
-        for test in shown:
-            if test.status != "passed":
-                source = test.source.removeprefix("assert ").strip()
-                error_text = test.error_type or test.status
-                if test.message:
-                    error_text = f"{error_text}: {_cap(test.message, options.max_message_chars)}"
-                lines.append(f"{_STATUS_WORDS.get(test.status, test.status.upper())} "
-                             f"{_cap(source, options.max_test_chars)}: {error_text}")
+        passed, total, failures = _shown_results(ctx)
+        words.append(f"tests {passed}/{total}")
+        lines += [f"{word} {_cap(source.removeprefix('assert ').strip(), options.max_test_chars)}"
+                  f": {error}" for word, source, error in failures]
         if verdict.result.error:
             lines.append(f"execution: {_cap(verdict.result.error, options.max_message_chars)}")
     else:
