@@ -69,7 +69,8 @@ def timed_rollout(tasks, env, backend, tokenizer, config, key):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
-    parser.add_argument("--tasks", type=int, default=32)
+    # 32 tasks OOM-kill the naive baseline on a 24 GB machine (BENCHMARKS.md).
+    parser.add_argument("--tasks", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--preset", default="tiny")
     parser.add_argument("--repeats", type=int, default=2)
