@@ -172,22 +172,33 @@ def _shown_results(ctx: FeedbackContext) -> tuple[int, int, list[tuple[str, str,
     return sum(test.status == "passed" for test in counted), len(counted), failures
 
 
-def _helper_line(ctx: FeedbackContext) -> str:
+def _helper_use(ctx: FeedbackContext) -> str:
+    """How main uses aux: 'missing' | 'no_call' | 'ignored' | 'thin' | 'uses'."""
     analysis = ctx.verdict.analysis
-    main = ctx.task.entry_point
     helper = analysis.helper
     if not analysis.main.defined or helper is None:
-        return f"- Helper use: cannot be checked, `{main}` is missing."
+        return "missing"
     if not helper.calls_aux:
-        return f"- Helper use: `{main}` does not call `{AUX_NAME}`."
+        return "no_call"
     if helper.ignored_calls:
-        where = ", ".join(str(line) for line in helper.ignored_calls[:3])
+        return "ignored"
+    return "thin" if helper.thin_wrapper else "uses"
+
+
+def _helper_line(ctx: FeedbackContext) -> str:
+    main, state = ctx.task.entry_point, _helper_use(ctx)
+    if state == "ignored":
+        lines = ctx.verdict.analysis.helper.ignored_calls[:3]
+        where = ", ".join(str(line) for line in lines)
         return (f"- Helper use: `{main}` calls `{AUX_NAME}` but ignores its result "
                 f"(line {where} of the `{main}` code).")
-    if helper.thin_wrapper:
-        return (f"- Helper use: `{main}` calls `{AUX_NAME}` and uses its result, but only "
-                f"returns it without logic of its own.")
-    return f"- Helper use: `{main}` calls `{AUX_NAME}` and uses its result."
+    return {
+        "missing": f"- Helper use: cannot be checked, `{main}` is missing.",
+        "no_call": f"- Helper use: `{main}` does not call `{AUX_NAME}`.",
+        "thin": (f"- Helper use: `{main}` calls `{AUX_NAME}` and uses its result, but only "
+                 f"returns it without logic of its own."),
+        "uses": f"- Helper use: `{main}` calls `{AUX_NAME}` and uses its result.",
+    }[state]
 
 
 @FEEDBACK_MODES.register("level_feedback")
@@ -247,17 +258,11 @@ def _compact_level_feedback(ctx: FeedbackContext) -> tuple[str, ...]:
 
 
 def _compact_helper_use(ctx: FeedbackContext) -> str:
-    analysis, main = ctx.verdict.analysis, ctx.task.entry_point
-    helper = analysis.helper
-    if not analysis.main.defined or helper is None:
-        return f"{main} missing"
-    if not helper.calls_aux:
-        return f"{main} does not call {AUX_NAME}"
-    if helper.ignored_calls:
-        return f"{main} ignores {AUX_NAME}'s result"
-    if helper.thin_wrapper:
-        return f"{main} only returns {AUX_NAME}(...)"
-    return f"{main} uses {AUX_NAME}"
+    main = ctx.task.entry_point
+    return {"missing": f"{main} missing", "no_call": f"{main} does not call {AUX_NAME}",
+            "ignored": f"{main} ignores {AUX_NAME}'s result",
+            "thin": f"{main} only returns {AUX_NAME}(...)",
+            "uses": f"{main} uses {AUX_NAME}"}[_helper_use(ctx)]
 
 
 def levels_passed(verdict: Verdict) -> dict[str, bool | None]:
