@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import shutil
 import statistics
 import subprocess
 import sys
@@ -59,7 +60,6 @@ def step_time_split(workdir: pathlib.Path) -> dict[str, float]:
 def run_seed(seed: int, root: pathlib.Path, overrides: list[str]) -> dict:
     workdir = root / f"seed{seed}"
     if workdir.exists():
-        import shutil
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
     summary_file = workdir / "summary.json"

@@ -36,9 +36,6 @@ from mtrl.data.synthetic.terms import TERMS
 from mtrl.envs.code.analysis import AUX_NAME as HELPER_NAME
 from mtrl.envs.code.task import CodeTask
 
-FENCE_OPEN = "```python\n"
-FENCE_CLOSE = "```"
-
 
 @dataclasses.dataclass(frozen=True)
 class Demonstration:
@@ -48,10 +45,6 @@ class Demonstration:
     def __post_init__(self):
         if not self.completions:
             raise ValueError("Demonstration needs at least one completion")
-
-
-def fenced(program: str) -> str:
-    return FENCE_OPEN + program + FENCE_CLOSE
 
 
 def single_agent_completion(function: IntFunction, entry_point: str) -> str:
