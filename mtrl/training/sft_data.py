@@ -31,11 +31,12 @@ def demonstration_pairs(config, env: Environment, train_tasks: list) -> list[lis
             _, prompts = env.reset(demo.task)
             for a in range(num_agents):
                 pairs[a].append((prompts[a], demo.completions[a]))
-        revisions = revision_demonstrations(
-            splits.train, FamilyConfig(**options), fraction=config.sft.revision_fraction,
-            num_agents=num_agents, seed=config.seed)
-        for a, extra in enumerate(revision_pairs(env, revisions)):
-            pairs[a].extend(extra)
+        for a, fraction in enumerate(revision_fractions(config.sft.revision_fraction,
+                                                        num_agents)):
+            revisions = revision_demonstrations(
+                splits.train, FamilyConfig(**options), fraction=fraction,
+                num_agents=num_agents, seed=config.seed)
+            pairs[a].extend(revision_pairs(env, revisions)[a])
         return pairs
     if num_agents != 1:
         raise ValueError(f"config.sft: data set {config.data.name!r} has demonstrations for "
@@ -48,6 +49,19 @@ def demonstration_pairs(config, env: Environment, train_tasks: list) -> list[lis
     if not pairs:
         raise ValueError(f"config.sft: data set {config.data.name!r} has no canonical solutions")
     return [pairs]
+
+
+def revision_fractions(value, num_agents: int) -> tuple[float, ...]:
+    """config.sft.revision_fraction as one fraction per agent: a number (every agent)
+    or a sequence with one entry per agent (e.g. (0.2, 0.0): revisions for the helper
+    only)."""
+    if isinstance(value, (int, float)):
+        return (float(value),) * num_agents
+    fractions = tuple(float(v) for v in value)
+    if len(fractions) != num_agents:
+        raise ValueError(f"config.sft.revision_fraction: {len(fractions)} entries for "
+                         f"{num_agents} agents")
+    return fractions
 
 
 def revision_pairs(env: Environment, revisions) -> list[list[tuple]]:

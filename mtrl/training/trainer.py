@@ -5,7 +5,9 @@ Per step s (keys: fold_in(root, s), so a resumed run repeats an uninterrupted on
   1. tasks[s·P : (s+1)·P] of a seeded per-epoch permutation of the train split;
   2. tree rollout (sampler with KV reuse; environment = code sandbox);
   3. rollout batch -> per-token MAGRPO advantages (tree returns, sibling baseline);
-  4. PPO-style epochs/minibatches of the jitted train step (one optimizer per agent);
+  4. PPO-style epochs/minibatches of the jitted train step (one optimizer per agent),
+     on every row or, with train.dynamic_sampling, on the rows with a non-zero
+     advantage (row_filter.py);
   5. every eval_interval steps: held-out evaluation, transcripts, checkpoint ranked by
      held-out success; every save_interval steps: the latest checkpoint.
 """
@@ -34,6 +36,7 @@ from mtrl.training.evaluation import evaluate
 from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
 from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
 from mtrl.training.plots import plot_learning_curve
+from mtrl.training.row_filter import keep_informative_rows
 from mtrl.training.sft import SFTConfig, run_sft, sft_examples
 from mtrl.training.sft_data import demonstration_pairs
 from mtrl.training.train_state import agent_params, init_train_state
@@ -56,6 +59,10 @@ class Trainer:
         self.workdir = pathlib.Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.show_progress = show_progress
+        s = config.sft
+        if s.enabled and not 0 <= s.first_turn_steps < s.steps:
+            raise ValueError(f"config.sft.first_turn_steps must lie in [0, sft.steps={s.steps}), "
+                             f"got {s.first_turn_steps}")
         self.c: Components = build_components(config)
         c = self.c
         self.num_agents = c.rollout.num_agents
@@ -104,33 +111,52 @@ class Trainer:
         return result.metrics
 
     def warm_start(self, log) -> list:
-        """SFT of each policy on its role's demonstrations (or the loaded weights)."""
+        """SFT of each policy on its role's demonstrations (or the loaded weights).
+
+        With sft.first_turn_steps = K > 0, each policy first trains K updates on its
+        first-turn demonstrations alone, then sft.steps - K on all of them (revisions
+        mixed in), each phase with a fresh optimizer: a skill the first turn teaches
+        (copying the example's value) is learned before longer revision rows join."""
         params = [nnx.split(m)[1] for m in self.c.models]
         s = self.config.sft
         if not s.enabled:
             return params
         pairs = demonstration_pairs(self.config, self.c.env, self.c.train_tasks)
-        sft_config = SFTConfig(optim=OptimConfig(learning_rate=s.learning_rate,
-                                                 warmup_steps=max(1, min(20, s.steps // 10)),
-                                                 schedule="cosine", total_steps=s.steps,
-                                                 max_grad_norm=1.0),
-                               batch_size=s.batch_size, steps=s.steps, max_len=s.max_len,
-                               seed=self.config.seed, log_every=min(25, s.steps))
+        phases = [(s.first_turn_steps, True), (s.steps - s.first_turn_steps, False)]
         trained = []
         for a, p in enumerate(params):
             agent_pairs = [x for per_agent in pairs for x in per_agent] if self.shared \
                 else pairs[a]
-            examples = sft_examples(self.c.tokenizer, agent_pairs, self.c.turn_format, s.max_len)
             # SFT is minutes of the default run: show it like the RL steps.
             with Progress(s.steps, enabled=self.show_progress,
                           description=f"sft agent{a}") as progress:
-                def log_and_show(i, m, a=a, progress=progress):
-                    log(f"sft/agent{a}", i, m)
-                    progress.update(i, loss=m["loss"])
-                trained.append(run_sft(self.graphdef, p, examples, sft_config,
-                                       jax.random.fold_in(self.root_key, 555 + a),
-                                       log_fn=log_and_show))
+                done = 0
+                for phase, (steps, first_turn_only) in enumerate(phases):
+                    if not steps:
+                        continue
+                    chosen = [x for x in agent_pairs if isinstance(x[0], str)] \
+                        if first_turn_only else agent_pairs
+                    examples = sft_examples(self.c.tokenizer, chosen, self.c.turn_format,
+                                            s.max_len)
+
+                    def log_and_show(i, m, a=a, progress=progress, done=done):
+                        log(f"sft/agent{a}", done + i, m)
+                        progress.update(done + i, loss=m["loss"])
+                    p = run_sft(self.graphdef, p, examples, self._sft_config(steps),
+                                jax.random.fold_in(self.root_key, 555 + a + 1000 * phase),
+                                log_fn=log_and_show)
+                    done += steps
+            trained.append(p)
         return trained
+
+    def _sft_config(self, steps: int) -> SFTConfig:
+        s = self.config.sft
+        return SFTConfig(optim=OptimConfig(learning_rate=s.learning_rate,
+                                           warmup_steps=max(1, min(20, steps // 10)),
+                                           schedule=s.schedule, total_steps=steps,
+                                           max_grad_norm=1.0, b2=s.adam_b2),
+                         batch_size=s.batch_size, steps=steps, max_len=s.max_len,
+                         seed=self.config.seed, log_every=min(25, steps))
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -178,10 +204,14 @@ class Trainer:
             advantages = token_advantages(batch, gamma=c.rollout.discount,
                                           estimator=self.config.credit.estimator,
                                           credit=self.config.credit.credit)
-            state, update_metrics = ts.ppo_update(
-                self.step_fn, state, ts.policy_minibatch(batch, advantages),
-                epochs=cfg.ppo_epochs, minibatches=cfg.minibatches,
-                key=jax.random.fold_in(key, 1))
+            rows, kept = ts.policy_minibatch(batch, advantages), batch.num_rows
+            if cfg.dynamic_sampling:
+                rows, kept = keep_informative_rows(rows, min_rows=max(8, cfg.minibatches))
+            update_metrics = []
+            if rows is not None:
+                state, update_metrics = ts.ppo_update(
+                    self.step_fn, state, rows, epochs=cfg.ppo_epochs,
+                    minibatches=cfg.minibatches, key=jax.random.fold_in(key, 1))
             try:
                 ts.check_finite(update_metrics)
             except FloatingPointError as e:
@@ -192,6 +222,7 @@ class Trainer:
             metrics = ({k: float(v) for k, v in jax.device_get(update_metrics[-1]).items()}
                        if update_metrics else {"skipped_update": 1.0})
             metrics.update(self._rollout_metrics(tree))
+            metrics["train_rows"] = float(kept)
             metrics.update({"time/rollout_s": t1 - t0 - tree.metrics["rollout/env_seconds"],
                             "time/env_s": tree.metrics["rollout/env_seconds"],
                             "time/update_s": t2 - t1, "step_time_s": t2 - t0,

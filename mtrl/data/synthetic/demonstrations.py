@@ -59,11 +59,13 @@ def helper_completion(function: IntFunction) -> str:
 def main_completion(function: IntFunction, entry_point: str) -> str:
     """Agent 2: the entry point, adding the offset to the helper's result.
 
-    The offset is a default argument, the first thing written: a tiny from-scratch
-    model learned to copy it from the prompt within ~200 SFT updates when it sat 12
-    tokens into the completion, and not within 400 when it sat 18 tokens in, after
-    `def f(x):` (2-layer `tiny`, 2-core CPU). Binding aux's result first keeps the
-    body more than a thin wrapper of the helper (the level reward's bonus)."""
+    The offset is a default argument, the first thing written, 13 tokens after the
+    prompt's own value (the tiny templates end every prompt, revisions included,
+    with the task). The 2-layer `tiny` model learns this copy in ~200 SFT updates
+    with Adam's b2 = 0.95; with b2 = 0.999 it stayed at the uniform-guess loss for
+    300-400 updates (the second moment, inflated by the first updates, shrinks later
+    steps). Binding aux's result first keeps the body more than a thin wrapper of the
+    helper (the level reward's bonus)."""
     return (f"def {entry_point}(x, b={function.offset}):\n    y = {HELPER_NAME}(x)\n"
             f"    return y+b\n")
 

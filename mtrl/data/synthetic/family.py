@@ -4,7 +4,7 @@ Family. A member is f(x) = g(x) + b with a term g from a small registered set
 (default: x, 2*x, 3*x, x*x, -x; see `terms.py`) and an integer offset b in a range
 (default -9..9). The agent is shown the function's name and ONE example, e.g.
 
-    Write a function f(x) on integers with f(0) == 7.
+    Write f(x) with f(0) == 7.
 
 and must answer with a one-line program such as `def f(x):\n    return 2*x+7`.
 The hidden tests are a few asserts at other points (`assert f(-2) == 3`, ...).
@@ -81,6 +81,10 @@ class FamilyConfig:
     example_xs: points where the one shown example may be taken.
     test_xs: points where hidden tests may be taken (the example's x is excluded).
     num_tests: hidden asserts per task; the first one is the disambiguating probe.
+    probe_xs: points where the probe may be taken (empty: any of test_xs). One fixed
+      probe point makes the probe's value alone name the term (with linear terms and
+      probe x = 1 it IS the coefficient), which a tiny model reads far sooner than a
+      (point, value) pair.
     heldout_offset_fraction: share of the offsets whose functions are held out
       (heldout_by="offset").
     entry_point: the function name the prompt asks for and the tests call.
@@ -103,13 +107,14 @@ class FamilyConfig:
     example_xs: tuple[int, ...] = (0,)
     test_xs: tuple[int, ...] = (-3, -2, -1, 1, 2, 3, 4)
     num_tests: int = 3
+    probe_xs: tuple[int, ...] = ()
     heldout_offset_fraction: float = 0.25
     entry_point: str = "f"
     probe_form: str = "value"
     heldout_by: str = "offset"
 
     def __post_init__(self):
-        for name in ("terms", "example_xs", "test_xs", "offset_range"):
+        for name in ("terms", "example_xs", "test_xs", "offset_range", "probe_xs"):
             if not isinstance(getattr(self, name), tuple):
                 raise TypeError(f"FamilyConfig.{name} must be a tuple")
         if len(self.terms) < 2 or len(set(self.terms)) != len(self.terms):
@@ -126,6 +131,9 @@ class FamilyConfig:
                              f"got {self.example_xs}")
         if len(set(self.test_xs)) != len(self.test_xs):
             raise ValueError(f"FamilyConfig.test_xs must be distinct, got {self.test_xs}")
+        if not set(self.probe_xs) <= set(self.test_xs):
+            raise ValueError(f"FamilyConfig.probe_xs must be a subset of test_xs, "
+                             f"got {self.probe_xs} (test_xs {self.test_xs})")
         if self.num_tests < 1:
             raise ValueError(f"FamilyConfig.num_tests must be >= 1, got {self.num_tests}")
         for x0 in self.example_xs:
@@ -171,10 +179,10 @@ def consistent_members(config: FamilyConfig, x: int, y: int) -> tuple[IntFunctio
 
 def separating_probes(config: FamilyConfig, function: IntFunction,
                       example_x: int) -> tuple[int, ...]:
-    """Test points x1 (from `test_xs`, not the example's) where `function` differs
-    from every other member that fits its example: the example and f(x1) together
-    identify `function` within the family."""
+    """Test points x1 (from `probe_xs`, or `test_xs` if that is empty; never the
+    example's) where `function` differs from every other member that fits its example:
+    the example and f(x1) together identify `function` within the family."""
     rivals = [m for m in consistent_members(config, example_x, function(example_x))
               if m != function]
-    return tuple(x1 for x1 in config.test_xs
+    return tuple(x1 for x1 in (config.probe_xs or config.test_xs)
                  if x1 != example_x and all(r(x1) != function(x1) for r in rivals))

@@ -14,7 +14,10 @@ TINY_PROMPT_TEMPLATES = PromptTemplates(
     single="{prompt}",
     # Role first, task last: the example's value ends the prompt, a few tokens before
     # the answer that uses it.
-    helper="You write {aux}(x); {entry_point} will call it. {prompt}",
-    main="You write {entry_point}; you may call {aux}(x). {prompt}",
-    revise="Revise {function}.",
+    helper="{aux}(x) helps {entry_point}. {prompt}",
+    main="{entry_point} may call {aux}(x). {prompt}",
+    # The revision instruction restates the task, so the example's value again ends
+    # the prompt at the same distance from the answer as in the first turn: what the
+    # main agent learned to copy there works unchanged in a revision.
+    revise="Revise {function}. {prompt}",
 )

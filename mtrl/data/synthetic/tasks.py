@@ -65,9 +65,9 @@ def heldout_offsets(config: FamilyConfig, seed: int) -> tuple[int, ...]:
 
 
 def task_prompt(entry_point: str, example_x: int, example_y: int) -> str:
-    """'Write a function f(x) on integers with f(0) == 7.' (49 bytes)."""
-    return (f"Write a function {entry_point}(x) on integers with "
-            f"{entry_point}({example_x}) == {example_y}.")
+    """'Write f(x) with f(0) == 7.' (26 bytes: short prompts are what a tiny model
+    learns to read quickly)."""
+    return f"Write {entry_point}(x) with {entry_point}({example_x}) == {example_y}."
 
 
 def canonical_program(function: IntFunction, entry_point: str) -> str:

@@ -46,6 +46,19 @@ def test_separating_probes_identify_the_function():
         assert matching == [function]
 
 
+def test_probe_xs_restrict_the_probe_and_linear_terms_at_one_read_as_coefficients():
+    config = FamilyConfig(terms=("x", "2x", "3x", "4x", "neg"), probe_xs=(1,))
+    for term in config.terms:
+        function = IntFunction(term, 5)
+        assert separating_probes(config, function, 0) == (1,)
+        # f(1) - f(0) is the term's coefficient: the feedback's number names the term.
+        assert function(1) - function(0) == {"x": 1, "2x": 2, "3x": 3, "4x": 4, "neg": -1}[term]
+    # With the default terms x*x and x agree at 1, so 1 separates neither of them.
+    assert separating_probes(FamilyConfig(probe_xs=(1,)), IntFunction("x", 0), 0) == ()
+    with pytest.raises(ValueError, match="probe_xs must be a subset of test_xs"):
+        FamilyConfig(probe_xs=(7,))
+
+
 def test_family_config_validation():
     with pytest.raises(KeyError, match="valid names"):
         FamilyConfig(terms=("x", "cubic"))
