@@ -42,7 +42,9 @@ def base_config() -> ml_collections.ConfigDict:
                    restore="latest", max_minutes=15.0)
     c.sft = dict(enabled=True, steps=400, batch_size=32, learning_rate=2e-3,
                  schedule="cosine", adam_b2=0.95, fraction=1.0, revision_fraction=0.1,
-                 first_turn_steps=0, max_len=256)
+                 first_guess="", resubmit_fraction=0.0, first_phase="first_turn",
+                 first_phase_steps=0,
+                 max_len=256)
     return c
 
 

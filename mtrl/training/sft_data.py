@@ -7,8 +7,12 @@ one or two agents; other data sets use their canonical solutions (one agent).
 
 from __future__ import annotations
 
+import numpy as np
+
 from mtrl.envs.base import Environment
 from mtrl.training.sft import Revision
+
+FIRST_PHASE_KINDS = ("first_turn", "revisions")
 
 
 def demonstration_pairs(config, env: Environment, train_tasks: list) -> list[list[tuple[str, str]]]:
@@ -24,19 +28,23 @@ def demonstration_pairs(config, env: Environment, train_tasks: list) -> list[lis
                    for k, v in dict(config.data.options).items() if k != "seed"}
         splits = make_splits(FamilyConfig(**options), num_train=config.data.num_train,
                              num_heldout=0, seed=config.seed)
+        first_guess = config.sft.first_guess or None
         demos = sft_demonstrations(splits.train, fraction=config.sft.fraction,
-                                   num_agents=num_agents, seed=config.seed)
+                                   num_agents=num_agents, seed=config.seed,
+                                   first_guess=first_guess)
         pairs = [[] for _ in range(num_agents)]
         for demo in demos:
             _, prompts = env.reset(demo.task)
             for a in range(num_agents):
                 pairs[a].append((prompts[a], demo.completions[a]))
-        for a, fraction in enumerate(revision_fractions(config.sft.revision_fraction,
-                                                        num_agents)):
+        fractions = per_agent(config.sft.revision_fraction, num_agents, "revision_fraction")
+        resubmits = per_agent(config.sft.resubmit_fraction, num_agents, "resubmit_fraction")
+        for a, (fraction, resubmit) in enumerate(zip(fractions, resubmits)):
             revisions = revision_demonstrations(
                 splits.train, FamilyConfig(**options), fraction=fraction,
-                num_agents=num_agents, seed=config.seed)
-            pairs[a].extend(revision_pairs(env, revisions)[a])
+                num_agents=num_agents, seed=config.seed, first_guess=first_guess)
+            pairs[a].extend(revision_pairs(env, revisions, agent=a, resubmit_fraction=resubmit,
+                                           seed=config.seed)[a])
         return pairs
     if num_agents != 1:
         raise ValueError(f"config.sft: data set {config.data.name!r} has demonstrations for "
@@ -51,36 +59,88 @@ def demonstration_pairs(config, env: Environment, train_tasks: list) -> list[lis
     return [pairs]
 
 
-def revision_fractions(value, num_agents: int) -> tuple[float, ...]:
-    """config.sft.revision_fraction as one fraction per agent: a number (every agent)
-    or a sequence with one entry per agent (e.g. (0.2, 0.0): revisions for the helper
-    only)."""
+def per_agent(value, num_agents: int, field: str) -> tuple[float, ...]:
+    """A config.sft fraction as one value per agent: a number (every agent) or a
+    sequence with one entry per agent (e.g. revision_fraction=(0.2, 0.0): revisions
+    for the helper only); each must lie in [0, 1]."""
     if isinstance(value, (int, float)):
-        return (float(value),) * num_agents
-    fractions = tuple(float(v) for v in value)
+        fractions = (float(value),) * num_agents
+    else:
+        fractions = tuple(float(v) for v in value)
     if len(fractions) != num_agents:
-        raise ValueError(f"config.sft.revision_fraction: {len(fractions)} entries for "
-                         f"{num_agents} agents")
+        raise ValueError(f"config.sft.{field}: {len(fractions)} entries for {num_agents} agents")
+    if not all(0.0 <= f <= 1.0 for f in fractions):
+        raise ValueError(f"config.sft.{field}: every entry must lie in [0, 1], got {fractions}")
     return fractions
 
 
-def revision_pairs(env: Environment, revisions) -> list[list[tuple]]:
-    """[agent] -> (second-turn prompt, correct revision) for RevisionDemonstrations.
+def revision_fractions(value, num_agents: int) -> tuple[float, ...]:
+    return per_agent(value, num_agents, "revision_fraction")
+
+
+def check_first_guess(config, num_agents: int) -> None:
+    """config.sft.first_guess ("" or a term of the built-in family's helper)."""
+    guess = config.sft.first_guess
+    if not guess:
+        return
+    if config.data.name != "intfn" or num_agents != 2:
+        raise ValueError("config.sft.first_guess is the helper's term of the built-in family: "
+                         "it needs data.name='intfn' and env.num_agents=2")
+    from mtrl.data.synthetic.terms import TERMS
+    if guess not in TERMS.names():
+        raise ValueError(f"config.sft.first_guess: unknown term {guess!r}; valid: "
+                         f"{', '.join(TERMS.names())}")
+
+
+def first_phase_kinds(value, num_agents: int) -> tuple[str, ...]:
+    """config.sft.first_phase per agent: which demonstrations the first SFT phase
+    trains on alone, "first_turn" (answers to the task prompt) or "revisions"."""
+    kinds = (value,) * num_agents if isinstance(value, str) else tuple(value)
+    if len(kinds) != num_agents or any(k not in FIRST_PHASE_KINDS for k in kinds):
+        raise ValueError(f"config.sft.first_phase must be one of {FIRST_PHASE_KINDS} or one "
+                         f"per agent ({num_agents}), got {value!r}")
+    return kinds
+
+
+def rows_of_kind(pairs: list[tuple], kind: str | None) -> list[tuple]:
+    """The (prompt, completion) pairs of one kind (None: all of them). "revisions" are
+    the later-turn demonstrations that change the previous answer: a weak teacher's
+    resubmissions (resubmit_fraction) join only with all rows, so a first phase on
+    revisions learns to read the feedback before the teacher's habit dilutes it."""
+    if kind is None:
+        return list(pairs)
+    if kind == "first_turn":
+        return [x for x in pairs if not isinstance(x[0], Revision)]
+    return [x for x in pairs if isinstance(x[0], Revision) and x[1] != x[0].exchanges[-1][0]]
+
+
+def revision_pairs(env: Environment, revisions, *, agent: int | None = None,
+                   resubmit_fraction: float = 0.0, seed: int = 0) -> list[list[tuple]]:
+    """[agent] -> (second-turn prompt, revision) for RevisionDemonstrations (only
+    `agent`'s list is filled when it is given).
 
     The wrong first attempts are scored by `env` in one batch, so each prompt carries
     the environment's own feedback on that attempt (the failing probe test), exactly
     as a rollout branch would see it. Under a context-resetting history mode the
-    observation is itself the whole next prompt."""
+    observation is itself the whole next prompt.
+
+    resubmit_fraction: a weak teacher. A seeded share of the revisions answer with
+    the agent's first attempt unchanged, as a model that ignores feedback does; the
+    rest answer correctly. SFT then leaves the agent reading the feedback in only
+    part of its samples, which is the behaviour multi-turn RL is for."""
     if not revisions:
         return [[] for _ in range(env.num_agents)]
+    resubmit = np.random.default_rng([int(seed), 11]).random(len(revisions)) < resubmit_fraction
     started = [env.reset(r.first.task) for r in revisions]
     results = env.step([state for state, _ in started],
                        [r.first.completions for r in revisions], 1)
     pairs = [[] for _ in range(env.num_agents)]
-    for (_, prompts), r, result in zip(started, revisions, results):
-        for a in range(env.num_agents):
+    agents = range(env.num_agents) if agent is None else (agent,)
+    for (_, prompts), r, result, lazy in zip(started, revisions, results, resubmit):
+        for a in agents:
             observation = result.observations[a]
             prompt = (observation if result.reset_context else
                       Revision(prompts[a], ((r.first.completions[a], observation),)))
-            pairs[a].append((prompt, r.revision.completions[a]))
+            answer = r.first if lazy else r.revision
+            pairs[a].append((prompt, answer.completions[a]))
     return pairs

@@ -38,7 +38,8 @@ from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
 from mtrl.training.plots import plot_learning_curve
 from mtrl.training.row_filter import keep_informative_rows
 from mtrl.training.sft import SFTConfig, run_sft, sft_examples
-from mtrl.training.sft_data import demonstration_pairs
+from mtrl.training.sft_data import (check_first_guess, demonstration_pairs,
+                                     first_phase_kinds, per_agent, rows_of_kind)
 from mtrl.training.train_state import agent_params, init_train_state
 
 
@@ -60,12 +61,16 @@ class Trainer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.show_progress = show_progress
         s = config.sft
-        if s.enabled and not 0 <= s.first_turn_steps < s.steps:
-            raise ValueError(f"config.sft.first_turn_steps must lie in [0, sft.steps={s.steps}), "
-                             f"got {s.first_turn_steps}")
+        if s.enabled and not 0 <= s.first_phase_steps < s.steps:
+            raise ValueError(f"config.sft.first_phase_steps must lie in [0, sft.steps={s.steps}), "
+                             f"got {s.first_phase_steps}")
         self.c: Components = build_components(config)
         c = self.c
         self.num_agents = c.rollout.num_agents
+        self.first_phase = first_phase_kinds(s.first_phase, self.num_agents)
+        for field in ("revision_fraction", "resubmit_fraction"):
+            per_agent(s[field], self.num_agents, field)  # one-line errors before any work
+        check_first_guess(config, self.num_agents)
         self.shared = c.rollout.agent_params == "shared"
         self.graphdef = nnx.split(c.models[0])[0]
         self.sampler = Sampler(c.models[0])
@@ -113,29 +118,37 @@ class Trainer:
     def warm_start(self, log) -> list:
         """SFT of each policy on its role's demonstrations (or the loaded weights).
 
-        With sft.first_turn_steps = K > 0, each policy first trains K updates on its
-        first-turn demonstrations alone, then sft.steps - K on all of them (revisions
-        mixed in), each phase with a fresh optimizer: a skill the first turn teaches
-        (copying the example's value) is learned before longer revision rows join."""
+        With sft.first_phase_steps = K > 0, each policy first trains K updates on one
+        kind of its demonstrations alone (sft.first_phase, per agent: "first_turn" or
+        "revisions"), then sft.steps - K on all of them, each phase with a fresh
+        optimizer: a copy one kind teaches (the example's value from the prompt, the
+        coefficient from the feedback) is learned before rows whose loss is mostly an
+        irreducible guess join and drown its gradient."""
         params = [nnx.split(m)[1] for m in self.c.models]
         s = self.config.sft
         if not s.enabled:
             return params
         pairs = demonstration_pairs(self.config, self.c.env, self.c.train_tasks)
-        phases = [(s.first_turn_steps, True), (s.steps - s.first_turn_steps, False)]
+        first_phase = self.first_phase
+        if self.shared and len(set(first_phase)) > 1:
+            raise ValueError("config.sft.first_phase: shared parameters train one policy, "
+                             f"so give one kind, got {s.first_phase!r}")
         trained = []
         for a, p in enumerate(params):
             agent_pairs = [x for per_agent in pairs for x in per_agent] if self.shared \
                 else pairs[a]
+            phases = [(s.first_phase_steps, first_phase[a]), (s.steps - s.first_phase_steps, None)]
             # SFT is minutes of the default run: show it like the RL steps.
             with Progress(s.steps, enabled=self.show_progress,
                           description=f"sft agent{a}") as progress:
                 done = 0
-                for phase, (steps, first_turn_only) in enumerate(phases):
+                for phase, (steps, kind) in enumerate(phases):
                     if not steps:
                         continue
-                    chosen = [x for x in agent_pairs if isinstance(x[0], str)] \
-                        if first_turn_only else agent_pairs
+                    chosen = rows_of_kind(agent_pairs, kind)
+                    if not chosen:
+                        raise ValueError(f"config.sft.first_phase: agent {a} has no {kind!r} "
+                                         "demonstrations (see sft.revision_fraction)")
                     examples = sft_examples(self.c.tokenizer, chosen, self.c.turn_format,
                                             s.max_len)
 

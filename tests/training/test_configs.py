@@ -39,7 +39,7 @@ def shrink(c, workdir):
     if c.model.preset:  # byte-level prompts of real data sets need the configs' context
         c.rollout.max_context = 384
     c.sft.steps = 2
-    c.sft.first_turn_steps = min(c.sft.first_turn_steps, 1)  # both SFT phases, one update each
+    c.sft.first_phase_steps = min(c.sft.first_phase_steps, 1)  # both SFT phases, one update each
     c.sft.batch_size = 4
     c.env.workers = 1
     return c
@@ -97,7 +97,9 @@ def test_every_config_runs_one_step(path, tmp_path, hf_checkpoint, coop_file, sh
     ("data.path", "/no/such/dir", "config.data.path: path '/no/such/dir' does not exist"),
     ("model.hf_checkpoint", "/no/such/model", "config.model.hf_checkpoint: path"),
     ("env.feedback_mode", "shouting", "config.env"),
-    ("sft.first_turn_steps", 400, "config.sft.first_turn_steps must lie in"),
+    ("sft.first_phase_steps", 400, "config.sft.first_phase_steps must lie in"),
+    ("sft.first_phase", ("revisions", "second_turn"), "config.sft.first_phase must be one of"),
+    ("sft.first_guess", "cube", "config.sft.first_guess: unknown term 'cube'"),
 ])
 def test_bad_values_name_the_field(tmp_path, field, value, message):
     c = load_config(CONFIGS[[p.stem for p in CONFIGS].index("default")])

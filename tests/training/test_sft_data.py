@@ -6,7 +6,8 @@ import pytest
 from mtrl.training.build import build_templates, build_tasks
 from mtrl.training.config import base_config
 from mtrl.training.sft import Revision
-from mtrl.training.sft_data import demonstration_pairs, revision_fractions
+from mtrl.training.sft_data import (demonstration_pairs, first_phase_kinds, per_agent,
+                                     revision_fractions, rows_of_kind)
 from mtrl.envs.code import CodeEnv, CodeEnvConfig
 from mtrl.envs.sandbox import SandboxPool
 
@@ -29,11 +30,14 @@ def test_revision_pairs_carry_the_failing_probe_and_the_true_answer():
             # The feedback is the environment's: the first hidden test failed and is shown
             # (tasks can share a prompt, so the shown probe identifies the task).
             matches = [t for t in train if t.prompt in helper_prompt.prompt and
-                       f"FAILED {t.tests[0].removeprefix('assert ').strip()}:" in observation]
+                       f"FAILED {t.tests[0].removeprefix('assert ').strip()}\n" in observation]
             assert matches  # (the example and the probe identify the function)
             task = matches[0]
             # The revision instruction restates the task (the example's value ends it).
-            assert observation.endswith(f"Revise aux. {task.prompt}")
+            # The helper's ends with its failing probe and a bare instruction (its
+            # answer does not depend on the example).
+            assert observation.endswith(f"{task.tests[0].removeprefix('assert ').strip()}"
+                                        "\nRevise aux.")
             assert main_prompt.exchanges[0][1].endswith(f"Revise f. {task.prompt}")
             assert (attempt, main_prompt.exchanges[0][0]) != (helper_answer, main_answer)
             # The revision solves the task.
@@ -58,3 +62,48 @@ def test_revision_fraction_per_agent():
     assert revision_fractions(0.25, 2) == (0.25, 0.25)
     with pytest.raises(ValueError, match="2 agents"):
         revision_fractions((0.1, 0.2, 0.3), 2)
+
+
+def helper_revisions(resubmit_fraction):
+    c = base_config()
+    c.data.num_train = 40
+    c.sft = dict(c.sft.to_dict(), revision_fraction=1.0,
+                 resubmit_fraction=(resubmit_fraction, 0.0))
+    train, _ = build_tasks(c)
+    with SandboxPool(num_workers=1) as pool:
+        env = CodeEnv(CodeEnvConfig(num_agents=2, feedback_style="compact",
+                                    templates=build_templates("tiny")), sandbox=pool)
+        pairs = demonstration_pairs(c, env, train)
+    return [(p.exchanges[0][0], answer) for p, answer in pairs[0] if isinstance(p, Revision)]
+
+
+def test_resubmit_fraction_makes_a_weak_teacher():
+    honest = helper_revisions(0.0)
+    weak = helper_revisions(0.5)
+    assert len(honest) == len(weak) == 40
+    # An honest revision always changes the wrong first attempt...
+    assert not any(attempt == answer for attempt, answer in honest)
+    # ...a weak teacher resubmits it unchanged in about half of them (seeded), and
+    # otherwise gives the same correct revision as the honest one.
+    resubmitted = [attempt == answer for attempt, answer in weak]
+    assert 10 <= sum(resubmitted) <= 30
+    for (attempt, answer), (_, honest_answer), lazy in zip(weak, honest, resubmitted):
+        assert answer == (attempt if lazy else honest_answer)
+
+
+def test_per_agent_fractions_and_first_phase_kinds_are_checked():
+    assert per_agent(0.25, 2, "resubmit_fraction") == (0.25, 0.25)
+    assert per_agent((0.5, 0.0), 2, "resubmit_fraction") == (0.5, 0.0)
+    with pytest.raises(ValueError, match=r"config.sft.resubmit_fraction: every entry"):
+        per_agent((1.5, 0.0), 2, "resubmit_fraction")
+    assert first_phase_kinds("first_turn", 2) == ("first_turn", "first_turn")
+    assert first_phase_kinds(("revisions", "first_turn"), 2) == ("revisions", "first_turn")
+    for bad in ("revision", ("revisions",), ("first_turn", "all")):
+        with pytest.raises(ValueError, match="config.sft.first_phase must be one of"):
+            first_phase_kinds(bad, 2)
+    revision = Revision("p", (("a", "o"),))
+    pairs = [("p", "x"), (revision, "y"), (revision, "a")]
+    assert rows_of_kind(pairs, "first_turn") == [("p", "x")]
+    # A resubmission ("a" again) is not a revision.
+    assert rows_of_kind(pairs, "revisions") == [(revision, "y")]
+    assert rows_of_kind(pairs, None) == pairs

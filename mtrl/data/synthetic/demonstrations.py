@@ -1,26 +1,30 @@
-"""SFT demonstrations for the synthetic family: correct first-turn answers.
+"""SFT demonstrations for the synthetic family: first-turn answers and revisions.
 
 A demonstration is a task plus one completion per agent, in exactly the format an
-agent is expected to output (a ```python fence around a tiny program). The prompt
-is not part of it: the trainer renders each agent's prompt through the environment
-(`env.reset(task)`), so role instructions live in one place.
+agent is expected to output (a bare tiny program). The prompt is not part of it:
+the trainer renders each agent's prompt through the environment (`env.reset(task)`),
+so role instructions live in one place.
 
 One agent writes the entry point:      two agents split the work:
                                            agent 1 (helper)   agent 2 (main)
-    def f(x):                              def aux(x):        def f(x, b=7):
-        return 2*x+7                           return 2*x         y = aux(x)
+    def f(x):                              def aux(x, k=2):   def f(x, b=7):
+        return 2*x+7                           return k*x         y = aux(x)
                                                                   return y+b
 Bare definitions (the code environment extracts them; no fence) keep the tiny
 model's contexts short. The helper carries the term (the part the feedback
-disambiguates), the main function calls it and adds the offset (the part the
-example shows, as a default argument right after the prompt that shows it). Main
-binds aux's result before using it: the code environment's level reward counts a
-body that is a single `return <expr with aux(...)>` as a thin wrapper.
+disambiguates; a linear term's coefficient first, as a default argument), the main
+function calls it and adds the offset (the part the example shows, as a default
+argument right after the prompt that shows it). Main binds aux's result before
+using it: the code environment's level reward counts a body that is a single
+`return <expr with aux(...)>` as a thin wrapper.
 
-The demonstrated answer is the true function, which the one example does not
-determine: a policy fit to these demonstrations learns to spread its guesses over
-the members that fit the example, landing near 1/|terms| turn-1 success (the 20%
-band by default) and leaving turn 2 (with feedback) to RL.
+By default the demonstrated answer is the true function, which the one example
+does not determine, so a policy fit to them spreads its first guesses over the
+members that fit the example (about 1/|terms| turn-1 success). With `first_guess`
+the teacher instead always opens with one term, and the revision demonstrations
+start from that guess; `mtrl.training.sft_data` can also make the teacher weak
+(resubmitting its guess in a share of revisions), which is how the embedded
+default lands in the band where RL has something to add.
 """
 
 from __future__ import annotations
@@ -52,8 +56,15 @@ def single_agent_completion(function: IntFunction, entry_point: str) -> str:
 
 
 def helper_completion(function: IntFunction) -> str:
-    """Agent 1: the term alone, as `aux(x)`."""
-    return f"def {HELPER_NAME}(x):\n    return {TERMS.get(function.term).expression}\n"
+    """Agent 1: the term alone, as `aux(x)`. A linear term k*x is written with k as a
+    default argument, `def aux(x, k=3):\n    return k*x`, the first thing written and
+    a few tokens after the feedback's failing probe `f(1) - f(0) == 3` (the tiny
+    templates end the helper's revision prompt with it): the same short copy that
+    the main agent makes of the example's value."""
+    term = TERMS.get(function.term)
+    if term.coefficient is not None:
+        return f"def {HELPER_NAME}(x, k={term.coefficient}):\n    return k*x\n"
+    return f"def {HELPER_NAME}(x):\n    return {term.expression}\n"
 
 
 def main_completion(function: IntFunction, entry_point: str) -> str:
@@ -70,29 +81,47 @@ def main_completion(function: IntFunction, entry_point: str) -> str:
             f"    return y+b\n")
 
 
-def demonstration(item: SyntheticTask, num_agents: int) -> Demonstration:
+def demonstration(item: SyntheticTask, num_agents: int,
+                  first_guess: str | None = None) -> Demonstration:
+    """The task's true function, or with `first_guess` (a term name) a first attempt
+    whose helper writes that term whatever the task (main still adds the offset)."""
     entry = item.task.entry_point
     if num_agents == 1:
         completions = (single_agent_completion(item.function, entry),)
     elif num_agents == 2:
-        completions = (helper_completion(item.function), main_completion(item.function, entry))
+        helper = (item.function if first_guess is None
+                  else dataclasses.replace(item.function, term=first_guess))
+        completions = (helper_completion(helper), main_completion(item.function, entry))
     else:
         raise ValueError(f"num_agents must be 1 or 2, got {num_agents}")
     return Demonstration(item.task, completions)
 
 
 def sft_demonstrations(tasks: Sequence[SyntheticTask], *, fraction: float = 0.5,
-                       num_agents: int = 2, seed: int = 0) -> tuple[Demonstration, ...]:
+                       num_agents: int = 2, seed: int = 0,
+                       first_guess: str | None = None) -> tuple[Demonstration, ...]:
     """Demonstrations for a seeded `fraction` of `tasks` (train tasks only), in
-    the tasks' order."""
+    the tasks' order. first_guess: the helper always opens with this term (a teacher
+    with one default guess, right on the tasks built on it); None: the true term."""
     if not 0.0 < fraction <= 1.0:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    _check_guess(first_guess, num_agents)
     leaked = [t.task.task_id for t in tasks if t.split != "train"]
     if leaked:
         raise ValueError(f"demonstrations must come from train tasks, got {leaked[:3]}")
     count = round(fraction * len(tasks))
     chosen = np.random.default_rng([int(seed), 3]).choice(len(tasks), count, replace=False)
-    return tuple(demonstration(tasks[int(i)], num_agents) for i in sorted(chosen))
+    return tuple(demonstration(tasks[int(i)], num_agents, first_guess) for i in sorted(chosen))
+
+
+def _check_guess(first_guess: str | None, num_agents: int) -> None:
+    if first_guess is None:
+        return
+    if num_agents != 2:
+        raise ValueError("first_guess is the helper's term: it needs num_agents = 2")
+    if first_guess not in TERMS.names():
+        raise ValueError(f"first_guess: unknown term {first_guess!r}; valid: "
+                         f"{', '.join(TERMS.names())}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,13 +137,16 @@ class RevisionDemonstration:
 
 
 def revision_demonstrations(tasks: Sequence[SyntheticTask], family, *, fraction: float,
-                            num_agents: int = 2, seed: int = 0
+                            num_agents: int = 2, seed: int = 0,
+                            first_guess: str | None = None
                             ) -> tuple[RevisionDemonstration, ...]:
     """Revisions for a seeded `fraction` of `tasks` (train only) whose example leaves
     more than one member open; the wrong first attempt is drawn uniformly among the
-    other members that fit the example."""
+    other members that fit the example or, with `first_guess`, is that term (tasks
+    built on it have nothing to revise and are skipped)."""
     if not 0.0 <= fraction <= 1.0:
         raise ValueError(f"fraction must be in [0, 1], got {fraction}")
+    _check_guess(first_guess, num_agents)
     leaked = [t.task.task_id for t in tasks if t.split != "train"]
     if leaked:
         raise ValueError(f"demonstrations must come from train tasks, got {leaked[:3]}")
@@ -125,6 +157,8 @@ def revision_demonstrations(tasks: Sequence[SyntheticTask], family, *, fraction:
         item = tasks[int(i)]
         rivals = [m for m in consistent_members(family, item.example_x, item.example_y)
                   if m != item.function]
+        if first_guess is not None:
+            rivals = [m for m in rivals if m.term == first_guess]
         if not rivals:
             continue
         wrong = rivals[int(rng.integers(len(rivals)))]

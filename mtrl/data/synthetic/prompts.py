@@ -20,4 +20,8 @@ TINY_PROMPT_TEMPLATES = PromptTemplates(
     # the prompt at the same distance from the answer as in the first turn: what the
     # main agent learned to copy there works unchanged in a revision.
     revise="Revise {function}. {prompt}",
+    # The helper's answer does not depend on the example; its revision prompt ends
+    # with the feedback's failing probe (compact feedback lists failures last), whose
+    # value it copies: `f(1) - f(0) == 3` -> `def aux(x, k=3):`.
+    revise_helper="Revise {function}.",
 )

@@ -22,6 +22,8 @@ class Term:
     name: str
     expression: str
     apply: Callable[[int], int]
+    coefficient: int | None = None  # k for a linear term k*x: the helper writes it as k
+
 
     def __post_init__(self):
         if not self.name:
@@ -37,11 +39,11 @@ def _register(term: Term) -> None:
     TERMS.register(term.name)(term)
 
 
-_register(Term("x", "x", lambda x: x))
-_register(Term("2x", "2*x", lambda x: 2 * x))
-_register(Term("3x", "3*x", lambda x: 3 * x))
-_register(Term("4x", "4*x", lambda x: 4 * x))
-_register(Term("neg", "-x", lambda x: -x))
+_register(Term("x", "x", lambda x: x, coefficient=1))
+_register(Term("2x", "2*x", lambda x: 2 * x, coefficient=2))
+_register(Term("3x", "3*x", lambda x: 3 * x, coefficient=3))
+_register(Term("4x", "4*x", lambda x: 4 * x, coefficient=4))
+_register(Term("neg", "-x", lambda x: -x, coefficient=-1))
 _register(Term("square", "x*x", lambda x: x * x))
 _register(Term("mod3", "x%3", lambda x: x % 3))  # Python's %: result in {0, 1, 2}
 _register(Term("half", "x//2", lambda x: x // 2))  # floor division, rounds down

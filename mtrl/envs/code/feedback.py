@@ -224,10 +224,13 @@ def _compact_level_feedback(ctx: FeedbackContext) -> tuple[str, ...]:
     """level_feedback's facts in a few terse lines, the same for every agent:
 
         aux ok, f ok, syntax ok, tests 0/1
-        FAIL f(-3) == 6: AssertionError
         f uses aux
+        FAILED f(-3) == 6
         Revise aux.
-    """
+
+    The failing tests come last, just before the revision instruction, so a value
+    they carry sits a few tokens before the answer that uses it (a plain assertion
+    failure needs no error name; other errors keep theirs)."""
     analysis, verdict, options = ctx.verdict.analysis, ctx.verdict, ctx.options
     words = []
     for check in analysis.functions:
@@ -245,15 +248,16 @@ def _compact_level_feedback(ctx: FeedbackContext) -> tuple[str, ...]:
         passed, total, failures = _shown_results(ctx)
         words.append(f"tests {passed}/{total}")
         lines += [f"{word} {_cap(source.removeprefix('assert ').strip(), options.max_test_chars)}"
-                  f": {error}" for word, source, error in failures]
+                  + ("" if error == "AssertionError" else f": {error}")
+                  for word, source, error in failures]
         if verdict.result.error:
             lines.append(f"execution: {_cap(verdict.result.error, options.max_message_chars)}")
     else:
         words.append("tests not run")
-    head = [", ".join(words)] + lines
+    head = [", ".join(words)]
     if ctx.num_agents == 2:
         head.append(_compact_helper_use(ctx))
-    body = "\n".join(head)
+    body = "\n".join(head + lines)
     return tuple(f"{body}\n{ctx.revise(agent)}" for agent in range(ctx.num_agents))
 
 

@@ -48,10 +48,14 @@ class PromptTemplates:
     revise: str = (
         "Revise your function `{function}` accordingly. Reply with the complete function "
         "in a single ```python code block.")
+    # The helper's own revision instruction when two agents work ("": `revise`).
+    revise_helper: str = ""
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
             template = getattr(self, field.name)
+            if field.name == "revise_helper" and template == "":
+                continue
             if not isinstance(template, str) or not template.strip():
                 raise ValueError(f"PromptTemplates.{field.name} must be a non-empty string")
             try:
@@ -72,7 +76,9 @@ class PromptTemplates:
 
     def revise_instruction(self, task: CodeTask, num_agents: int, agent: int) -> str:
         name = role_function_names(num_agents, task.entry_point)[agent]
-        return self._fill(self.revise, task, name)
+        helper = num_agents == 2 and agent == 0
+        return self._fill(self.revise_helper if helper and self.revise_helper else self.revise,
+                          task, name)
 
     @staticmethod
     def _fill(template: str, task: CodeTask, function: str) -> str:

@@ -6,6 +6,9 @@ import pytest
 
 from mtrl.data.synthetic import (TINY_PROMPT_TEMPLATES, demonstration, make_splits,
                                  sft_demonstrations)
+from mtrl.data.synthetic.demonstrations import helper_completion, revision_demonstrations
+from mtrl.data.synthetic.family import FamilyConfig, IntFunction
+from mtrl.data.synthetic.terms import TERMS
 from mtrl.envs.code import extract_code, helper_usage
 
 
@@ -43,7 +46,7 @@ def test_two_agent_demonstrations_split_term_and_offset(splits):
         # The offset is bound first, right after the prompt that shows it.
         assert main.startswith(f"def f(x, b={demo.task.prompt.split('== ')[1][:-1]}):\n")
         aux_code, main_code = extract_code(helper, "aux"), extract_code(main, "f")
-        assert "def aux(x)" in aux_code and "def f(x)" not in aux_code
+        assert "def aux(x" in aux_code and "def f(x)" not in aux_code
         assert "def aux" not in main_code
         usage = helper_usage(main_code, "f")
         assert usage.calls_aux and usage.uses_result
@@ -51,6 +54,18 @@ def test_two_agent_demonstrations_split_term_and_offset(splits):
         # is always earned.
         assert not usage.thin_wrapper
         _run(aux_code + "\n" + main_code, demo.task.tests)
+
+
+def test_helper_writes_a_linear_terms_coefficient_first():
+    # k leads the answer, a few tokens after the feedback value it is copied from.
+    assert helper_completion(IntFunction("3x", 5)) == "def aux(x, k=3):\n    return k*x\n"
+    assert helper_completion(IntFunction("neg", 0)) == "def aux(x, k=-1):\n    return k*x\n"
+    assert helper_completion(IntFunction("square", 2)) == "def aux(x):\n    return x*x\n"
+    for name in TERMS.names():
+        namespace: dict = {}
+        exec(helper_completion(IntFunction(name, 0)), namespace)
+        assert [namespace["aux"](x) for x in range(-3, 4)] == \
+            [TERMS.get(name).apply(x) for x in range(-3, 4)]
 
 
 def test_demonstrations_are_seeded_and_train_only(splits):
@@ -72,7 +87,6 @@ def test_tiny_prompts_stay_short(splits):
 
 
 def test_revision_demonstrations_start_from_a_rival_that_fits_the_example(splits):
-    from mtrl.data.synthetic import FamilyConfig, revision_demonstrations
     family = FamilyConfig()
     revisions = revision_demonstrations(splits.train, family, fraction=0.5, num_agents=2,
                                         seed=3)
@@ -95,3 +109,26 @@ def test_revision_demonstrations_start_from_a_rival_that_fits_the_example(splits
     assert revision_demonstrations(splits.train, family, fraction=0.0) == ()
     with pytest.raises(ValueError, match="train"):
         revision_demonstrations(splits.heldout, family, fraction=0.5)
+
+
+def test_first_guess_is_a_teacher_with_one_default_answer(splits):
+    demos = sft_demonstrations(splits.train, fraction=0.5, num_agents=2, seed=0,
+                               first_guess="x")
+    honest = sft_demonstrations(splits.train, fraction=0.5, num_agents=2, seed=0)
+    for demo, truth in zip(demos, honest):
+        # The helper always opens with its guess; main still adds the shown offset.
+        assert demo.completions == ("def aux(x, k=1):\n    return k*x\n", truth.completions[1])
+    family = FamilyConfig(terms=("x", "2x", "3x", "4x", "neg"), offset_range=(0, 9))
+    tasks = make_splits(family, num_train=100, num_heldout=0, seed=2).train
+    revisions = revision_demonstrations(tasks, family, fraction=1.0, seed=0, first_guess="x")
+    by_id = {item.task.task_id: item for item in tasks}
+    # Tasks built on the guess have nothing to revise; every other one starts from it.
+    assert len(revisions) == sum(item.function.term != "x" for item in tasks)
+    for r in revisions:
+        assert r.first.completions[0] == "def aux(x, k=1):\n    return k*x\n"
+        assert r.revision.completions == demonstration(by_id[r.revision.task.task_id], 2
+                                                       ).completions
+    with pytest.raises(ValueError, match="num_agents = 2"):
+        sft_demonstrations(splits.train, num_agents=1, first_guess="x")
+    with pytest.raises(ValueError, match="unknown"):
+        sft_demonstrations(splits.train, first_guess="cube")

@@ -202,10 +202,11 @@ def test_compact_level_feedback_keeps_every_fact_in_few_lines():
     assert body == main_text.rsplit("\n", 1)[0]  # one body, per-agent instruction
     lines = body.splitlines()
     assert lines[0] == "aux ok, f ok, syntax ok, tests 2/4"
-    assert lines[1] == "FAILED f([1, 2]) == 5: AssertionError"
-    assert lines[2].startswith("ERROR f([3]) == 9: ZeroDivisionError: division by zero z")
-    assert len(lines[2]) < 260  # the message is capped
-    assert lines[3] == "f uses aux"
+    assert lines[1] == "f uses aux"
+    # Failures last (nearest the answer); a plain assertion failure has no error name.
+    assert lines[2] == "FAILED f([1, 2]) == 5"
+    assert lines[3].startswith("ERROR f([3]) == 9: ZeroDivisionError: division by zero z")
+    assert len(lines[3]) < 260  # the message is capped
     assert helper_text.endswith(PromptTemplates().revise_instruction(TASK, 2, 0))
     full = FEEDBACK_MODES.get("level_feedback")(make_ctx(
         (AUX, MAIN), mode_options=FeedbackOptions(sandbox_slice="all")))[0]
