@@ -3,18 +3,20 @@ functions of the built-in family (mtrl.data.synthetic) over T = 2 turns.
 
 Task: "Write f(x) with f(0) == 7." The helper writes aux(x, k) = k*x with k among
 1, 2, 3, 4, -1; main writes f(x, b=7) = aux(x) + b. One example cannot name the term,
-so turn 1 is a guess; the second turn sees compact level_feedback ending with the
-first hidden test, the difference probe `f(1) - f(0) == 3`, whose number is k.
-Held out: unseen (term, offset) pairs.
+so turn 1 is a guess; turn 2 starts a fresh context holding compact level_feedback
+alone (history_mode "feedback"), which ends with the first hidden test, the
+difference probe `f(1) - f(0) == 3` whose number is k, and the revision instruction
+(for main it restates the task). Held out: unseen (term, offset) pairs.
 
-SFT teacher: the helper always opens with k = 1 and, in 60% of its revisions,
+SFT teacher: the helper always opens with k = 1 and, in 70% of its revisions,
 ignores the feedback and resubmits it (sft.first_guess, sft.resubmit_fraction): a
 model that mostly does not use feedback, as SFT'd LLMs often do. SFT: the helper
 first trains on the true revisions alone (learns to copy k from the probe), main on
 first-turn answers alone (learns to copy b from the example), then both on all
-their rows. Held-out success after SFT is ~0.15 (turn 1 = turn 2: greedy
-resubmits); RL (MAGRPO on rows with a non-zero advantage, dynamic sampling) has to
-make the helper use the feedback. Held-out evaluation every 10 steps, best checkpoint.
+their rows. After SFT, greedy decoding mostly resubmits, so held-out success sits
+in the low band; RL (MAGRPO on rows with a non-zero advantage, dynamic sampling)
+has to make the helper use the feedback it can already read. Held-out evaluation
+every 10 steps, best checkpoint.
 
     python -m mtrl.train --config=experiments/configs/default.py --workdir=/tmp/mtrl
 
@@ -32,13 +34,17 @@ def get_config():
                           terms=("x", "2x", "3x", "4x", "neg"), probe_xs=(1,),
                           test_xs=(-3, -2, -1, 1, 2, 3, 4))
     # Revisions: one per train task for the helper (its turn-2 skill), 30% for main.
-    # First phase, 200 updates: the helper's true revisions (copy k from the probe),
-    # main's first turns (copy b from the example); then all rows, the teacher's
-    # resubmissions (60% of the helper's revisions) included.
-    c.sft = dict(c.sft.to_dict(), steps=350, first_phase_steps=200, schedule="constant",
-                 revision_fraction=(1.0, 0.3), max_len=256, first_guess="x",
-                 resubmit_fraction=(0.6, 0.0), first_phase=("revisions", "first_turn"))
-    c.rollout.max_context = 256  # main's revision rows, the longest, are <= 253 tokens
+    # First phase, 400 updates: the helper's true revisions (copy k from the probe:
+    # -1 is read within ~100 updates, the digits only after ~250), main's first turns
+    # (copy b from the example, ~200); then 150 on all rows, the teacher's
+    # resubmissions (70% of the helper's revisions) included.
+    c.sft = dict(c.sft.to_dict(), steps=550, first_phase_steps=400, schedule="constant",
+                 revision_fraction=(1.0, 0.3), max_len=192, first_guess="x",
+                 resubmit_fraction=(0.7, 0.0), first_phase=("revisions", "first_turn"))
+    # Turn 2 sees the feedback alone (a fresh context: the revision instruction
+    # restates the task for main, the failing probe names k for the helper).
+    c.env.history_mode = "feedback"
+    c.rollout.max_context = 192  # main's turn-2 prompt is ~105 tokens, + 48 new
     c.train.dynamic_sampling = True
     c.train.eval_interval = 10
     c.train.steps = 200

@@ -97,10 +97,15 @@ class Revision:
         encode(first(prompt)) + Σ_turns [encode(completion) + [eos]
                                          + encode(turn_format.next(observation))]
 
-    so SFT on revisions trains on the token histories RL samples after."""
+    so SFT on revisions trains on the token histories RL samples after; with `reset`
+    (a context-resetting history mode) the history is encode(first(last observation)),
+    as the rollout restarts it."""
 
     prompt: str
     exchanges: tuple[tuple[str, str], ...]
+    # True when the environment resets the context at each turn (history modes "last",
+    # "feedback"): the model then sees the last observation alone, as a first prompt.
+    reset: bool = False
 
     def __post_init__(self):
         if not self.exchanges:
@@ -111,6 +116,8 @@ def prompt_token_ids(tokenizer, prompt: "str | Revision", turn_format) -> list[i
     """The token history an answer to `prompt` is sampled after (see Revision)."""
     if isinstance(prompt, str):
         return tokenizer.encode(turn_format.first(prompt))
+    if prompt.reset:
+        return tokenizer.encode(turn_format.first(prompt.exchanges[-1][1]))
     ids = tokenizer.encode(turn_format.first(prompt.prompt))
     for completion, observation in prompt.exchanges:
         ids += tokenizer.encode(completion) + [tokenizer.eos_id]

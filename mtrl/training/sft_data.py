@@ -122,7 +122,7 @@ def revision_pairs(env: Environment, revisions, *, agent: int | None = None,
     The wrong first attempts are scored by `env` in one batch, so each prompt carries
     the environment's own feedback on that attempt (the failing probe test), exactly
     as a rollout branch would see it. Under a context-resetting history mode the
-    observation is itself the whole next prompt.
+    observation is itself the whole next prompt (`Revision.reset`).
 
     resubmit_fraction: a weak teacher. A seeded share of the revisions answer with
     the agent's first attempt unchanged, as a model that ignores feedback does; the
@@ -139,8 +139,8 @@ def revision_pairs(env: Environment, revisions, *, agent: int | None = None,
     for (_, prompts), r, result, lazy in zip(started, revisions, results, resubmit):
         for a in agents:
             observation = result.observations[a]
-            prompt = (observation if result.reset_context else
-                      Revision(prompts[a], ((r.first.completions[a], observation),)))
+            prompt = Revision(prompts[a], ((r.first.completions[a], observation),),
+                              reset=result.reset_context)
             answer = r.first if lazy else r.revision
             pairs[a].append((prompt, answer.completions[a]))
     return pairs

@@ -97,7 +97,7 @@ def test_every_config_runs_one_step(path, tmp_path, hf_checkpoint, coop_file, sh
     ("data.path", "/no/such/dir", "config.data.path: path '/no/such/dir' does not exist"),
     ("model.hf_checkpoint", "/no/such/model", "config.model.hf_checkpoint: path"),
     ("env.feedback_mode", "shouting", "config.env"),
-    ("sft.first_phase_steps", 400, "config.sft.first_phase_steps must lie in"),
+    ("sft.first_phase_steps", 10**4, "config.sft.first_phase_steps must lie in"),
     ("sft.first_phase", ("revisions", "second_turn"), "config.sft.first_phase must be one of"),
     ("sft.first_guess", "cube", "config.sft.first_guess: unknown term 'cube'"),
 ])

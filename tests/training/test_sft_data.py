@@ -107,3 +107,26 @@ def test_per_agent_fractions_and_first_phase_kinds_are_checked():
     # A resubmission ("a" again) is not a revision.
     assert rows_of_kind(pairs, "revisions") == [(revision, "y")]
     assert rows_of_kind(pairs, None) == pairs
+
+
+def test_revisions_under_a_context_reset_are_the_observation_alone():
+    from mtrl.rollout.formatting import PlainFormat
+    from mtrl.tokenizers import ByteTokenizer
+    from mtrl.training.sft import prompt_token_ids
+    c = base_config()
+    c.data.num_train = 20
+    c.sft.revision_fraction = 0.5
+    train, _ = build_tasks(c)
+    with SandboxPool(num_workers=1) as pool:
+        env = CodeEnv(CodeEnvConfig(num_agents=2, feedback_style="compact",
+                                    history_mode="feedback",
+                                    templates=build_templates("tiny")), sandbox=pool)
+        pairs = demonstration_pairs(c, env, train)
+    revisions = [p for p, _ in pairs[1] if isinstance(p, Revision)]
+    assert len(revisions) == 10 and all(r.reset for r in revisions)
+    tokenizer, fmt = ByteTokenizer(), PlainFormat()
+    for r in revisions:
+        ((_, observation),) = r.exchanges
+        assert observation.startswith("aux ok") and observation.endswith(r.prompt.split(". ")[-1])
+        # Tokens: the observation as a first prompt, as the rollout restarts a reset context.
+        assert prompt_token_ids(tokenizer, r, fmt) == tokenizer.encode(fmt.first(observation))

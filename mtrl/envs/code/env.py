@@ -18,7 +18,9 @@ A step, for a batch of branches (one joint action each):
 6. build each agent's next-turn observation with the feedback mode, shaped by the
    history mode: "full" appends the feedback to the agent's context, which already
    holds its response; "last" sets `reset_context` and sends a complete prompt
-   (task, previous code, feedback). Feedback shows the task's asserts, never the
+   (task, previous code, feedback); "feedback" sets it and sends the feedback
+   alone (a Markov prompt for tasks whose revision instruction restates what a
+   revision needs). Feedback shows the task's asserts, never the
    full test code run after them (`Verdict.feedback_tests`).
 """
 
@@ -40,7 +42,7 @@ from mtrl.envs.code.task import CodeTask
 from mtrl.envs.code.verdict import Verdict, not_run_result
 from mtrl.envs.sandbox.types import ExecutionResult, Limits, Program
 
-HISTORY_MODES = ("full", "last")
+HISTORY_MODES = ("full", "last", "feedback")
 
 
 class BatchExecutor(Protocol):
@@ -55,7 +57,7 @@ class CodeEnvConfig:
     feedback_mode: str = "level_feedback"  # a name in FEEDBACK_MODES
     sandbox_slice: SandboxSlice = 1  # tests whose failures feedback shows (feedback.py)
     count_hidden_tests: bool = False  # "tests passed p/n" over all tests, not the shown ones
-    history_mode: str = "full"  # "full" | "last"
+    history_mode: str = "full"  # "full" | "last" | "feedback"
     reward: str = "level"  # a name in CODE_REWARDS: "level" | "pass_rate"
     reward_config: CodeRewardConfig = CodeRewardConfig()
     limits: Limits = Limits()  # for the sandbox the environment creates itself
@@ -168,7 +170,7 @@ class CodeEnv(Environment):
             out.append(StepResult(
                 reward=verdict.reward, done=verdict.all_passed, observations=observations,
                 state=child, components=verdict.components,
-                info=self._info(verdict), reset_context=cfg.history_mode == "last"))
+                info=self._info(verdict), reset_context=cfg.history_mode != "full"))
         return out
 
     def close(self) -> None:

@@ -356,9 +356,14 @@ def compose_observation(*, history_mode: str, task: CodeTask, agent: int, num_ag
     history_mode "last": the context is reset, so the observation is a complete
     prompt: the agent's first-turn prompt, its previous code, the teammate's code
     (when asked), then the feedback.
+    history_mode "feedback": the context is reset and the observation is the
+    feedback alone (plus the teammate's code when asked): a Markov prompt for tasks
+    whose feedback and revision instruction say all a revision needs (the tiny
+    templates restate the task there). Short contexts, no earlier turn to attend over.
     """
-    if history_mode not in ("full", "last"):
-        raise ValueError(f"history_mode must be 'full' or 'last', got {history_mode!r}")
+    if history_mode not in ("full", "last", "feedback"):
+        raise ValueError(f"history_mode must be 'full', 'last' or 'feedback', "
+                         f"got {history_mode!r}")
     if not 0 <= agent < num_agents or len(codes) != num_agents:
         raise ValueError(f"agent {agent} / {len(codes)} codes do not match {num_agents} agents")
     parts = []

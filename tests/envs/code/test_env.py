@@ -70,6 +70,16 @@ def test_last_history_observation_is_a_complete_prompt(tasks, executor):
     assert "print(add(1, 2))" not in obs  # the extracted code, not the raw completion
 
 
+def test_feedback_history_observation_is_the_feedback_alone(tasks, executor):
+    env = CodeEnv(CodeEnvConfig(num_agents=1, history_mode="feedback"), sandbox=executor)
+    state, (first_prompt,) = env.reset(tasks[0])
+    (result,) = env.step([state], [(ADD_WRONG,)], turn=1)
+    (obs,) = result.observations
+    assert result.reset_context is True  # the rollout restarts the context with it
+    assert first_prompt not in obs and WRONG_BODY not in obs
+    assert "- Tests: 0/1 passed." in obs
+
+
 def test_branch_states_are_immutable_and_turns_are_checked(tasks, executor):
     env = CodeEnv(CodeEnvConfig(num_agents=2, feedback_mode="plain"), sandbox=executor)
     root, _ = env.reset(tasks[0])

@@ -173,6 +173,10 @@ def test_compose_observation_history_modes():
     empty = compose_observation(history_mode="last", task=TASK, agent=0, num_agents=1,
                                 feedback="FB", codes=("",), templates=templates)
     assert "Your previous response:\n(no code found)" in empty
+    # "feedback": a fresh context holding the feedback alone (no task, no own code).
+    markov = compose_observation(history_mode="feedback", task=TASK, agent=1, num_agents=2,
+                                 feedback="FEEDBACK", codes=codes, templates=templates)
+    assert markov == "FEEDBACK"
     with pytest.raises(ValueError, match="history_mode"):
         compose_observation(history_mode="all", task=TASK, agent=0, num_agents=1,
                             feedback="", codes=("",), templates=templates)
