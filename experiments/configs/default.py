@@ -33,13 +33,16 @@ def get_config():
     c.data.options = dict(probe_form="difference", heldout_by="function", offset_range=(0, 9),
                           terms=("x", "2x", "3x", "4x", "neg"), probe_xs=(1,),
                           test_xs=(-3, -2, -1, 1, 2, 3, 4))
-    # Revisions: one per train task for the helper (its turn-2 skill), 30% for main.
+    # Revisions: one per train task (whose term is not the teacher's guess) for both.
+    # Main's turn-2 prompt (feedback alone) is a format its first turns never show;
+    # with 30% revision rows its revisions came out garbled on one seed of two
+    # (~30 revision batches in the 150 mixed updates).
     # First phase, 400 updates: the helper's true revisions (copy k from the probe:
     # -1 is read within ~100 updates, the digits only after ~250), main's first turns
     # (copy b from the example, ~200); then 150 on all rows, the teacher's
     # resubmissions (70% of the helper's revisions) included.
     c.sft = dict(c.sft.to_dict(), steps=550, first_phase_steps=400, schedule="constant",
-                 revision_fraction=(1.0, 0.3), max_len=192, first_guess="x",
+                 revision_fraction=(1.0, 1.0), max_len=192, first_guess="x",
                  resubmit_fraction=(0.7, 0.0), first_phase=("revisions", "first_turn"))
     # Turn 2 sees the feedback alone (a fresh context: the revision instruction
     # restates the task for main, the failing probe names k for the helper).
