@@ -72,6 +72,9 @@ class Trainer:
             per_agent(s[field], self.num_agents, field)  # one-line errors before any work
         check_first_guess(config, self.num_agents)
         self.shared = c.rollout.agent_params == "shared"
+        if self.shared and len(set(self.first_phase)) > 1:
+            raise ValueError("config.sft.first_phase: shared parameters train one policy, "
+                             f"so give one kind, got {s.first_phase!r}")
         self.graphdef = nnx.split(c.models[0])[0]
         self.sampler = Sampler(c.models[0])
         tok = c.tokenizer
@@ -129,15 +132,12 @@ class Trainer:
         if not s.enabled:
             return params
         pairs = demonstration_pairs(self.config, self.c.env, self.c.train_tasks)
-        first_phase = self.first_phase
-        if self.shared and len(set(first_phase)) > 1:
-            raise ValueError("config.sft.first_phase: shared parameters train one policy, "
-                             f"so give one kind, got {s.first_phase!r}")
         trained = []
         for a, p in enumerate(params):
-            agent_pairs = [x for per_agent in pairs for x in per_agent] if self.shared \
+            agent_pairs = [x for agent_list in pairs for x in agent_list] if self.shared \
                 else pairs[a]
-            phases = [(s.first_phase_steps, first_phase[a]), (s.steps - s.first_phase_steps, None)]
+            phases = [(s.first_phase_steps, self.first_phase[a]),
+                      (s.steps - s.first_phase_steps, None)]
             # SFT is minutes of the default run: show it like the RL steps.
             with Progress(s.steps, enabled=self.show_progress,
                           description=f"sft agent{a}") as progress:
