@@ -38,9 +38,9 @@ def get_config():
     # with 30% revision rows its revisions came out garbled on one seed of two
     # (~30 revision batches in the 150 mixed updates).
     # First phase, 400 updates: the helper's true revisions (copy k from the probe:
-    # -1 is read within ~100 updates, the digits only after ~250), main's first turns
-    # (copy b from the example, ~200); then 150 on all rows, the teacher's
-    # resubmissions (70% of the helper's revisions) included.
+    # -1 is read within ~100 updates, the digits after 175-400+ depending on the seed),
+    # main's first turns (copy b from the example, ~200); then 150 on all rows, the
+    # teacher's resubmissions (70% of the helper's revisions) included.
     c.sft = dict(c.sft.to_dict(), steps=550, first_phase_steps=400, schedule="constant",
                  revision_fraction=(1.0, 1.0), max_len=192, first_guess="x",
                  resubmit_fraction=(0.7, 0.0), first_phase=("revisions", "first_turn"))

@@ -39,12 +39,16 @@ def demonstration_pairs(config, env: Environment, train_tasks: list) -> list[lis
                 pairs[a].append((prompts[a], demo.completions[a]))
         fractions = per_agent(config.sft.revision_fraction, num_agents, "revision_fraction")
         resubmits = per_agent(config.sft.resubmit_fraction, num_agents, "resubmit_fraction")
-        for a, (fraction, resubmit) in enumerate(zip(fractions, resubmits)):
+        # Agents with the same fraction share one seeded set of revisions: scored once.
+        for fraction in sorted(set(fractions)):
             revisions = revision_demonstrations(
                 splits.train, FamilyConfig(**options), fraction=fraction,
                 num_agents=num_agents, seed=config.seed, first_guess=first_guess)
-            pairs[a].extend(revision_pairs(env, revisions, agent=a, resubmit_fraction=resubmit,
-                                           seed=config.seed)[a])
+            scored = revision_pairs(env, revisions, resubmit_fractions=resubmits,
+                                    seed=config.seed)
+            for a in range(num_agents):
+                if fractions[a] == fraction:
+                    pairs[a].extend(scored[a])
         return pairs
     if num_agents != 1:
         raise ValueError(f"config.sft: data set {config.data.name!r} has demonstrations for "
@@ -74,22 +78,19 @@ def per_agent(value, num_agents: int, field: str) -> tuple[float, ...]:
     return fractions
 
 
-def revision_fractions(value, num_agents: int) -> tuple[float, ...]:
-    return per_agent(value, num_agents, "revision_fraction")
-
-
 def check_first_guess(config, num_agents: int) -> None:
     """config.sft.first_guess ("" or a term of the built-in family's helper)."""
     guess = config.sft.first_guess
     if not guess:
         return
-    if config.data.name != "intfn" or num_agents != 2:
+    if config.data.name != "intfn":
         raise ValueError("config.sft.first_guess is the helper's term of the built-in family: "
-                         "it needs data.name='intfn' and env.num_agents=2")
-    from mtrl.data.synthetic.terms import TERMS
-    if guess not in TERMS.names():
-        raise ValueError(f"config.sft.first_guess: unknown term {guess!r}; valid: "
-                         f"{', '.join(TERMS.names())}")
+                         "it needs data.name='intfn'")
+    from mtrl.data.synthetic.demonstrations import check_first_guess as check
+    try:
+        check(guess, num_agents)
+    except ValueError as e:
+        raise ValueError(f"config.sft.{e}") from None
 
 
 def first_phase_kinds(value, num_agents: int) -> tuple[str, ...]:
@@ -114,33 +115,33 @@ def rows_of_kind(pairs: list[tuple], kind: str | None) -> list[tuple]:
     return [x for x in pairs if isinstance(x[0], Revision) and x[1] != x[0].exchanges[-1][0]]
 
 
-def revision_pairs(env: Environment, revisions, *, agent: int | None = None,
-                   resubmit_fraction: float = 0.0, seed: int = 0) -> list[list[tuple]]:
-    """[agent] -> (second-turn prompt, revision) for RevisionDemonstrations (only
-    `agent`'s list is filled when it is given).
+def revision_pairs(env: Environment, revisions, *,
+                   resubmit_fractions: tuple[float, ...] | None = None,
+                   seed: int = 0) -> list[list[tuple]]:
+    """[agent] -> (second-turn prompt, revision) for RevisionDemonstrations.
 
     The wrong first attempts are scored by `env` in one batch, so each prompt carries
     the environment's own feedback on that attempt (the failing probe test), exactly
     as a rollout branch would see it. Under a context-resetting history mode the
     observation is itself the whole next prompt (`Revision.reset`).
 
-    resubmit_fraction: a weak teacher. A seeded share of the revisions answer with
-    the agent's first attempt unchanged, as a model that ignores feedback does; the
-    rest answer correctly. SFT then leaves the agent reading the feedback in only
+    resubmit_fractions: a weak teacher, per agent (None: none). A seeded share of the
+    revisions answer with the agent's first attempt unchanged, as a model that ignores
+    feedback does; the rest answer correctly. SFT then leaves the agent reading the feedback in only
     part of its samples, which is the behaviour multi-turn RL is for."""
     if not revisions:
         return [[] for _ in range(env.num_agents)]
-    resubmit = np.random.default_rng([int(seed), 11]).random(len(revisions)) < resubmit_fraction
+    draws = np.random.default_rng([int(seed), 11]).random(len(revisions))
+    lazy = draws[:, None] < np.asarray(resubmit_fractions or (0.0,) * env.num_agents)
     started = [env.reset(r.first.task) for r in revisions]
     results = env.step([state for state, _ in started],
                        [r.first.completions for r in revisions], 1)
     pairs = [[] for _ in range(env.num_agents)]
-    agents = range(env.num_agents) if agent is None else (agent,)
-    for (_, prompts), r, result, lazy in zip(started, revisions, results, resubmit):
-        for a in agents:
+    for (_, prompts), r, result, resubmit in zip(started, revisions, results, lazy):
+        for a in range(env.num_agents):
             observation = result.observations[a]
             prompt = Revision(prompts[a], ((r.first.completions[a], observation),),
                               reset=result.reset_context)
-            answer = r.first if lazy else r.revision
+            answer = r.first if resubmit[a] else r.revision
             pairs[a].append((prompt, answer.completions[a]))
     return pairs

@@ -7,73 +7,89 @@ from mtrl.training.build import build_templates, build_tasks
 from mtrl.training.config import base_config
 from mtrl.training.sft import Revision
 from mtrl.training.sft_data import (demonstration_pairs, first_phase_kinds, per_agent,
-                                     revision_fractions, rows_of_kind)
+                                     rows_of_kind)
 from mtrl.envs.code import CodeEnv, CodeEnvConfig
 from mtrl.envs.sandbox import SandboxPool
 
 
-def test_revision_pairs_carry_the_failing_probe_and_the_true_answer():
+def family_pairs(num_train: int, history_mode: str = "full", **sft):
+    """demonstration_pairs of the built-in family for two agents (tiny templates,
+    compact feedback), with `sft` overriding config.sft; also the train tasks."""
     c = base_config()
-    c.data.num_train = 40
-    c.sft.revision_fraction = 0.5
+    c.data.num_train = num_train
+    c.sft = dict(c.sft.to_dict(), **sft)
     train, _ = build_tasks(c)
     with SandboxPool(num_workers=1) as pool:
         env = CodeEnv(CodeEnvConfig(num_agents=2, feedback_style="compact",
+                                    history_mode=history_mode,
                                     templates=build_templates("tiny")), sandbox=pool)
-        pairs = demonstration_pairs(c, env, train)
-        revisions = [[p for p in agent if isinstance(p[0], Revision)] for agent in pairs]
-        assert len(revisions[0]) == len(revisions[1]) == 20
-        first_turn = [[p for p in agent if isinstance(p[0], str)] for agent in pairs]
-        assert len(first_turn[0]) == 40
-        for (helper_prompt, helper_answer), (main_prompt, main_answer) in zip(*revisions):
-            ((attempt, observation),) = helper_prompt.exchanges
-            # The feedback is the environment's: the first hidden test failed and is shown
-            # (tasks can share a prompt, so the shown probe identifies the task).
-            matches = [t for t in train if t.prompt in helper_prompt.prompt and
-                       f"FAILED {t.tests[0].removeprefix('assert ').strip()}\n" in observation]
-            assert matches  # (the example and the probe identify the function)
-            task = matches[0]
-            # The revision instruction restates the task (the example's value ends it).
-            # The helper's ends with its failing probe and a bare instruction (its
-            # answer does not depend on the example).
-            assert observation.endswith(f"{task.tests[0].removeprefix('assert ').strip()}"
-                                        "\nRevise aux.")
-            assert main_prompt.exchanges[0][1].endswith(f"Revise f. {task.prompt}")
-            assert (attempt, main_prompt.exchanges[0][0]) != (helper_answer, main_answer)
-            # The revision solves the task.
-            program = (helper_answer + "\n" + main_answer).replace("```python", "")
-            namespace = {}
-            exec(program.replace("```", ""), namespace)
-            for test in task.tests:
-                exec(test, namespace)
+        return demonstration_pairs(c, env, train), train
+
+
+def test_revision_pairs_carry_the_failing_probe_and_the_true_answer():
+    pairs, train = family_pairs(40, revision_fraction=0.5)
+    revisions = [[p for p in agent if isinstance(p[0], Revision)] for agent in pairs]
+    assert len(revisions[0]) == len(revisions[1]) == 20
+    first_turn = [[p for p in agent if isinstance(p[0], str)] for agent in pairs]
+    assert len(first_turn[0]) == 40
+    for (helper_prompt, helper_answer), (main_prompt, main_answer) in zip(*revisions):
+        ((attempt, observation),) = helper_prompt.exchanges
+        # The feedback is the environment's: the first hidden test failed and is shown
+        # (tasks can share a prompt, so the shown probe identifies the task).
+        matches = [t for t in train if t.prompt in helper_prompt.prompt and
+                   f"FAILED {t.tests[0].removeprefix('assert ').strip()}\n" in observation]
+        assert matches  # (the example and the probe identify the function)
+        task = matches[0]
+        # The revision instruction restates the task (the example's value ends it).
+        # The helper's ends with its failing probe and a bare instruction (its
+        # answer does not depend on the example).
+        assert observation.endswith(f"{task.tests[0].removeprefix('assert ').strip()}"
+                                    "\nRevise aux.")
+        assert main_prompt.exchanges[0][1].endswith(f"Revise f. {task.prompt}")
+        assert (attempt, main_prompt.exchanges[0][0]) != (helper_answer, main_answer)
+        # The revision solves the task.
+        program = (helper_answer + "\n" + main_answer).replace("```python", "")
+        namespace = {}
+        exec(program.replace("```", ""), namespace)
+        for test in task.tests:
+            exec(test, namespace)
 
 
 def test_revision_fraction_per_agent():
-    c = base_config()
-    c.data.num_train = 40
-    c.sft = dict(c.sft.to_dict(), revision_fraction=(0.5, 0.0))
-    train, _ = build_tasks(c)
-    with SandboxPool(num_workers=1) as pool:
-        env = CodeEnv(CodeEnvConfig(num_agents=2, feedback_style="compact",
-                                    templates=build_templates("tiny")), sandbox=pool)
-        pairs = demonstration_pairs(c, env, train)
+    pairs, _ = family_pairs(40, revision_fraction=(0.5, 0.0))
     counts = [sum(isinstance(p[0], Revision) for p in agent) for agent in pairs]
     assert counts == [20, 0]
-    assert revision_fractions(0.25, 2) == (0.25, 0.25)
+    assert per_agent(0.25, 2, "revision_fraction") == (0.25, 0.25)
     with pytest.raises(ValueError, match="2 agents"):
-        revision_fractions((0.1, 0.2, 0.3), 2)
+        per_agent((0.1, 0.2, 0.3), 2, "revision_fraction")
+
+
+def test_agents_with_one_revision_fraction_share_one_scoring_pass():
+    class CountingEnv(CodeEnv):
+        steps = 0
+
+        def step(self, *args, **kwargs):
+            CountingEnv.steps += 1
+            return super().step(*args, **kwargs)
+
+    for fractions, passes in (((0.5, 0.5), 1), ((0.5, 0.25), 2)):
+        c = base_config()
+        c.data.num_train = 40
+        c.sft = dict(c.sft.to_dict(), revision_fraction=fractions)
+        train, _ = build_tasks(c)
+        CountingEnv.steps = 0
+        with SandboxPool(num_workers=1) as pool:
+            env = CountingEnv(CodeEnvConfig(num_agents=2, feedback_style="compact",
+                                            templates=build_templates("tiny")), sandbox=pool)
+            pairs = demonstration_pairs(c, env, train)
+        assert CountingEnv.steps == passes
+        counts = [sum(isinstance(p, Revision) for p, _ in agent) for agent in pairs]
+        assert counts == [round(f * 40) for f in fractions]
 
 
 def helper_revisions(resubmit_fraction):
-    c = base_config()
-    c.data.num_train = 40
-    c.sft = dict(c.sft.to_dict(), revision_fraction=1.0,
-                 resubmit_fraction=(resubmit_fraction, 0.0))
-    train, _ = build_tasks(c)
-    with SandboxPool(num_workers=1) as pool:
-        env = CodeEnv(CodeEnvConfig(num_agents=2, feedback_style="compact",
-                                    templates=build_templates("tiny")), sandbox=pool)
-        pairs = demonstration_pairs(c, env, train)
+    pairs, _ = family_pairs(40, revision_fraction=1.0,
+                            resubmit_fraction=(resubmit_fraction, 0.0))
     return [(p.exchanges[0][0], answer) for p, answer in pairs[0] if isinstance(p, Revision)]
 
 
@@ -113,15 +129,7 @@ def test_revisions_under_a_context_reset_are_the_observation_alone():
     from mtrl.rollout.formatting import PlainFormat
     from mtrl.tokenizers import ByteTokenizer
     from mtrl.training.sft import prompt_token_ids
-    c = base_config()
-    c.data.num_train = 20
-    c.sft.revision_fraction = 0.5
-    train, _ = build_tasks(c)
-    with SandboxPool(num_workers=1) as pool:
-        env = CodeEnv(CodeEnvConfig(num_agents=2, feedback_style="compact",
-                                    history_mode="feedback",
-                                    templates=build_templates("tiny")), sandbox=pool)
-        pairs = demonstration_pairs(c, env, train)
+    pairs, _ = family_pairs(20, history_mode="feedback", revision_fraction=0.5)
     revisions = [p for p, _ in pairs[1] if isinstance(p, Revision)]
     assert len(revisions) == 10 and all(r.reset for r in revisions)
     tokenizer, fmt = ByteTokenizer(), PlainFormat()

@@ -105,7 +105,7 @@ def sft_demonstrations(tasks: Sequence[SyntheticTask], *, fraction: float = 0.5,
     with one default guess, right on the tasks built on it); None: the true term."""
     if not 0.0 < fraction <= 1.0:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
-    _check_guess(first_guess, num_agents)
+    check_first_guess(first_guess, num_agents)
     leaked = [t.task.task_id for t in tasks if t.split != "train"]
     if leaked:
         raise ValueError(f"demonstrations must come from train tasks, got {leaked[:3]}")
@@ -114,7 +114,8 @@ def sft_demonstrations(tasks: Sequence[SyntheticTask], *, fraction: float = 0.5,
     return tuple(demonstration(tasks[int(i)], num_agents, first_guess) for i in sorted(chosen))
 
 
-def _check_guess(first_guess: str | None, num_agents: int) -> None:
+def check_first_guess(first_guess: str | None, num_agents: int) -> None:
+    """first_guess must be None or a registered term, for two agents (the helper's)."""
     if first_guess is None:
         return
     if num_agents != 2:
@@ -146,7 +147,7 @@ def revision_demonstrations(tasks: Sequence[SyntheticTask], family, *, fraction:
     built on it have nothing to revise and are skipped)."""
     if not 0.0 <= fraction <= 1.0:
         raise ValueError(f"fraction must be in [0, 1], got {fraction}")
-    _check_guess(first_guess, num_agents)
+    check_first_guess(first_guess, num_agents)
     leaked = [t.task.task_id for t in tasks if t.split != "train"]
     if leaked:
         raise ValueError(f"demonstrations must come from train tasks, got {leaked[:3]}")
