@@ -6,6 +6,11 @@ Flags:
   --workdir  where checkpoints, metrics.jsonl, TensorBoard events, transcripts and
              the learning curve go (default: ./workdir/<config name>).
   --out      optional JSON file for the run's summary (minutes, success numbers).
+
+A bad command line (a config file that does not exist or fails to load, an override of
+a field the config does not have, a value of the wrong type) ends with one line naming
+the flag, not a traceback. Nothing heavy (jax, orbax) is imported before the flags are
+parsed, so `--help` is fast.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import sys
 
 from absl import app, flags, logging
@@ -21,17 +27,72 @@ from ml_collections import config_flags
 DEFAULT_CONFIG = str(pathlib.Path(__file__).resolve().parents[1] / "experiments" / "configs"
                      / "default.py")
 
-_CONFIG = config_flags.DEFINE_config_file("config", DEFAULT_CONFIG,
-                                          "Experiment config file.", lock_config=True)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory of the run.")
 _OUT = flags.DEFINE_string("out", None, "Write the run summary as JSON here.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show the progress bar / lines.")
+_CONFIG = None  # defined by run(): ml_collections reads the overrides at definition
+
+
+def _override_flags(argv: list[str]) -> list[tuple[str, str]]:
+    """(flag as typed, dotted field path) of each --config.<path>=... argument."""
+    out = []
+    for arg in argv[1:]:
+        match = re.match(r"--?config\.([\w.]+)", arg)
+        if match:
+            out.append((arg.split("=", 1)[0], match.group(1)))
+    return out
+
+
+def config_error(error: BaseException, argv: list[str]) -> str:
+    """One line naming the flag, field or file that made loading the config fail."""
+    while error.args and isinstance(error.args[0], BaseException):
+        error = error.args[0]  # AttributeError(KeyError(message)) from ml_collections
+    text = " ".join(str(error.args[0] if isinstance(error, KeyError) and error.args
+                        else error).split())
+    if isinstance(error, (AttributeError, KeyError)):
+        # ml_collections: "'stepz' Did you mean "steps" instead of "stepz"?"
+        match = re.match(r"""['"]*(\w+)['"]*\s*(.*)""", text)
+        key, hint = (match.group(1), match.group(2)) if match else (text, "")
+        for flag, path in _override_flags(argv):
+            if key in path.split("."):
+                suggestion = re.search(r'Did you mean "(\w+)"', hint)
+                tail = f" (did you mean {suggestion.group(1)!r}?)" if suggestion else ""
+                return (f"{flag}: the config has no field {path!r}{tail}; a flag can only set "
+                        "a field that the config file defines")
+        return f"--config: unknown field {key!r}"
+    missing = re.search(r"Attempted \[[^\]]*\]: (\S+) \[Errno 2\]", text)
+    if missing:
+        return f"--config: config file {missing.group(1)!r} does not exist"
+    if "Failed loading config file" in text or "earlier failure to load" in text:
+        return f"--config: the config file failed to load: {text[:300]}"
+    if isinstance(error, flags.Error):
+        return text[:400]
+    return f"--config: loading the config failed: {type(error).__name__}: {text[:300]}"
+
+
+def _define_config_flag(default: str = DEFAULT_CONFIG):
+    global _CONFIG
+    if _CONFIG is None:
+        _CONFIG = config_flags.DEFINE_config_file("config", default, "Experiment config file.",
+                                                  lock_config=True)
+    return _CONFIG
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+    try:
+        return flags.FLAGS(argv)
+    except Exception as e:  # noqa: BLE001 -- any failure to parse is a usage error
+        sys.exit(f"error: {config_error(e, argv)}")
 
 
 def main(argv) -> None:
     del argv
     logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
-    config = _CONFIG.value
+    try:
+        config = _CONFIG.value
+        config.keys()  # a file that failed to load raises on first use
+    except Exception as e:  # noqa: BLE001 -- e.g. the file failed to load
+        sys.exit(f"error: {config_error(e, sys.argv)}")
     name = pathlib.Path(config_flags.get_config_filename(flags.FLAGS["config"])).stem
     workdir = _WORKDIR.value or os.path.join("workdir", name)
     from mtrl.training.trainer import Trainer  # heavy imports after flag parsing
@@ -49,7 +110,11 @@ def main(argv) -> None:
 
 
 def run() -> None:
-    app.run(main)
+    try:
+        _define_config_flag()
+    except Exception as e:  # noqa: BLE001 -- overrides are applied at definition
+        sys.exit(f"error: {config_error(e, sys.argv)}")
+    app.run(main, flags_parser=_parse_flags)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,66 @@
+"""The launcher's command line: bad input ends in one line naming the flag or file,
+and loading a config (or --help) imports neither jax nor orbax."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def launch(*args):
+    return subprocess.run([sys.executable, "-m", "mtrl.train", *args], cwd=ROOT, env=ENV,
+                          capture_output=True, text=True, timeout=120)
+
+
+def error_lines(result):
+    return [line for line in result.stderr.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--config.train.stepz=3"], "--config.train.stepz: the config has no field 'train.stepz' "
+                                 "(did you mean 'steps'?)"),
+    (["--config=no/such/config.py"], "config file 'no/such/config.py' does not exist"),
+    (["--config.model.overrides.dtype=bfloat16"], "--config.model.overrides.dtype: the config "
+                                                  "has no field 'model.overrides.dtype'"),
+    (["--config.rollout.num_generations=two"], "--config.rollout.num_generations=two"),
+    (["--no_such_flag"], "no_such_flag"),
+])
+def test_bad_command_lines_end_in_one_line(args, expected):
+    result = launch(*args)
+    assert result.returncode != 0
+    lines = error_lines(result)
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ") and expected in lines[0], lines[0]
+
+
+def test_a_config_file_that_raises_is_one_line(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("raise RuntimeError('broken config')\n")
+    result = launch(f"--config={bad}")
+    assert result.returncode != 0
+    assert error_lines(result) == [
+        "error: --config: loading the config failed: RuntimeError: broken config"]
+
+
+def test_loading_configs_and_help_import_no_jax():
+    probe = (
+        "import importlib.util, sys, pathlib\n"
+        "import mtrl.train\n"
+        "for path in sorted(pathlib.Path('experiments/configs').glob('*.py')):\n"
+        "    spec = importlib.util.spec_from_file_location(path.stem, path)\n"
+        "    module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        "    module.get_config()\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'orbax', 'flax'))\n"
+        "print(heavy)\n")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=ENV,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    help_text = launch("--help")
+    # absl's --help exits with status 1 after printing the usage.
+    assert "--config" in help_text.stdout and "Traceback" not in help_text.stderr
