@@ -20,6 +20,7 @@ from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
 from mtrl.rollout import ChatTemplateFormat, PlainFormat, RolloutConfig
 from mtrl.tokenizers import load_tokenizer
 from mtrl.training.config import as_dict, build, known_fields, resolve_path
+from mtrl.training.keys import RunKeys
 from mtrl.training.optim import OptimConfig
 
 TEMPLATES = {"default": None, "tiny": "mtrl.data.synthetic:TINY_PROMPT_TEMPLATES"}
@@ -74,7 +75,8 @@ def build_models(config, num_policies: int) -> tuple[list[Transformer], str | No
         raise ValueError(f"config.model.preset: unknown {m.preset!r}; valid: {PRESETS.names()}")
     model_config = build(PRESETS.get(m.preset).replace, "model.overrides",
                          dtype=m.dtype, **overrides)
-    return [Transformer(model_config, rngs=nnx.Rngs(config.seed * 1000 + a))
+    keys = RunKeys.from_seed(config.seed)
+    return [Transformer(model_config, rngs=nnx.Rngs(keys.init(a)))
             for a in range(num_policies)], None
 
 

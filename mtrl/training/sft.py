@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -300,9 +300,21 @@ def _sft_step_for(graphdef: nnx.GraphDef, optim: OptimConfig
     return optimizer, make_sft_step(graphdef, optimizer, learning_rate_fn=make_schedule(optim))
 
 
+class SFTProgress(NamedTuple):
+    """Where run_sft stands after `update` updates: enough to continue exactly."""
+
+    update: int
+    params: Any
+    opt_state: Any
+    nonfinite_updates: jax.Array  # f32 scalar: skipped (non-finite) updates so far
+
+
 def run_sft(graphdef: nnx.GraphDef, params: nnx.State, examples: SFTExamples, config: SFTConfig,
             key: jax.Array | None = None,
-            log_fn: Callable[[int, dict[str, float]], None] | None = None) -> nnx.State:
+            log_fn: Callable[[int, dict[str, float]], None] | None = None, *,
+            resume: SFTProgress | None = None,
+            on_progress: Callable[[SFTProgress], None] | None = None,
+            progress_every: int = 0) -> nnx.State:
     """Trains `params` on `examples` and returns the new parameters.
 
     Shuffled minibatches (key None: jax.random.key(config.seed)); the inputs are copied
@@ -311,24 +323,35 @@ def run_sft(graphdef: nnx.GraphDef, params: nnx.State, examples: SFTExamples, co
     count of skipped updates) is called; then a FloatingPointError is raised if any
     update so far had a non-finite loss or gradient (each such update was skipped, so
     the parameters are still finite).
+
+    Exact resume: every `progress_every` updates (and after the last) on_progress gets
+    an SFTProgress; run_sft(..., resume=that progress) with the same inputs skips the
+    batches already trained (the schedule is a function of the key) and continues
+    from its parameters and optimizer state, so it ends where an uninterrupted call
+    ends, bit for bit on one machine.
     """
     if examples.tokens.shape[1] != config.max_len:
         raise ValueError(f"examples have L = {examples.tokens.shape[1]}, config.max_len is "
                          f"{config.max_len}")
     key = jax.random.key(config.seed) if key is None else key
     optimizer, step = _sft_step_for(graphdef, config.optim)
-    params = jax.tree.map(jnp.copy, params)
-    opt_state = optimizer.init(params)
+    params = jax.tree.map(jnp.copy, params if resume is None else resume.params)
+    opt_state = optimizer.init(params) if resume is None else resume.opt_state
+    done = 0 if resume is None else int(resume.update)
     tokens, token_mask = jnp.asarray(examples.tokens), jnp.asarray(examples.token_mask)
     loss_mask = jnp.asarray(examples.loss_mask)
     metrics, update = None, 0
     # Counted on the device so that skipped updates between reports are not missed
     # without a host sync per update.
-    nonfinite_updates = jnp.zeros((), jnp.float32)
+    nonfinite_updates = (jnp.zeros((), jnp.float32) if resume is None
+                         else jnp.asarray(resume.nonfinite_updates, jnp.float32))
     # Rows are batched by length bucket and cut to it: one compiled step per bucket.
     buckets = length_buckets(examples.token_mask, config.max_len)
+    total = sum(1 for _ in sft_batches(len(examples), config, key, buckets))
     for update, (rows, real) in enumerate(sft_batches(len(examples), config, key, buckets),
                                           start=1):
+        if update <= done:
+            continue  # trained before the resume point
         width = int(buckets[rows[0]])
         rows = jnp.asarray(rows)
         params, opt_state, metrics = step(
@@ -337,6 +360,9 @@ def run_sft(graphdef: nnx.GraphDef, params: nnx.State, examples: SFTExamples, co
         nonfinite_updates = nonfinite_updates + (1.0 - metrics["finite"])
         if update % config.log_every == 0:
             _report(update, dict(metrics, nonfinite_updates=nonfinite_updates), log_fn)
+        if on_progress is not None and (
+                (progress_every and update % progress_every == 0) or update == total):
+            on_progress(SFTProgress(update, params, opt_state, nonfinite_updates))
     if metrics is not None and update % config.log_every:
         _report(update, dict(metrics, nonfinite_updates=nonfinite_updates), log_fn)
     return params

@@ -1,7 +1,8 @@
 """The training loop: SFT warm start, then multi-turn multi-agent RL with held-out
 evaluation and best-checkpoint selection (DESIGN.md section 1).
 
-Per step s (keys: fold_in(root, s), so a resumed run repeats an uninterrupted one):
+Per step s (keys: named streams folded with s, keys.py, so a resumed run repeats an
+uninterrupted one):
   1. tasks[s·P : (s+1)·P] of a seeded per-epoch permutation of the train split;
   2. tree rollout (sampler with KV reuse; environment = code sandbox);
   3. rollout batch -> per-token MAGRPO advantages (tree returns, sibling baseline);
@@ -30,14 +31,17 @@ from mtrl.rollout.advantages import token_advantages
 from mtrl.rollout.sampler_backend import SamplerBackend
 from mtrl.sampling.sampler import Sampler
 from mtrl.training import train_step as ts
+from mtrl.training.budget import Budget
 from mtrl.training.build import Components, build_components
 from mtrl.training.checkpointing import CheckpointKeeper
 from mtrl.training.evaluation import evaluate
+from mtrl.training.keys import RunKeys
 from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
 from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
 from mtrl.training.plots import plot_learning_curve
 from mtrl.training.row_filter import keep_informative_rows
 from mtrl.training.sft import SFTConfig, run_sft, sft_examples
+from mtrl.training.sft_checkpoint import SFTCheckpoints
 from mtrl.training.sft_data import (check_first_guess, demonstration_pairs,
                                      first_phase_kinds, per_agent, rows_of_kind)
 from mtrl.training.train_state import agent_params, init_train_state
@@ -61,6 +65,11 @@ class Trainer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.show_progress = show_progress
         s = config.sft
+        if isinstance(s.checkpoint_every, bool) or not isinstance(s.checkpoint_every, int) \
+                or s.checkpoint_every < 1:
+            raise ValueError(f"config.sft.checkpoint_every must be a positive int, "
+                             f"got {s.checkpoint_every!r}")
+        Budget(config.train.budget_minutes, 0.0)  # validated before any work
         if s.enabled and not 0 <= s.first_phase_steps < s.steps:
             raise ValueError(f"config.sft.first_phase_steps must lie in [0, sft.steps={s.steps}), "
                              f"got {s.first_phase_steps}")
@@ -89,7 +98,7 @@ class Trainer:
                                           learning_rate_fn=make_schedule(c.optim))
         self.keeper = CheckpointKeeper(self.workdir / "checkpoints",
                                        keep_best=config.train.keep_best)
-        self.root_key = jax.random.key(config.seed)
+        self.keys = RunKeys.from_seed(config.seed)
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -110,7 +119,7 @@ class Trainer:
     def evaluate(self, step: int) -> dict[str, float]:
         cfg = self.config.train
         result = evaluate(self.c.eval_tasks, self.c.env, self.eval_backend, self.c.tokenizer,
-                          self.c.rollout, jax.random.fold_in(self.root_key, 10**6 + step),
+                          self.c.rollout, self.keys.eval(step),
                           sampled_backend=self.backend if cfg.eval_samples else None,
                           num_samples=cfg.eval_samples, num_transcripts=cfg.num_transcripts,
                           turn_format=self.c.turn_format)
@@ -126,41 +135,76 @@ class Trainer:
         "revisions"), then sft.steps - K on all of them, each phase with a fresh
         optimizer: a copy one kind teaches (the example's value from the prompt, the
         coefficient from the feedback) is learned before rows whose loss is mostly an
-        irreducible guess join and drown its gradient."""
+        irreducible guess join and drown its gradient.
+
+        Every sft.checkpoint_every updates the position is checkpointed
+        (sft_checkpoint.py); a killed run resumes there exactly."""
         params = [nnx.split(m)[1] for m in self.c.models]
         s = self.config.sft
         if not s.enabled:
             return params
         pairs = demonstration_pairs(self.config, self.c.env, self.c.train_tasks)
-        trained = []
-        for a, p in enumerate(params):
-            agent_pairs = [x for agent_list in pairs for x in agent_list] if self.shared \
-                else pairs[a]
-            phases = [(s.first_phase_steps, self.first_phase[a]),
-                      (s.steps - s.first_phase_steps, None)]
-            # SFT is minutes of the default run: show it like the RL steps.
-            with Progress(s.steps, enabled=self.show_progress,
-                          description=f"sft agent{a}") as progress:
-                done = 0
-                for phase, (steps, kind) in enumerate(phases):
-                    if not steps:
-                        continue
-                    chosen = rows_of_kind(agent_pairs, kind)
-                    if not chosen:
-                        raise ValueError(f"config.sft.first_phase: agent {a} has no {kind!r} "
-                                         "demonstrations (see sft.revision_fraction)")
-                    examples = sft_examples(self.c.tokenizer, chosen, self.c.turn_format,
-                                            s.max_len)
+        checkpoints = SFTCheckpoints(self.workdir / "sft_checkpoints",
+                                     self.workdir / "sft.jsonl")
+        template = make_optimizer(self._sft_config(max(1, s.steps)).optim).init(params[0])
+        resumed, seconds_before = checkpoints.restore(params, template)
+        if resumed is not None:
+            params = list(resumed.params)
+        started = time.perf_counter()
+        try:
+            for a in range(len(params)):
+                if resumed is not None and a < resumed.agent:
+                    continue  # trained before the restart
+                params[a] = self._warm_start_agent(a, params, pairs, log, checkpoints,
+                                                   resumed if resumed and resumed.agent == a
+                                                   else None,
+                                                   lambda: seconds_before + time.perf_counter()
+                                                   - started)
+        finally:
+            checkpoints.close()
+        return params
 
-                    def log_and_show(i, m, a=a, progress=progress, done=done):
-                        log(f"sft/agent{a}", done + i, m)
-                        progress.update(done + i, loss=m["loss"])
-                    p = run_sft(self.graphdef, p, examples, self._sft_config(steps),
-                                jax.random.fold_in(self.root_key, 555 + a + 1000 * phase),
-                                log_fn=log_and_show)
-                    done += steps
-            trained.append(p)
-        return trained
+    def _warm_start_agent(self, a: int, params: list, pairs, log, checkpoints,
+                          resumed, elapsed) -> Any:
+        s = self.config.sft
+        p = params[a]
+        agent_pairs = [x for agent_list in pairs for x in agent_list] if self.shared \
+            else pairs[a]
+        phases = [(s.first_phase_steps, self.first_phase[a]),
+                  (s.steps - s.first_phase_steps, None)]
+        # SFT is minutes of the default run: show it like the RL steps.
+        with Progress(s.steps, enabled=self.show_progress,
+                      description=f"sft agent{a}") as progress:
+            done = 0
+            for phase, (steps, kind) in enumerate(phases):
+                resume = None
+                if resumed is not None and phase <= resumed.phase:
+                    if phase < resumed.phase or resumed.update >= steps:
+                        done += steps  # this phase was finished before the restart
+                        continue
+                    resume = resumed.progress()
+                if not steps:
+                    continue
+                chosen = rows_of_kind(agent_pairs, kind)
+                if not chosen:
+                    raise ValueError(f"config.sft.first_phase: agent {a} has no {kind!r} "
+                                     "demonstrations (see sft.revision_fraction)")
+                examples = sft_examples(self.c.tokenizer, chosen, self.c.turn_format,
+                                        s.max_len)
+
+                def log_and_show(i, m, done=done):
+                    log(f"sft/agent{a}", done + i, m)
+                    progress.update(done + i, loss=m["loss"])
+
+                def save(state, phase=phase, done=done):
+                    everyone = [*params[:a], state.params, *params[a + 1:]]
+                    checkpoints.save(a * s.steps + done + state.update, a, phase, everyone,
+                                     state, elapsed())
+                p = run_sft(self.graphdef, p, examples, self._sft_config(steps),
+                            self.keys.sft(a, phase), log_fn=log_and_show, resume=resume,
+                            on_progress=save, progress_every=s.checkpoint_every)
+                done += steps
+        return p
 
     def _sft_config(self, steps: int) -> SFTConfig:
         s = self.config.sft
@@ -204,13 +248,12 @@ class Trainer:
             logger.flush()
             self.keeper.save_eval(0, {"train": state}, metrics, extra)
         progress = Progress(cfg.steps, initial=start, enabled=self.show_progress)
-        deadline = started + 60 * cfg.max_minutes if cfg.max_minutes else None
+        budget = Budget(cfg.budget_minutes, started)
         step = start
         for step in range(start + 1, cfg.steps + 1):
             t0 = time.perf_counter()
-            key = jax.random.fold_in(self.root_key, step)
             tasks = task_batch(c.train_tasks, step - 1, cfg.tasks_per_step, self.config.seed)
-            tree = rollout(tasks, c.env, self.backend, c.tokenizer, c.rollout, key,
+            tree = rollout(tasks, c.env, self.backend, c.tokenizer, c.rollout, self.keys.rollout(step),
                            c.turn_format)
             t1 = time.perf_counter()
             batch = make_batch(tree, length=c.rollout.max_context)  # one train-step shape
@@ -224,7 +267,7 @@ class Trainer:
             if rows is not None:
                 state, update_metrics = ts.ppo_update(
                     self.step_fn, state, rows, epochs=cfg.ppo_epochs,
-                    minibatches=cfg.minibatches, key=jax.random.fold_in(key, 1))
+                    minibatches=cfg.minibatches, key=self.keys.ppo(step))
             try:
                 ts.check_finite(update_metrics)
             except FloatingPointError as e:
@@ -242,7 +285,7 @@ class Trainer:
                             "sampler_compiles": float(self.sampler.num_compiles),
                             "train_step_compiles": float(self.step_fn.num_compiles)})
             extra = {**extra, "step": step}
-            last = step == cfg.steps or (deadline is not None and time.perf_counter() > deadline)
+            last = step == cfg.steps
             evaluated = step % cfg.eval_interval == 0 or last
             if evaluated:
                 metrics.update(self.evaluate(step))
@@ -257,12 +300,11 @@ class Trainer:
             progress.update(step, step_time_s=metrics["step_time_s"],
                             heldout_success=metrics.get("heldout_success"),
                             reward=metrics.get("reward_mean"))
-            if last:
-                break
+            budget.check(step, cfg.steps)
         progress.close()
         self.keeper.wait()
         logger.close()
-        return self._finish(step, started, extra)
+        return self._finish(step, started, extra, budget)
 
     def _rollout_metrics(self, tree) -> dict[str, float]:
         out = dict(tree.metrics)
@@ -270,7 +312,8 @@ class Trainer:
         out["train_success_turn1"] = float(tree.turns[0].done.mean())
         return out
 
-    def _finish(self, step: int, started: float, extra: dict) -> dict[str, Any]:
+    def _finish(self, step: int, started: float, extra: dict, budget: "Budget"
+                ) -> dict[str, Any]:
         best = self.keeper.best_step()
         best_metrics = self.keeper.metrics(best) if best is not None else {}
         png = plot_learning_curve(self.workdir, self.workdir / "learning_curve.png",
@@ -286,6 +329,7 @@ class Trainer:
             "turn2_success": best_metrics.get("heldout_success_turn2"),
             "best_checkpoint": str(self.keeper.step_directory(best)) if best is not None else None,
             "learning_curve": str(png), "exported_hf": exported,
+            "budget_minutes": budget.minutes, "over_budget": budget.exceeded(),
         }
         print(summary(total_steps=step, best_step=best,
                       best_success=result["final_best_success"],

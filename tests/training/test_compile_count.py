@@ -24,7 +24,6 @@ def small_config():
     c.train.tasks_per_step = 2
     c.train.eval_interval = STEPS
     c.train.save_interval = STEPS
-    c.train.max_minutes = 0.0
     c.sft.enabled = False
     return c
 
