@@ -39,7 +39,7 @@ def base_config() -> ml_collections.ConfigDict:
     c.train = dict(steps=300, tasks_per_step=3, ppo_epochs=1, minibatches=1,
                    eval_interval=20, save_interval=20, keep_best=2, eval_samples=0,
                    num_transcripts=2, dynamic_sampling=False, export_best=True,
-                   restore="latest", budget_minutes=0.0)
+                   restore="latest", budget_minutes=0.0, init_from="")
     c.sft = dict(enabled=True, steps=400, batch_size=32, learning_rate=2e-3,
                  schedule="cosine", adam_b2=0.95, fraction=1.0, revision_fraction=0.1,
                  first_guess="", resubmit_fraction=0.0, first_phase="first_turn",

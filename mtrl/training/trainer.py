@@ -34,12 +34,14 @@ from mtrl.training import train_step as ts
 from mtrl.training.budget import Budget
 from mtrl.training.build import Components, build_components
 from mtrl.training.checkpointing import CheckpointKeeper
+from mtrl.training.config import resolve_path
 from mtrl.training.evaluation import evaluate
 from mtrl.training.keys import RunKeys
 from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
 from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
 from mtrl.training.plots import plot_learning_curve
 from mtrl.training.row_filter import keep_informative_rows
+from mtrl.training.run_config import check_resumable, read_config, write_config
 from mtrl.training.sft import SFTConfig, run_sft, sft_examples
 from mtrl.training.sft_checkpoint import SFTCheckpoints
 from mtrl.training.sft_data import (check_first_guess, demonstration_pairs,
@@ -70,10 +72,13 @@ class Trainer:
             raise ValueError(f"config.sft.checkpoint_every must be a positive int, "
                              f"got {s.checkpoint_every!r}")
         Budget(config.train.budget_minutes, 0.0)  # validated before any work
+        resolve_path(config.train.init_from, "train.init_from")  # must exist if given
         if s.enabled and not 0 <= s.first_phase_steps < s.steps:
             raise ValueError(f"config.sft.first_phase_steps must lie in [0, sft.steps={s.steps}), "
                              f"got {s.first_phase_steps}")
+        check_resumable(self.workdir, config)  # before any work: one line if it differs
         self.c: Components = build_components(config)
+        self.config_record = write_config(self.workdir, config)
         c = self.c
         self.num_agents = c.rollout.num_agents
         self.first_phase = first_phase_kinds(s.first_phase, self.num_agents)
@@ -141,6 +146,8 @@ class Trainer:
         (sft_checkpoint.py); a killed run resumes there exactly."""
         params = [nnx.split(m)[1] for m in self.c.models]
         s = self.config.sft
+        if self.config.train.init_from:
+            return self.params_from(self.config.train.init_from)
         if not s.enabled:
             return params
         pairs = demonstration_pairs(self.config, self.c.env, self.c.train_tasks)
@@ -163,6 +170,25 @@ class Trainer:
         finally:
             checkpoints.close()
         return params
+
+    def params_from(self, workdir: str) -> list:
+        """Every policy's parameters at the latest checkpoint of the run in `workdir`
+        (train.init_from: e.g. one SFT warm start shared by the arms of a comparison)."""
+        source = read_config(workdir) or {}
+        keep_reference = float(source.get("loss", {}).get("kl_coef", 0.0)) > 0
+        params = [nnx.split(m)[1] for m in self.c.models]
+        template = init_train_state(params * self.num_agents if self.shared else params,
+                                    self.optimizer, shared=self.shared,
+                                    keep_reference=keep_reference)
+        keeper = CheckpointKeeper(pathlib.Path(workdir) / "checkpoints", keep_best=1)
+        try:
+            state = keeper.restore("latest", target={"train": template}).state["train"]
+        except (FileNotFoundError, ValueError, KeyError) as e:
+            raise ValueError(f"config.train.init_from: no compatible checkpoint in {workdir} "
+                             f"({type(e).__name__}: {' '.join(str(e).split())[:200]})") from None
+        finally:
+            keeper.close()
+        return self.policy_states(state)
 
     def _warm_start_agent(self, a: int, params: list, pairs, log, checkpoints,
                           resumed, elapsed) -> Any:
@@ -238,7 +264,8 @@ class Trainer:
             params = self.warm_start(log)
             state = self.init_state(params)
             start = 0
-            extra = {"step": 0, "sft_minutes": (time.perf_counter() - started) / 60}
+            extra = {"step": 0, "sft_minutes": (time.perf_counter() - started) / 60,
+                     "config": self.config_record}
         self.set_policy(state)
         if start == 0:
             metrics = self.evaluate(0)

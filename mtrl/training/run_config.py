@@ -1,0 +1,101 @@
+"""The run's resolved config: written to the workdir, stored in checkpoints, and
+compared on resume.
+
+A run directory belongs to one experiment. `config.json` in the workdir holds the
+config the run started with (every field, after overrides); resuming with a config
+that differs in any field that shapes the experiment is refused with one line naming
+the field, since a silently changed method or data set would mix two experiments in
+one learning curve. Fields that only say how long or how often (RESUMABLE_CHANGES)
+may differ: extending `train.steps` is how a finished run is continued.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+from typing import Any
+
+CONFIG_FILE = "config.json"
+RESUMABLE_CHANGES = frozenset({
+    "train.steps", "train.eval_interval", "train.save_interval", "train.budget_minutes",
+    "train.num_transcripts", "train.restore", "sft.checkpoint_every", "train.init_from",
+})
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "to_dict"):
+        value = value.to_dict()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def config_record(config) -> dict:
+    """The config as plain JSON data (tuples become lists)."""
+    return _plain(config)
+
+
+def _flatten(record: dict, prefix: str = "") -> dict[str, Any]:
+    out = {}
+    for key, value in record.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(_flatten(value, path + "."))
+        else:
+            out[path] = value
+    return out
+
+
+def differences(saved: dict, current: dict) -> list[tuple[str, Any, Any]]:
+    """(field, saved value, current value) for every field that differs and matters."""
+    a, b = _flatten(saved), _flatten(current)
+    missing = object()
+    out = []
+    for path in sorted(set(a) | set(b)):
+        old, new = a.get(path, missing), b.get(path, missing)
+        if old != new and path not in RESUMABLE_CHANGES:
+            out.append((path, None if old is missing else old, None if new is missing else new))
+    return out
+
+
+def has_progress(workdir: str | os.PathLike) -> bool:
+    """Whether `workdir` holds a checkpoint (RL or SFT) that a run would resume from."""
+    for name in ("checkpoints", "sft_checkpoints"):
+        directory = pathlib.Path(workdir) / name
+        if directory.is_dir() and any(p.name.isdigit() for p in directory.iterdir()):
+            return True
+    return False
+
+
+def read_config(workdir: str | os.PathLike) -> dict | None:
+    path = pathlib.Path(workdir) / CONFIG_FILE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def check_resumable(workdir: str | os.PathLike, config) -> None:
+    """Raises a one-line ValueError when `workdir` holds progress of another config."""
+    path = pathlib.Path(workdir) / CONFIG_FILE
+    if not path.exists() or not has_progress(workdir):
+        return
+    saved = json.loads(path.read_text())
+    diff = differences(saved, config_record(config))
+    if diff:
+        field, old, new = diff[0]
+        more = f" (and {len(diff) - 1} more)" if len(diff) > 1 else ""
+        raise ValueError(f"config.{field} is {new!r} but the run in {workdir} used {old!r}"
+                         f"{more}; resume with the run's config or use another --workdir")
+
+
+def write_config(workdir: str | os.PathLike, config) -> dict:
+    """Writes config.json (atomically) and returns the record."""
+    record = config_record(config)
+    path = pathlib.Path(workdir) / CONFIG_FILE
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+    return record
