@@ -77,3 +77,69 @@ def known_fields(cls, section, field: str) -> dict:
     if unknown:
         raise ValueError(f"config.{field}: unknown field(s) {unknown}; valid: {sorted(names)}")
     return values
+
+
+RESTORE_MODES = ("latest", "best", "none")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """The `train` section: the RL loop's schedule, evaluation and checkpoints.
+
+    steps: RL steps (0: warm start and the step-0 evaluation only).
+    tasks_per_step: P, tasks rolled out per step.
+    ppo_epochs / minibatches: passes over a step's rows, and minibatches per pass.
+    eval_interval / save_interval: steps between held-out evaluations (ranked
+      checkpoints) and between latest-only checkpoints.
+    keep_best: ranked checkpoints kept. eval_samples: sampled completions per task
+      for pass@k at evaluation (0: greedy only). num_transcripts: evaluation
+      transcripts written per evaluation.
+    dynamic_sampling: train only on rows with a non-zero advantage (row_filter.py).
+    export_best: write the best checkpoint as Hugging Face files at the end (runs
+      loaded from a Hugging Face checkpoint only).
+    restore: resume from the "latest" or "best" checkpoint in the workdir, or "none".
+    budget_minutes: the run's expected time; exceeding it warns (0: no budget).
+    init_from: a run's workdir whose latest weights replace the warm start ("": none).
+    """
+
+    steps: int = 300
+    tasks_per_step: int = 3
+    ppo_epochs: int = 1
+    minibatches: int = 1
+    eval_interval: int = 20
+    save_interval: int = 20
+    keep_best: int = 2
+    eval_samples: int = 0
+    num_transcripts: int = 2
+    dynamic_sampling: bool = False
+    export_best: bool = True
+    restore: str = "latest"
+    budget_minutes: float = 0.0
+    init_from: str = ""
+
+    def __post_init__(self):
+        counts = dict(steps=0, tasks_per_step=1, ppo_epochs=1, minibatches=1, eval_interval=1,
+                      save_interval=1, keep_best=1, eval_samples=0, num_transcripts=0)
+        for name, least in counts.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+        for name in ("dynamic_sampling", "export_best"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.restore not in RESTORE_MODES:
+            raise ValueError(f"restore must be one of {RESTORE_MODES}, got {self.restore!r}")
+        if isinstance(self.budget_minutes, bool) or not isinstance(
+                self.budget_minutes, (int, float)) or not self.budget_minutes >= 0:
+            raise ValueError(f"budget_minutes must be a number >= 0, got {self.budget_minutes!r}")
+        if not isinstance(self.init_from, str):
+            raise ValueError(f"init_from must be a path or '', got {self.init_from!r}")
+
+
+def train_config(config) -> TrainConfig:
+    """The validated `train` section (one-line errors naming config.train.<field>)."""
+    values = known_fields(TrainConfig, config.train, "train")
+    checked = build(TrainConfig, "train", **values)
+    if checked.init_from:
+        resolve_path(checked.init_from, "train.init_from")
+    return checked

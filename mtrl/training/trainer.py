@@ -34,7 +34,7 @@ from mtrl.training import train_step as ts
 from mtrl.training.budget import Budget
 from mtrl.training.build import Components, build_components
 from mtrl.training.checkpointing import CheckpointKeeper
-from mtrl.training.config import resolve_path
+from mtrl.training.config import TrainConfig, train_config
 from mtrl.training.evaluation import evaluate
 from mtrl.training.keys import RunKeys
 from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
@@ -71,8 +71,7 @@ class Trainer:
                 or s.checkpoint_every < 1:
             raise ValueError(f"config.sft.checkpoint_every must be a positive int, "
                              f"got {s.checkpoint_every!r}")
-        Budget(config.train.budget_minutes, 0.0)  # validated before any work
-        resolve_path(config.train.init_from, "train.init_from")  # must exist if given
+        self.train_config: TrainConfig = train_config(config)  # validated before any work
         if s.enabled and not 0 <= s.first_phase_steps < s.steps:
             raise ValueError(f"config.sft.first_phase_steps must lie in [0, sft.steps={s.steps}), "
                              f"got {s.first_phase_steps}")
@@ -102,7 +101,7 @@ class Trainer:
                                           num_agents=self.num_agents, shared=self.shared,
                                           learning_rate_fn=make_schedule(c.optim))
         self.keeper = CheckpointKeeper(self.workdir / "checkpoints",
-                                       keep_best=config.train.keep_best)
+                                       keep_best=self.train_config.keep_best)
         self.keys = RunKeys.from_seed(config.seed)
 
     # -- helpers -----------------------------------------------------------------------
@@ -122,7 +121,7 @@ class Trainer:
         self.eval_backend.set_states(states)
 
     def evaluate(self, step: int) -> dict[str, float]:
-        cfg = self.config.train
+        cfg = self.train_config
         result = evaluate(self.c.eval_tasks, self.c.env, self.eval_backend, self.c.tokenizer,
                           self.c.rollout, self.keys.eval(step),
                           sampled_backend=self.backend if cfg.eval_samples else None,
@@ -146,8 +145,8 @@ class Trainer:
         (sft_checkpoint.py); a killed run resumes there exactly."""
         params = [nnx.split(m)[1] for m in self.c.models]
         s = self.config.sft
-        if self.config.train.init_from:
-            return self.params_from(self.config.train.init_from)
+        if self.train_config.init_from:
+            return self.params_from(self.train_config.init_from)
         if not s.enabled:
             return params
         pairs = demonstration_pairs(self.config, self.c.env, self.c.train_tasks)
@@ -244,7 +243,7 @@ class Trainer:
     # -- the loop ----------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
-        cfg, c = self.config.train, self.c
+        cfg, c = self.train_config, self.c
         started = time.perf_counter()
         fresh = self.init_state([nnx.split(m)[1] for m in c.models])
         latest = self.keeper.latest_step() if cfg.restore in ("latest", "best") else None
@@ -346,7 +345,7 @@ class Trainer:
         png = plot_learning_curve(self.workdir, self.workdir / "learning_curve.png",
                                   best_step=best)
         exported = None
-        if self.c.from_hf and self.config.train.export_best and best is not None:
+        if self.c.from_hf and self.train_config.export_best and best is not None:
             exported = self.export(best)
         result = {
             "steps": step, "minutes": (time.perf_counter() - started) / 60,
