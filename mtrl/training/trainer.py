@@ -273,7 +273,9 @@ class Trainer:
             logger.write(0, metrics)
             logger.flush()
             self.keeper.save_eval(0, {"train": state}, metrics, extra)
-        progress = Progress(cfg.steps, initial=start, enabled=self.show_progress)
+        # train.steps = 0 (a warm start only) shows no RL progress bar.
+        progress = Progress(max(1, cfg.steps), initial=min(start, max(1, cfg.steps)),
+                            enabled=self.show_progress and cfg.steps > start)
         budget = Budget(cfg.budget_minutes, started)
         step = start
         for step in range(start + 1, cfg.steps + 1):

@@ -95,3 +95,16 @@ def test_init_from_a_missing_directory_is_one_line(tmp_path):
     config.train.init_from = str(tmp_path / "nowhere")
     with pytest.raises(ValueError, match=r"config.train.init_from: path .* does not exist"):
         Trainer(config, tmp_path / "run", show_progress=False)
+
+
+def test_zero_steps_is_a_warm_start_with_its_evaluation(tmp_path):
+    config = one_step_config()
+    config.train.steps = 0
+    trainer = Trainer(config, tmp_path, show_progress=True)
+    try:
+        result = trainer.run()
+    finally:
+        trainer.close()
+    assert result["steps"] == 0 and result["best_step"] == 0
+    assert [json.loads(line)["step"] for line in
+            (tmp_path / "metrics.jsonl").read_text().splitlines()] == [0]
