@@ -69,6 +69,10 @@ class ResultCache:
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)
         self._lock = threading.Lock()
+        # Owner-only: expected verdicts readable by a candidate are a lookup table
+        # (sqlite gives its -wal and -shm files the database file's mode).
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        os.chmod(self.path, 0o600)
         self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
                                    isolation_level=None, check_same_thread=False)
         self._retry(lambda: self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}"))

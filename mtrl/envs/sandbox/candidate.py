@@ -72,11 +72,11 @@ def _export(namespace: dict[str, Any]) -> dict[str, list]:
 def load(setup: str, code: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """Compiles and runs setup + code; returns (namespace, hello message)."""
     try:
-        compiled_setup = compile(setup, "<setup>", "exec")
+        compiled_setup = compile(setup, "<setup>", "exec", dont_inherit=True)
     except SyntaxError as error:
         return None, {"load_error": ["SetupError", f"setup does not compile: {error}"]}
     try:
-        compiled = compile(code, "<candidate>", "exec")
+        compiled = compile(code, "<candidate>", "exec", dont_inherit=True)
     except SyntaxError as error:
         return None, {"syntax_error": [error.lineno or 0, error.offset or 0,
                                        str(error.msg)[:MESSAGE_CHARS]]}

@@ -47,7 +47,8 @@ from mtrl.envs.sandbox import codec, prefetch
 from mtrl.envs.sandbox.types import Limits
 
 
-_MAX_POSITION = 10 ** 9  # a syntax error's line or column beyond this is a lie
+_MAX_POSITION = 10 ** 9
+_CONTROL_FLOW = (StopIteration, StopAsyncIteration)  # a syntax error's line or column beyond this is a lie
 
 
 class TestTimeout(BaseException):
@@ -124,7 +125,10 @@ def _on_alarm(signum, frame):
 def _remote_exception(type_name: str, message: str) -> BaseException:
     cls = getattr(builtins, type_name, None)
     error: BaseException
-    if isinstance(cls, type) and issubclass(cls, Exception):
+    # Iteration-protocol signals would steer the judge's own control flow (a
+    # StopIteration inside `all(map(candidate, xs))` ends the map: vacuous pass).
+    if isinstance(cls, type) and issubclass(cls, Exception) and not issubclass(
+            cls, _CONTROL_FLOW):
         try:
             error = cls(message)
         except Exception:  # e.g. UnicodeDecodeError wants five arguments

@@ -232,7 +232,7 @@ class PreparedTests:
 
     def __init__(self, setup: str, tests: tuple[str, ...], entry_point: str | None,
                  candidate_names: tuple[str, ...]):
-        self.setup = compile(setup, "<setup>", "exec")
+        self.setup = compile(setup, "<setup>", "exec", dont_inherit=True)
         try:
             setup_names = prefetch.defined_names(ast.parse(setup))
         except SyntaxError:
@@ -241,10 +241,13 @@ class PreparedTests:
         self.tests = []
         for index, source in enumerate(tests):
             try:
-                code: Any = compile(source, f"<test {index}>", "exec")
+                code: Any = compile(source, f"<test {index}>", "exec", dont_inherit=True)
             except (SyntaxError, ValueError) as error:
                 code = error if isinstance(error, SyntaxError) else SyntaxError(str(error))
-            self.tests.append((code, prefetch.static_calls(source, known, entry_point)))
+            # One call at most: test inputs reach the candidate one at a time, so
+            # it never holds a later call's arguments (issue 13, class 1).
+            calls = prefetch.static_calls(source, known, entry_point)[:1]
+            self.tests.append((code, calls))
 
 
 def _prepared(cache: collections.OrderedDict, message: dict[str, Any]) -> PreparedTests:

@@ -101,3 +101,70 @@ def _live_uid(pid: int) -> int | None:
         return int(fields["Uid"].split()[0])
     except (KeyError, IndexError, ValueError):
         return None
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def remove_tree(path: str) -> bool:
+    """Removes the directory `path` and everything in it; True on success.
+
+    Never raises and never recurses: a candidate controls the tree's shape (a
+    1500-deep chain makes shutil.rmtree raise RecursionError; long names exceed
+    PATH_MAX). Each subdirectory found is first renamed up to the top of `path`
+    (a rename within one filesystem is O(1)), so at most two directories are open
+    at any time and no path is longer than two names. False (some entry would
+    not go) tells the slot to have itself replaced, never to fail a program.
+    """
+    try:
+        top = os.open(path, _DIR_FLAGS)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        pending = [None]  # None: `path` itself; else a name directly under it
+        while pending:
+            name = pending.pop()
+            fd = top if name is None else os.open(name, _DIR_FLAGS, dir_fd=top)
+            try:
+                _empty(fd, top, pending)
+            finally:
+                if fd != top:
+                    os.close(fd)
+            if name is not None:
+                os.rmdir(name, dir_fd=top)
+        os.close(top)
+        top = -1
+        os.rmdir(path)
+        return True
+    except (OSError, ValueError, RecursionError, MemoryError):
+        return False
+    finally:
+        if top >= 0:
+            os.close(top)
+
+
+def _empty(fd: int, top: int, pending: list) -> None:
+    """Unlinks the files of directory `fd`; moves its subdirectories under `top`."""
+    try:
+        os.chmod(fd, 0o700)  # a candidate may have made it unreadable (same uid)
+    except OSError:
+        pass
+    with os.scandir(fd) as entries:
+        names = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    for name, is_dir in names:
+        if not is_dir:
+            os.unlink(name, dir_fd=fd)
+            continue
+        if fd == top:
+            pending.append(name)
+            continue
+        while True:
+            moved = f".rm-{os.urandom(8).hex()}"
+            try:
+                os.stat(moved, dir_fd=top, follow_symlinks=False)
+            except FileNotFoundError:
+                break
+        os.rename(name, moved, src_dir_fd=fd, dst_dir_fd=top)
+        pending.append(moved)

@@ -247,7 +247,13 @@ class SandboxPool:
         inflight: collections.deque[Job] = collections.deque()
         head_since = time.monotonic()
         while True:
-            while len(inflight) < PIPELINE_DEPTH:
+            if self._slots[index].recycle and not inflight:
+                why = self._replace(index)  # it could not clean up: a fresh one
+                if why:
+                    self._retire(why, [])
+                    return
+                continue
+            while len(inflight) < PIPELINE_DEPTH and not self._slots[index].recycle:
                 job = self._take()
                 if job is None:
                     break

@@ -36,7 +36,6 @@ import json
 import os
 import resource
 import select
-import shutil
 import signal
 import socket
 import sys
@@ -87,6 +86,7 @@ class Slot:
         self.current: Candidate | None = None
         self.ended: list[Candidate] = []  # dead and reaped: working dirs to remove
         self.dying: list[Candidate] = []  # killed, not yet reaped
+        self.recycling = False  # asked the pool to replace this slot
 
     # --- processes --------------------------------------------------------------
 
@@ -243,18 +243,33 @@ class Slot:
         return lifecycle.describe_exit(status, usage.ru_utime + usage.ru_stime, limits, killed)
 
     def cleanup(self) -> None:
+        """Sweeps and removes what ended candidates left. Never raises: a failure
+        (a tree that will not go) asks the pool to replace this slot once its
+        programs in flight are done, so no innocent program pays for it."""
         swept = False
-        for chosen in self.ended:
-            if chosen.max_processes > 0 and chosen.uid is not None:
-                lifecycle.kill_uid(chosen.uid)
-                codec.write_fd_frame(self.report_fd, {"swept": chosen.uid})
-                swept = True
+        ended, self.ended = self.ended, []
+        for chosen in ended:
             try:
-                os.rmdir(chosen.workdir)  # the usual case: the candidate wrote nothing
-            except OSError:
-                shutil.rmtree(chosen.workdir, ignore_errors=True)
-        self.ended.clear()
+                if chosen.max_processes > 0 and chosen.uid is not None:
+                    lifecycle.kill_uid(chosen.uid)
+                    codec.write_fd_frame(self.report_fd, {"swept": chosen.uid})
+                    swept = True
+                removed = lifecycle.remove_tree(chosen.workdir)
+            except BaseException as error:  # noqa: BLE001 - the slot must live on
+                removed, why = False, f"cleanup failed: {type(error).__name__}"
+            else:
+                why = f"could not remove the working directory {chosen.workdir}"
+            if not removed:
+                self.recycle(why)
         self._reap_orphans(_GRACE_S if swept else 0.0)
+
+    def recycle(self, why: str) -> None:
+        if not self.recycling:
+            self.recycling = True
+            try:
+                codec.write_fd_frame(self.report_fd, {"recycle": why})
+            except OSError:
+                pass
 
     def _reap_orphans(self, wait_s: float) -> None:
         """Reaps orphans (the slot is a child subreaper: a candidate's escaped

@@ -114,6 +114,7 @@ class SlotClient:
         # Per-run uids whose processes may outlive this slot (slot.py "sweep").
         self.sweep_uids: collections.Counter[int] = collections.Counter()
         self.killed = False
+        self.recycle = ""  # why the slot asked to be replaced (slot.py cleanup)
 
     def await_hello(self) -> IsolationReport:
         deadline = time.monotonic() + SLOT_START_TIMEOUT_S
@@ -176,6 +177,8 @@ class SlotClient:
                 self.sweep_uids[int(message["sweep"])] += 1
             elif isinstance(message, dict) and "swept" in message:
                 self.sweep_uids[int(message["swept"])] -= 1
+            elif isinstance(message, dict) and "recycle" in message:
+                self.recycle = str(message["recycle"])  # replace once idle
             else:
                 others.append(message)
         self.sweep_uids = +self.sweep_uids  # drops uids swept as often as booked
@@ -245,11 +248,11 @@ def assemble(program: Program, program_id: str, judge_messages: list[Any], abort
             done = message
         elif "syntax" in message:
             line, column, text = message["syntax"]
-            syntax_error = SyntaxErrorInfo(int(line), int(column), str(text))
+            syntax_error = SyntaxErrorInfo(int(line), int(column), valid_text(text))
         elif "i" in message and 0 <= int(message["i"]) < len(program.tests):
             index = int(message["i"])
-            verdicts[index] = TestResult(program.tests[index], str(message["s"]),
-                                         str(message["t"]), str(message["m"]))
+            verdicts[index] = TestResult(program.tests[index], valid_text(message["s"]),
+                                         valid_text(message["t"]), valid_text(message["m"]))
     if not acknowledged:
         healthy = False  # the tests frame may still sit, whole or torn, in the pipe
     error = "" if done else abort
@@ -265,10 +268,21 @@ def assemble(program: Program, program_id: str, judge_messages: list[Any], abort
             tests.append(TestResult(source, "error", "SandboxError",
                                     error or "the judge gave no verdict for this test"))
     result = ExecutionResult(tests=tuple(tests), syntax_error=syntax_error,
-                             stdout=str(done.get("stdout", "")),
-                             stderr=str(done.get("stderr", "")),
+                             stdout=valid_text(done.get("stdout", "")),
+                             stderr=valid_text(done.get("stderr", "")),
                              wall_s=float(done.get("wall_s", 0.0)), error=error)
     return result, healthy
+
+
+def valid_text(value: Any) -> str:
+    """Candidate-derived text as valid UTF-8: lone surrogates (which JSON carries
+    and `raise ValueError(chr(0xdc80))` makes) would crash a tokenizer downstream."""
+    text = str(value)
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def failure_result(program: Program, message: str) -> ExecutionResult:
