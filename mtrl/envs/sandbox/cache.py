@@ -23,7 +23,7 @@ import time
 from mtrl.envs.sandbox.types import (ExecutionResult, Limits, Program, SyntaxErrorInfo,
                                      TestResult)
 
-HARNESS_VERSION = "mtrl-sandbox-4"  # bump when verdict semantics change (4: forged hellos)
+HARNESS_VERSION = "mtrl-sandbox-5"  # bump when verdict semantics change (5: the jail)
 BUSY_TIMEOUT_MS = 30_000
 
 
@@ -49,7 +49,7 @@ def result_to_json(result: ExecutionResult) -> str:
         "syntax_error": None if result.syntax_error is None else [
             result.syntax_error.line, result.syntax_error.column, result.syntax_error.message],
         "stdout": result.stdout, "stderr": result.stderr, "wall_s": result.wall_s,
-        "error": result.error,
+        "error": result.error, "isolation": result.isolation,
     }, separators=(",", ":"))
 
 
@@ -60,7 +60,7 @@ def result_from_json(text: str, cached: bool) -> ExecutionResult:
         tests=tuple(TestResult(*entry) for entry in data["tests"]),
         syntax_error=None if syntax is None else SyntaxErrorInfo(*syntax),
         stdout=data["stdout"], stderr=data["stderr"], wall_s=data["wall_s"],
-        cached=cached, error=data["error"])
+        cached=cached, error=data["error"], isolation=data.get("isolation", ""))
 
 
 class ResultCache:

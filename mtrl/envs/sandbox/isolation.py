@@ -67,7 +67,7 @@ from mtrl.envs.sandbox.types import Limits
 
 NetworkIsolation = Literal["netns", "socket-refused"]
 UserIsolation = Literal["per-process-uid", "shared-uid"]
-FilesystemIsolation = Literal["masked", "visible"]
+FilesystemIsolation = Literal["jail", "masked", "visible"]
 
 UID_BASE = 2_000_000_000  # far above any account uid; uid = UID_BASE + pid
 HIDDEN_PATHS = ("/root", "/home", "/work", "/mnt", "/media", "/srv", "/opt", "/run",
@@ -81,9 +81,12 @@ _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
 _CLONE_NEWPID = 0x20000000
+_CLONE_NEWIPC = 0x08000000
+_MS_NOEXEC = 8
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV = 1, 2, 4
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 1, 4, 38
+_PR_SET_SECUREBITS, _SECBIT_NOROOT, _SECBIT_NOROOT_LOCKED = 28, 1, 2
 
 # The interpreter links libc: its symbols resolve without ctypes.util (which
 # would import subprocess and threading into every slot).
@@ -101,13 +104,25 @@ class IsolationReport:
     users: UserIsolation
     filesystem: FilesystemIsolation
     pid_namespace: bool = False  # shared uid: each candidate is init of its own PID namespace
+    jail: str = "none"  # "bubblewrap 0.11.0" when the slot runs in the jail (jail.py)
+    seccomp: bool = False  # candidates run under seccomp.py's filter
+    namespaces: str = ""  # e.g. "user,pid,ipc,uts,net,mnt,cgroup; candidate: pid,ipc,mnt"
+    unsafe: bool = False  # the jail was not available and the user chose to go on
+
+    def summary(self) -> str:
+        """One line for every verdict (ExecutionResult.isolation)."""
+        line = (f"jail={self.jail}; namespaces={self.namespaces or 'none'}; "
+                f"seccomp={'on' if self.seccomp else 'off'}; network={self.network}; "
+                f"users={self.users}; filesystem={self.filesystem}")
+        return ("UNSAFE (no jail: untrusted code is not contained); " + line) if (
+            self.unsafe) else line
 
     def __post_init__(self):
         if self.network not in ("netns", "socket-refused"):
             raise ValueError(f"unknown network isolation {self.network!r}")
         if self.users not in ("per-process-uid", "shared-uid"):
             raise ValueError(f"unknown user isolation {self.users!r}")
-        if self.filesystem not in ("masked", "visible"):
+        if self.filesystem not in ("jail", "masked", "visible"):
             raise ValueError(f"unknown filesystem isolation {self.filesystem!r}")
 
 
@@ -189,13 +204,23 @@ _REPORT: IsolationReport | None = None
 
 
 def prepare_slot(hidden: Sequence[str] = HIDDEN_PATHS,
-                 network_namespace: bool = True) -> IsolationReport:
+                 network_namespace: bool = True, jailed: bool = False,
+                 seccomp: bool = False) -> IsolationReport:
     """Runs once in a fresh slot process, before it forks anything.
 
     network_namespace=False: the "socket-refused" fallback even where a network
     namespace is available (SandboxPool(use_network_namespace=False), for tests).
+    jailed: the slot runs in the bubblewrap jail (jail.py), which made every
+    namespace already; candidates then get PID, IPC and mount namespaces of their own.
     """
     global _REPORT
+    if jailed:
+        harden_trusted_process()
+        _REPORT = IsolationReport(
+            network="netns", users="shared-uid", filesystem="jail", pid_namespace=True,
+            jail="bubblewrap", seccomp=seccomp,
+            namespaces="user,pid,ipc,uts,net,mnt,cgroup; candidate: pid,ipc,mnt")
+        return _REPORT
     privileged = os.geteuid() == 0
     net, mounts = _enter_namespaces(privileged, network_namespace)
     filesystem: FilesystemIsolation = "visible"
@@ -206,10 +231,15 @@ def prepare_slot(hidden: Sequence[str] = HIDDEN_PATHS,
         except OSError:
             filesystem = "visible"
     harden_trusted_process()
+    pid_namespace = not privileged and _can_unshare_pid_namespace()
+    spaces = ([] if privileged else ["user"]) + (["net"] if net else []) + (
+        ["mnt"] if mounts else [])
     _REPORT = IsolationReport(network="netns" if net else "socket-refused",
                               users="per-process-uid" if privileged else "shared-uid",
-                              filesystem=filesystem,
-                              pid_namespace=not privileged and _can_unshare_pid_namespace())
+                              filesystem=filesystem, pid_namespace=pid_namespace,
+                              seccomp=seccomp,
+                              namespaces=",".join(spaces) + (
+                                  "; candidate: pid" if pid_namespace else ""))
     return _REPORT
 
 
@@ -225,6 +255,31 @@ def unshare_pid_namespace() -> None:
     """The caller's next child is init of a new PID namespace: it cannot see or
     signal anything outside, and when it dies the kernel kills all it started."""
     _check(_libc.unshare(_CLONE_NEWPID), "unshare(CLONE_NEWPID)")
+
+
+def unshare_candidate_namespaces(report: IsolationReport) -> None:
+    """In the intermediate: the next child gets a PID namespace of its own, and in
+    the jail also its own IPC namespace (SysV objects die with it) and mount
+    namespace (enter_candidate_mounts)."""
+    flags = _CLONE_NEWPID
+    if report.filesystem == "jail":
+        flags |= _CLONE_NEWIPC | _CLONE_NEWNS
+    _check(_libc.unshare(flags), "unshare(candidate namespaces)")
+
+
+def enter_candidate_mounts(workdir: str) -> None:
+    """In a jailed candidate (own mount namespace, capabilities not yet dropped):
+    its working directory becomes /tmp and /dev/shm, the only places it can write,
+    so it cannot reach other candidates' directories; cwd is /tmp. A fresh /proc
+    shows only its own PID namespace where the kernel allows the mount."""
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    for target in ("/dev/shm", "/tmp"):  # /tmp last: it covers the source path
+        _mount(workdir, target, None, _MS_BIND)
+    try:
+        _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    except OSError:
+        pass  # bwrap's /proc stays: other processes there are not dumpable
+    os.chdir("/tmp")
 
 
 def guard_signals() -> None:
@@ -261,7 +316,7 @@ def _drop_capabilities() -> None:
     _check(_libc.capset(header, data), "capset")
 
 
-def _count_own_tasks(uid: int) -> int:
+def count_tasks(uid: int) -> int:
     count = 0
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
@@ -285,6 +340,11 @@ def become_unprivileged(report: IsolationReport) -> int:
         os.setresuid(uid, uid, uid)
     else:
         uid = os.getuid()
+        if uid == 0:  # root of a user namespace (the jail): exec must not restore caps
+            try:
+                _prctl(_PR_SET_SECUREBITS, _SECBIT_NOROOT | _SECBIT_NOROOT_LOCKED)
+            except OSError:
+                pass
         try:
             _drop_capabilities()
         except OSError:
@@ -299,17 +359,19 @@ def die_with_parent() -> None:
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def limit_processes(report: IsolationReport, extra: int) -> None:
+def limit_processes(report: IsolationReport, extra: int, task_base: int = 0) -> None:
     """RLIMIT_NPROC: this process plus `extra` more (threads count too).
 
     With a per-process uid the count starts at this process alone. With a shared
     uid every task of the user counts, so the limit is the current count plus
-    `extra` (a bound, not an exact allowance, when other sandboxes run beside).
+    `extra` (a bound, not an exact allowance, when other sandboxes run beside);
+    `task_base`, when given, is that count as the slot saw it (a jailed candidate's
+    own /proc shows only itself).
     """
     if report.users == "per-process-uid":
         allowed = 1 + extra
     else:
-        allowed = _count_own_tasks(os.getuid()) + extra
+        allowed = (task_base or count_tasks(os.getuid())) + extra
     resource.setrlimit(resource.RLIMIT_NPROC, (allowed, allowed))
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import dataclasses
 import os
 import select
 import threading
@@ -30,6 +31,7 @@ import weakref
 from typing import Any, Sequence
 
 from mtrl.envs.sandbox import cache as cache_lib
+from mtrl.envs.sandbox import jail, seccomp
 from mtrl.envs.sandbox.isolation import IsolationReport
 from mtrl.envs.sandbox.slot_client import (PIPELINE_DEPTH, SLOT_GRACE_S, Job, SlotBroken,
                                            SlotClient, SlotUnhealthy, assemble, failure_result)
@@ -44,10 +46,16 @@ class SandboxPool:
 
     def __init__(self, num_workers: int | None = None, limits: Limits = Limits(),
                  cache_path: str | os.PathLike | None = None,
-                 use_network_namespace: bool = True):
-        """use_network_namespace=False forces the weaker "socket-refused" network
-        fallback (isolation.py) even where a namespace is available: it exists to
-        test that path, not to run untrusted code."""
+                 use_network_namespace: bool = True, unsafe: bool = False):
+        """Every slot runs in the bubblewrap jail (jail.py) with candidates under
+        the seccomp filter (seccomp.py). Where this host cannot run the jail, the
+        pool refuses to start (JailUnavailable, one line saying how to enable it)
+        unless unsafe=True: then slots run without it, and every verdict's
+        `isolation` line starts with "UNSAFE".
+
+        use_network_namespace=False forces the weaker "socket-refused" network
+        fallback (isolation.py) outside the jail: it exists to test that path, not
+        to run untrusted code, and needs unsafe=True."""
         if num_workers is None:
             num_workers = os.cpu_count() or 1
         if num_workers < 1:
@@ -55,7 +63,6 @@ class SandboxPool:
         if not isinstance(limits, Limits):
             raise ValueError(f"limits must be a Limits, got {type(limits).__name__}")
         self.limits, self.num_workers = limits, num_workers
-        self._network_namespace = use_network_namespace
         self._cache = cache_lib.ResultCache(cache_path) if cache_path is not None else None
         self._queue: collections.deque[Job] = collections.deque()
         self._lock = threading.Lock()
@@ -67,14 +74,18 @@ class SandboxPool:
         for read_fd, write_fd in self._wakers:
             os.set_blocking(read_fd, False)
             os.set_blocking(write_fd, False)
-        starting = [SlotClient(use_network_namespace) for _ in range(num_workers)]
+        self._slot_args = _slot_arguments(use_network_namespace, unsafe)
+        starting = [SlotClient(*self._slot_args) for _ in range(num_workers)]
         try:
             reports = [slot.await_hello() for slot in starting]
         except BaseException:
             for slot in starting:
                 slot.kill()
             raise
-        self.isolation: IsolationReport = reports[0]
+        jailed = self._slot_args[1]
+        self.isolation: IsolationReport = dataclasses.replace(
+            reports[0], jail=jail.version() if jailed else "none", unsafe=not jailed)
+        self._isolation_line = self.isolation.summary()
         self._slots: list[SlotClient] = starting
         self._threads = [threading.Thread(target=self._drive, args=(i,), daemon=True,
                                           name=f"sandbox-slot-{i}") for i in range(num_workers)]
@@ -144,8 +155,14 @@ class SandboxPool:
         self.close()
 
     def slot_pids(self) -> list[int]:
-        """Process ids of the live slot processes (for monitoring and tests)."""
+        """Process ids of the live slot processes (for monitoring and tests); each
+        leads a process group that holds the whole slot (bwrap and the jail)."""
         return [slot.process.pid for slot in self._slots]
+
+    def slot_python_pids(self) -> list[int]:
+        """Host pids of the slots' Python processes (in the jail, below bwrap's):
+        the parents of their judges, zygotes and candidates."""
+        return [slot.slot_pid() for slot in self._slots]
 
     # --- slot threads -----------------------------------------------------------
 
@@ -188,7 +205,7 @@ class SandboxPool:
                 time.sleep(RESTART_BACKOFF_S)
             slot = None
             try:
-                slot = SlotClient(self._network_namespace)
+                slot = SlotClient(*self._slot_args)
                 slot.await_hello()
                 self._slots[index] = slot
                 return ""
@@ -237,6 +254,7 @@ class SandboxPool:
                 self._finish(job, failure_result(job.program, why))
 
     def _finish(self, job: Job, result: ExecutionResult) -> None:
+        result = dataclasses.replace(result, isolation=self._isolation_line)
         if job.key is not None and self._cache is not None and not result.error.startswith(
                 "sandbox failure"):
             self._cache.put(job.key, result)
@@ -328,6 +346,25 @@ class SandboxPool:
             if not healthy:
                 raise SlotUnhealthy()
         return finished
+
+
+def _slot_arguments(network_namespace: bool, unsafe: bool) -> tuple[bool, bool, bytes]:
+    """SlotClient arguments: (network namespace, jailed, seccomp filter).
+
+    Raises JailUnavailable (one line, with the fix) when the jail or the filter
+    cannot be had and unsafe is False.
+    """
+    why = jail.probe() if network_namespace else (
+        "use_network_namespace=False runs outside the jail")
+    try:
+        filter_program = seccomp.build_program()
+    except (ImportError, OSError, RuntimeError, ValueError) as error:
+        filter_program = b""
+        why = why or f"the seccomp filter cannot be built ({error}); reinstall mtrl"
+    if why and not unsafe:
+        raise jail.JailUnavailable(f"{why}; or pass unsafe=True to run untrusted code "
+                                   "without the jail")
+    return network_namespace, not why, filter_program
 
 
 def _claim(job: Job) -> bool:

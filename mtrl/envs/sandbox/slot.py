@@ -42,7 +42,7 @@ import sys
 import time
 from typing import Any
 
-from mtrl.envs.sandbox import candidate, codec, isolation, judge_main, lifecycle
+from mtrl.envs.sandbox import codec, isolation, judge_main, lifecycle, zygote
 from mtrl.envs.sandbox.types import Limits
 
 # Imported once here so that candidates (which may not be able to read the
@@ -76,9 +76,12 @@ class Candidate:
 
 
 class Slot:
-    def __init__(self, report_fd: int, tests_fd: int, results_fd: int):
+    def __init__(self, report_fd: int, tests_fd: int, results_fd: int,
+                 filter_program: bytes = b""):
         self.report_fd, self.tests_fd, self.results_fd = report_fd, tests_fd, results_fd
         self.isolation = isolation.slot_report()
+        # Before any program arrives: candidates come from a process that never held one.
+        self.zygote_pid, self.zygote_sock = zygote.start(self.isolation, filter_program)
         self.exited: dict[int, tuple[int, Any]] = {}  # reaped early by _reap_orphans
         self.judge_pid = 0
         self.judge_sock: socket.socket | None = None
@@ -113,45 +116,19 @@ class Slot:
         self.arm()
 
     def arm(self) -> None:
-        """Forks and isolates the next candidate; it waits for its program."""
+        """Has the zygote fork the next candidate; it waits for its program."""
         workdir = lifecycle.make_workdir()
         judge_side, candidate_side = socket.socketpair()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         boot_r, boot_w = os.pipe()
-        gc.freeze()  # children would otherwise copy the heap pages a collection touches
-        pid = self._fork_candidate()
-        if pid == 0:  # the candidate process
-            try:
-                os.setsid()
-                sock_fd, boot_fd = isolation.redirect_stdio(
-                    out_w, err_w, [candidate_side.fileno(), boot_r])
-                if self.isolation.users == "per-process-uid":
-                    isolation.make_workdir_owned(workdir, isolation.UID_BASE + os.getpid())
-                os.chdir(workdir)
-                # Before refuse_sockets(), which replaces socket.socket itself.
-                judge_link = socket.socket(fileno=sock_fd)
-                isolation.become_unprivileged(self.isolation)
-                if self.isolation.network != "netns":
-                    isolation.refuse_sockets()
-                if self.isolation.users == "shared-uid" and not self.isolation.pid_namespace:
-                    isolation.guard_signals()
-                program = codec.read_fd_frame(boot_fd)  # EOF (slot gone) ends this process
-                os.close(boot_fd)
-                # Only now: with a PID namespace the slot adopted us from an intermediate
-                # that has been reaped by the time the program arrives.
-                isolation.die_with_parent()
-                cpu_s, memory, file_size, max_processes = program["rlimits"]
-                isolation.set_rlimits(cpu_s, memory, file_size)
-                isolation.limit_processes(self.isolation, max_processes)
-                candidate.serve(judge_link, program["setup"], program["code"])
-            except BaseException:
-                pass
-            finally:
-                os._exit(0)
-        for fd in (out_w, err_w, boot_r):
-            os.close(fd)
-        candidate_side.close()
+        try:
+            pid = zygote.request(self.zygote_sock, workdir,
+                                 [candidate_side.fileno(), out_w, err_w, boot_r])
+        finally:
+            for fd in (out_w, err_w, boot_r):
+                os.close(fd)
+            candidate_side.close()
         uid = isolation.UID_BASE + pid if self.isolation.users == "per-process-uid" else None
         self.armed = Candidate(pid, boot_w, workdir, uid)
         try:
@@ -163,35 +140,6 @@ class Slot:
         os.close(out_r)
         os.close(err_r)
 
-    def _fork_candidate(self) -> int:
-        """os.fork(), or with a PID namespace per candidate: fork an intermediate
-        that unshares CLONE_NEWPID and forks the candidate (init of the new
-        namespace), reports its pid and exits; the slot, a subreaper, adopts it.
-        Returns 0 in the candidate and its pid in the slot, like fork."""
-        if not self.isolation.pid_namespace:
-            return os.fork()
-        report_r, report_w = os.pipe()
-        middle = os.fork()
-        if middle == 0:
-            try:
-                os.close(report_r)
-                isolation.unshare_pid_namespace()
-                child = os.fork()
-                if child == 0:
-                    os.close(report_w)
-                    return 0
-                os.write(report_w, str(child).encode())
-            except BaseException:
-                pass
-            os._exit(0)
-        os.close(report_w)
-        answer = os.read(report_r, 32)
-        os.close(report_r)
-        os.waitpid(middle, 0)
-        if not answer:
-            raise OSError("could not start a candidate in a new PID namespace")
-        return int(answer)
-
     def launch(self, program: dict[str, Any]) -> None:
         """Hands the program to the armed candidate, which becomes the current one."""
         chosen, self.armed = self.armed, None
@@ -201,7 +149,7 @@ class Slot:
             # Before it can fork: its children outlive it if this slot is killed.
             codec.write_fd_frame(self.report_fd, {"sweep": chosen.uid})
         rlimits = [limits["cpu_s"], limits["memory_bytes"], limits["file_size_bytes"],
-                   limits["max_processes"]]
+                   limits["max_processes"], self._task_base()]
         payload = json.dumps({"rlimits": rlimits, "setup": program["setup"],
                               "code": program["code"]}).encode("utf-8", "surrogatepass")
         try:
@@ -213,6 +161,16 @@ class Slot:
             pass  # it died while armed: the judge sees its socket close
         os.close(chosen.bootstrap_fd)
         self.current = chosen
+
+    def _task_base(self) -> int:
+        """In the jail, the tasks already counted against RLIMIT_NPROC (the jail's
+        one host uid): its processes as this slot sees them, plus bwrap's outer
+        process, minus the slot's own bwrap init (in an outer user namespace), plus
+        the candidate armed next.
+        A bound, not an exact allowance. 0 elsewhere (limit_processes counts)."""
+        if self.isolation.filesystem != "jail":
+            return 0
+        return isolation.count_tasks(os.getuid()) + 1
 
     def _wait(self, pid: int, block: bool) -> tuple[int, int, Any] | None:
         if pid in self.exited:
@@ -274,7 +232,7 @@ class Slot:
     def _reap_orphans(self, wait_s: float) -> None:
         """Reaps orphans (the slot is a child subreaper: a candidate's escaped
         descendants land here); waits up to `wait_s` for killed ones to exit."""
-        tracked = {self.judge_pid} | {c.pid for c in (self.armed, self.current, *self.dying)
+        tracked = {self.judge_pid, self.zygote_pid} | {c.pid for c in (self.armed, self.current, *self.dying)
                                       if c}
         deadline = time.monotonic() + wait_s
         while True:
@@ -347,6 +305,11 @@ class Slot:
             self.armed = None
         self.judge_sock.close()  # the judge's loop ends on EOF
         self._wait(self.judge_pid, block=True)
+        self.zygote_sock.close()  # so does the zygote's
+        try:
+            self._wait(self.zygote_pid, block=True)
+        except ChildProcessError:
+            pass
         self.finish_dying()
 
     def finish_dying(self) -> None:
@@ -398,16 +361,19 @@ class Slot:
 
 
 def main(argv: list[str]) -> None:
-    """argv: CONTROL REPORT TESTS RESULTS [no-netns]."""
+    """argv: CONTROL REPORT TESTS RESULTS [no-netns] [jail] [seccomp=HEX]."""
     control_fd, report_fd, tests_fd, results_fd = (int(x) for x in argv[1:5])
+    flags = argv[5:]
+    filter_program = b"".join(bytes.fromhex(f[8:]) for f in flags if f.startswith("seccomp="))
     for name in WARM_MODULES:
         __import__(name)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    report = isolation.prepare_slot(network_namespace="no-netns" not in argv[5:])
+    report = isolation.prepare_slot(network_namespace="no-netns" not in flags,
+                                    jailed="jail" in flags, seccomp=bool(filter_program))
     isolation.scrub_environment()
     isolation._prctl(_PR_SET_CHILD_SUBREAPER, 1)
     os.chdir("/")
-    slot = Slot(report_fd, tests_fd, results_fd)
+    slot = Slot(report_fd, tests_fd, results_fd, filter_program)
     slot.start_judge()
     codec.write_fd_frame(report_fd, {"hello": dataclasses.asdict(report), "pid": os.getpid()})
     while True:

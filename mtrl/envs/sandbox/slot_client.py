@@ -19,7 +19,7 @@ import time
 import concurrent.futures
 from typing import Any
 
-from mtrl.envs.sandbox import isolation, lifecycle
+from mtrl.envs.sandbox import isolation, jail, lifecycle
 from mtrl.envs.sandbox.isolation import IsolationReport
 from mtrl.envs.sandbox.types import (ExecutionResult, Limits, Program, SyntaxErrorInfo,
                                      TestResult)
@@ -91,21 +91,35 @@ class Job:
 class SlotClient:
     """The pool's handle on one slot process and its four pipes."""
 
-    def __init__(self, network_namespace: bool = True):
+    def __init__(self, network_namespace: bool = True, jailed: bool = False,
+                 filter_program: bytes = b""):
+        """jailed: start the slot in the bubblewrap jail (jail.py); filter_program:
+        the candidates' seccomp filter (seccomp.build_program), b"" for none."""
         control_r, self.control_w = os.pipe()
         self.report_r, report_w = os.pipe()
         tests_r, self.tests_w = os.pipe()
         self.results_r, results_w = os.pipe()
         child_fds = (control_r, report_w, tests_r, results_w)
+        flags = ([] if network_namespace else ["no-netns"]) + (["jail"] if jailed else [])
+        if filter_program:
+            flags.append("seccomp=" + filter_program.hex())
+        inner = [_SLOT_BOOTSTRAP, *map(str, child_fds), *flags]
+        launch = jail.Launch(inner, child_fds) if jailed else None
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", _SLOT_BOOTSTRAP, *map(str, child_fds),
-                 *([] if network_namespace else ["no-netns"])],
-                pass_fds=child_fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                env=isolation.slot_environment(), cwd="/", start_new_session=True)
+            if launch is not None:
+                self.process = subprocess.Popen(
+                    launch.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    env={}, cwd="/", start_new_session=True, **launch.popen_kwargs())
+            else:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-c", *inner],
+                    pass_fds=child_fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    env=isolation.slot_environment(), cwd="/", start_new_session=True)
         finally:
             for fd in child_fds:
                 os.close(fd)
+            if launch is not None:
+                launch.close()
         for fd in (self.control_w, self.report_r, self.tests_w, self.results_r):
             os.set_blocking(fd, False)
         self.results, self.reports = _Frames(), _Frames()
@@ -115,6 +129,20 @@ class SlotClient:
         self.sweep_uids: collections.Counter[int] = collections.Counter()
         self.killed = False
         self.recycle = ""  # why the slot asked to be replaced (slot.py cleanup)
+
+    def slot_pid(self) -> int:
+        """The host pid of the slot's Python process (below bwrap's two in the jail)."""
+        pid = self.process.pid
+        for _ in range(2):
+            try:
+                with open(f"/proc/{pid}/comm") as handle:
+                    if handle.read().strip() != "bwrap":
+                        return pid
+                with open(f"/proc/{pid}/task/{pid}/children") as handle:
+                    pid = int(handle.read().split()[0])
+            except (OSError, IndexError, ValueError):
+                return pid
+        return pid
 
     def await_hello(self) -> IsolationReport:
         deadline = time.monotonic() + SLOT_START_TIMEOUT_S

@@ -83,6 +83,7 @@ class ExecutionResult:
     wall_s: float = 0.0
     cached: bool = False
     error: str = ""  # sandbox-level failure (worker killed, program-level timeout...)
+    isolation: str = ""  # IsolationReport.summary() of the slot that judged it
 
     @property
     def num_passed(self) -> int:

@@ -46,10 +46,14 @@ def test_submit_validates_and_closed_pool_refuses(fast_limits):
 
 
 def test_isolation_report_matches_probe(pool):
-    assert pool.isolation.network == network_isolation()
-    assert pool.isolation.users in ("per-process-uid", "shared-uid")
-    if os.geteuid() == 0:
-        assert pool.isolation.users == "per-process-uid"
+    assert pool.isolation.network == network_isolation() == "netns"
+    # The default pool runs in the bubblewrap jail, candidates under seccomp.
+    assert pool.isolation.filesystem == "jail" and pool.isolation.pid_namespace
+    assert pool.isolation.jail.startswith("bubblewrap ") and pool.isolation.seccomp
+    assert not pool.isolation.unsafe
+    line = pool.submit(GOOD).result().isolation
+    assert line == pool.isolation.summary() and "seccomp=on" in line
+    assert not line.startswith("UNSAFE")
 
 
 def test_killed_slot_is_replaced(fast_limits):
@@ -98,17 +102,23 @@ def test_dead_judge_is_restarted_by_its_slot(fast_limits):
     # ones). Killed mid-program it leaves unread messages behind: the slot must see a
     # dead judge, not crash on the reset connection.
     with SandboxPool(num_workers=1, limits=fast_limits) as pool:
-        slot_pid = pool.slot_pids()[0]
+        slot_pid, python_pid = pool.slot_pids()[0], pool.slot_python_pids()[0]
         slow = pool.submit(Program("import time\ndef nap():\n    time.sleep(5)\n",
                                    ("assert nap() is None",)))
         time.sleep(0.5)
-        judges = [p for p in _children(slot_pid) if os.getsid(p) == os.getsid(slot_pid)]
+        judges = [p for p in _children(python_pid) if os.getsid(p) == os.getsid(python_pid)
+                  and _no_capabilities(p)]  # the zygote keeps the slot's
         assert len(judges) == 1
         os.kill(judges[0], signal.SIGKILL)
         broken = slow.result(timeout=30)
         assert broken.error == "sandbox failure: the judge process died", broken
         assert pool.replaced_slots == 0 and pool.slot_pids() == [slot_pid]
         assert all(r.passed for r in pool.run_batch([GOOD] * 2))
+
+
+def _no_capabilities(pid):
+    with open(f"/proc/{pid}/status") as handle:
+        return "CapEff:\t0000000000000000" in handle.read()
 
 
 def _alive(pid):
@@ -131,13 +141,13 @@ def test_replaced_slot_leaves_no_candidate_processes(fast_limits):
     with SandboxPool(num_workers=1, limits=limits) as pool:
         if pool.isolation.users == "shared-uid" and not pool.isolation.pid_namespace:
             pytest.skip("no per-run uid and no PID namespace: nothing to sweep them by")
-        slot_pid = pool.slot_pids()[0]
+        slot_pid, python_pid = pool.slot_pids()[0], pool.slot_python_pids()[0]
         running = pool.submit(Program(code, ("assert spawn() is None",)))
         escaped = []
         deadline = time.monotonic() + 10.0
         while len(escaped) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
-            escaped = [g for c in _children(slot_pid) for g in _children(c)]
+            escaped = [g for c in _children(python_pid) for g in _children(c)]
         assert len(escaped) == 3
         os.killpg(slot_pid, signal.SIGKILL)  # the slot dies; its candidate with it
         assert running.result(timeout=30).error.startswith("sandbox failure")

@@ -1,0 +1,103 @@
+"""The seccomp filter every candidate process runs under (issue 13).
+
+Built once per pool process with libseccomp (through `pyseccomp`) and exported as
+a classic BPF program: plain bytes that travel to the slot in its argv. The slot
+never imports pyseccomp (the jail holds no site-packages); a candidate installs
+the bytes with one prctl(PR_SET_SECCOMP) after PR_SET_NO_NEW_PRIVS and before any
+of its code runs. Filters are inherited by every child and cannot be removed.
+
+Denied with EPERM (default: allow). The list covers kernel attack surface and
+ways out of the jail that honest solutions never need:
+  keyrings (keyctl, add_key, request_key), mounts (mount, umount2, pivot_root,
+  fsopen/fsmount/move_mount/open_tree), namespaces (unshare, setns, and clone with
+  any CLONE_NEW* flag), ptrace and process_vm_*, bpf, perf_event_open, io_uring_*,
+  userfaultfd, kernel modules, reboot, kexec, swap, SysV shared memory and message
+  queues (shmget, msgget: memory that outlives the process), memfd_create (memory
+  no address-space limit sees), and prctl(PR_SET_PDEATHSIG) (clearing the
+  parent-death signal that ties a candidate to its slot).
+clone3 fails with ENOSYS so that libc falls back to clone, whose flags the filter
+can inspect (clone3 passes them in memory). System calls of a foreign ABI (32-bit
+x86) are killed by libseccomp's architecture check.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+
+DENIED = (
+    "keyctl", "add_key", "request_key",
+    "mount", "umount2", "pivot_root", "fsopen", "fsconfig", "fsmount", "fspick",
+    "move_mount", "open_tree", "mount_setattr",
+    "unshare", "setns",
+    "ptrace", "process_vm_readv", "process_vm_writev",
+    "bpf", "perf_event_open",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "userfaultfd",
+    "init_module", "finit_module", "delete_module",
+    "reboot", "kexec_load", "kexec_file_load", "swapon", "swapoff",
+    "shmget", "msgget",
+    "memfd_create",
+)
+_CLONE_NEW_FLAGS = (0x00000080, 0x00020000, 0x02000000, 0x04000000, 0x08000000,
+                    0x10000000, 0x20000000, 0x40000000)  # time ns .. net ns
+_PR_SET_PDEATHSIG = 1
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+
+_PROGRAM: bytes | None = None
+
+
+def build_program() -> bytes:
+    """The filter as BPF bytes (8 bytes an instruction); cached per process.
+
+    Raises ImportError/OSError where pyseccomp or libseccomp is missing.
+    """
+    global _PROGRAM
+    if _PROGRAM is None:
+        import pyseccomp as sc
+
+        rules = sc.SyscallFilter(defaction=sc.ALLOW)
+        denied = sc.ERRNO(errno.EPERM)
+        for name in DENIED:
+            try:
+                rules.add_rule(denied, name)
+            except (OSError, ValueError, RuntimeError):
+                continue  # not a system call of this architecture
+        for flag in _CLONE_NEW_FLAGS:
+            rules.add_rule(denied, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+        rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+        rules.add_rule(denied, "prctl", sc.Arg(0, sc.EQ, _PR_SET_PDEATHSIG))
+        read_fd, write_fd = os.pipe()
+        try:
+            with os.fdopen(write_fd, "wb", closefd=True) as sink:
+                rules.export_bpf(sink)
+            chunks = []
+            while chunk := os.read(read_fd, 1 << 16):
+                chunks.append(chunk)
+        finally:
+            os.close(read_fd)
+        _PROGRAM = b"".join(chunks)
+        if not _PROGRAM or len(_PROGRAM) % 8:
+            raise OSError("libseccomp exported an empty or malformed filter")
+    return _PROGRAM
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def install(program: bytes) -> None:
+    """Loads `program` (build_program's bytes) into this process for good.
+
+    The caller has set PR_SET_NO_NEW_PRIVS. Raises OSError when the kernel refuses.
+    """
+    if not program or len(program) % 8:
+        raise ValueError("a seccomp program is a non-empty multiple of 8 bytes")
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.addressof(buffer))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"seccomp filter refused: {os.strerror(code)}")

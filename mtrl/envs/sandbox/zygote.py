@@ -1,0 +1,143 @@
+"""The zygote: the process every candidate of a slot is forked from (issue 13, class 1).
+
+The slot forks it at start-up, before it has received any program, and it only
+ever receives "start a candidate in this working directory" plus the candidate's
+descriptors. So a candidate's inherited memory holds no program and no test: not
+a previous candidate's code in a stack frame of the slot (which handles program
+text), nor anything freed there.
+
+Each candidate is forked through an intermediate that exits at once, so the slot
+(a child subreaper) adopts it and can wait for it, and, where the slot may,
+the intermediate first unshares the namespaces the candidate gets for itself
+(isolation.unshare_candidate_namespaces): its own PID namespace (it is init
+there: it sees and signals nothing else, and all it starts dies with it), and in
+the jail its own IPC namespace (SysV objects vanish with it) and mount namespace
+(its working directory becomes its /tmp and /dev/shm).
+
+Candidate set-up order, all before the candidate's code: new session, stdio,
+mounts, working directory, then credentials (own uid or no capabilities, no new
+privileges), then the program arrives, then parent-death signal, rlimits and the
+seccomp filter (seccomp.py), then candidate.serve.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import socket
+from typing import Sequence
+
+from mtrl.envs.sandbox import candidate, codec, isolation, seccomp
+
+_MESSAGE_BYTES = 4096
+
+
+def start(report: isolation.IsolationReport, filter_program: bytes) -> tuple[int, socket.socket]:
+    """Forks the zygote; returns (its pid, the slot's end of its socket)."""
+    slot_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    gc.freeze()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            (sock_fd,) = isolation.redirect_stdio(devnull, 2, [zygote_end.fileno()])
+            isolation.die_with_parent()
+            isolation.harden_trusted_process()
+            serve(socket.socket(fileno=sock_fd), report, filter_program)
+        finally:
+            os._exit(0)
+    zygote_end.close()
+    return pid, slot_end
+
+
+def request(sock: socket.socket, workdir: str, fds: Sequence[int]) -> int:
+    """Asks the zygote for a candidate (fds: its socket, stdout, stderr, bootstrap
+    read end); returns its pid. Raises OSError when the zygote cannot."""
+    socket.send_fds(sock, [json.dumps({"workdir": workdir}).encode()], list(fds))
+    answer = sock.recv(32)
+    if not answer or not answer.isdigit() or int(answer) <= 0:
+        raise OSError("the zygote could not start a candidate")
+    return int(answer)
+
+
+def serve(sock: socket.socket, report: isolation.IsolationReport,
+          filter_program: bytes) -> None:
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(sock, _MESSAGE_BYTES, 4)
+        except OSError:
+            return
+        if not message:
+            return
+        pid = 0
+        try:
+            if len(fds) == 4:
+                pid = _spawn(report, json.loads(message)["workdir"], fds, filter_program)
+        except (OSError, ValueError, KeyError):
+            pid = 0
+        for fd in fds:
+            os.close(fd)
+        sock.send(str(pid).encode())
+
+
+def _spawn(report: isolation.IsolationReport, workdir: str, fds: list[int],
+           filter_program: bytes) -> int:
+    report_r, report_w = os.pipe()
+    middle = os.fork()
+    if middle == 0:
+        try:
+            os.close(report_r)
+            if report.pid_namespace:
+                isolation.unshare_candidate_namespaces(report)
+            child = os.fork()
+            if child == 0:
+                os.close(report_w)
+                _become_candidate(report, workdir, fds, filter_program)
+            os.write(report_w, str(child).encode())
+        except BaseException:
+            pass
+        os._exit(0)
+    os.close(report_w)
+    answer = os.read(report_r, 32)
+    os.close(report_r)
+    os.waitpid(middle, 0)
+    return int(answer) if answer else 0
+
+
+def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list[int],
+                      filter_program: bytes) -> None:
+    """The candidate process: isolates itself, waits for its program, serves it."""
+    try:
+        os.setsid()
+        sock_fd, out_fd, err_fd, boot_fd = fds
+        sock_fd, boot_fd = isolation.redirect_stdio(out_fd, err_fd, [sock_fd, boot_fd])
+        if report.filesystem == "jail":
+            isolation.enter_candidate_mounts(workdir)
+        elif report.users == "per-process-uid":
+            isolation.make_workdir_owned(workdir, isolation.UID_BASE + os.getpid())
+            os.chdir(workdir)
+        else:
+            os.chdir(workdir)
+        # Before refuse_sockets(), which replaces socket.socket itself.
+        judge_link = socket.socket(fileno=sock_fd)
+        isolation.become_unprivileged(report)
+        if report.network != "netns":
+            isolation.refuse_sockets()
+        if report.users == "shared-uid" and not report.pid_namespace:
+            isolation.guard_signals()
+        program = codec.read_fd_frame(boot_fd)  # EOF (slot gone) ends this process
+        os.close(boot_fd)
+        # Only now: the slot adopted us from the intermediate, which has been
+        # reaped by the time the program arrives.
+        isolation.die_with_parent()
+        cpu_s, memory, file_size, max_processes, task_base = program["rlimits"]
+        isolation.set_rlimits(cpu_s, memory, file_size)
+        isolation.limit_processes(report, max_processes, task_base)
+        if filter_program:
+            seccomp.install(filter_program)
+        candidate.serve(judge_link, program["setup"], program["code"])
+    except BaseException:
+        pass
+    finally:
+        os._exit(0)
