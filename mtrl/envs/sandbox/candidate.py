@@ -13,7 +13,6 @@ Protocol on the socket (frames of JSON):
   -> {"load_error": [type, message]}                    top-level code raised
   -> {"names": {name: ["function"] | ["value", tree] | ["opaque", type]}}
   <- {"call": name, "args": tree, "kwargs": tree}
-  <- {"batch": [call, ...]}                             answered one reply per call
   -> {"r": tree, "m": [[position, tree], ...]}          return value, mutated args
   -> {"e": [type, message]}                             the call raised
 """
@@ -125,11 +124,11 @@ def serve(sock: socket.socket, setup: str, code: str) -> None:
             request = json.loads(codec.recv_frame(sock))
         except (EOFError, OSError, ValueError, codec.ProtocolError):
             return
-        batch = request.get("batch") if type(request) is dict else None
-        for each in (batch if type(batch) is list else [request]):
-            reply = _call(namespace, each)
-            _flush_stdio()
-            try:
-                _send(sock, reply)
-            except (TypeError, ValueError, codec.NotPlainData) as error:
-                _send(sock, {"e": ["NotPlainData", str(error)[:MESSAGE_CHARS]]})
+        # One call per frame: the judge sends the next only after this answer.
+        reply = _call(namespace, request) if type(request) is dict else {
+            "e": ["ProtocolError", "not a call"]}
+        _flush_stdio()
+        try:
+            _send(sock, reply)
+        except (TypeError, ValueError, codec.NotPlainData) as error:
+            _send(sock, {"e": ["NotPlainData", str(error)[:MESSAGE_CHARS]]})

@@ -167,6 +167,7 @@ class Judge:
         self._link: CandidateLink | None = link
         self._clean = True  # False while an answer is outstanding after an interruption
         self._pending: collections.deque[str] = collections.deque()  # sent, unanswered
+        self._upcoming: collections.deque[str] = collections.deque()  # certain, not sent
         self._load_failure: CandidateGone | None = None
         self.calls = 0  # diagnostics
         signal.signal(signal.SIGALRM, _on_alarm)
@@ -187,6 +188,7 @@ class Judge:
                 self._link.close()
                 self._link = None
             self._pending.clear()
+            self._upcoming.clear()
             status, error_type, message = self.slot.reap(expect_dead)
         return CandidateGone(str(status), str(error_type), str(message))
 
@@ -258,29 +260,47 @@ class Judge:
     # --- calls ----------------------------------------------------------------
 
     def send_batch(self, calls: list[prefetch.StaticCall], first: bool = False) -> None:
-        """Sends a test's certain calls in one message (prefetch.py).
+        """Queues a test's certain calls (prefetch.py) and sends the first.
+
+        The candidate gets them one at a time (issue 13: it must never hold a later
+        call's arguments): the next one goes out the moment the previous answer
+        arrives, so the candidate computes it while the test checks that answer.
 
         first: sent before the hello, to a candidate that may already have exited
         after reporting why (its hello is still readable); failures are ignored.
         """
+        self._upcoming.clear()
         if not calls:
             return
         try:
             texts = [request_text(n, a, k) for n, a, k in calls]
         except TypeError:
             return  # a live call reports it if the test makes that call
-        payload = ('{"batch":[' + ",".join(texts) + "]}").encode("utf-8", "surrogatepass")
+        head = texts[0].encode("utf-8", "surrogatepass")
         if first:
             try:
-                self._link.send(payload)
+                self._link.send(head)
             except OSError:
                 return
         else:
             self._ready()
             self._clean = False
-            self._send(payload)
-        self._pending.extend(texts)
+            self._send(head)
+        self._pending.append(texts[0])
+        self._upcoming.extend(texts[1:])
         self._clean = True
+
+    def _send_next(self) -> None:
+        """Sends the next queued certain call once nothing is outstanding."""
+        if self._pending or not self._upcoming:
+            return
+        text = self._upcoming.popleft()
+        try:
+            self._link.send(text.encode("utf-8", "surrogatepass"))
+        except OSError:
+            self._upcoming.clear()  # the next call finds the candidate gone
+            return
+        self._pending.append(text)
 
     def call(self, name: str, args: tuple, kwargs: dict) -> Any:
         text = request_text(name, args, kwargs)
@@ -298,6 +318,9 @@ class Judge:
             self._pending.popleft()
         reply = self._receive()
         self._pending.popleft()
+        if self._upcoming and self._upcoming[0] == text:
+            self._upcoming.popleft()  # made live, ahead of its turn
+        self._send_next()
         if type(reply) is not dict or ("r" not in reply and "e" not in reply):
             # Forged or torn frames: the stream is out of step, so the next call
             # gets a fresh candidate.

@@ -244,10 +244,9 @@ class PreparedTests:
                 code: Any = compile(source, f"<test {index}>", "exec", dont_inherit=True)
             except (SyntaxError, ValueError) as error:
                 code = error if isinstance(error, SyntaxError) else SyntaxError(str(error))
-            # One call at most: test inputs reach the candidate one at a time, so
-            # it never holds a later call's arguments (issue 13, class 1).
-            calls = prefetch.static_calls(source, known, entry_point)[:1]
-            self.tests.append((code, calls))
+            # Sent one at a time (judge.Judge.send_batch): the candidate never
+            # holds a later call's arguments (issue 13, class 1).
+            self.tests.append((code, prefetch.static_calls(source, known, entry_point)))
 
 
 def _prepared(cache: collections.OrderedDict, message: dict[str, Any]) -> PreparedTests:

@@ -9,10 +9,19 @@ import time
 from mtrl.envs.sandbox.types import Limits
 
 
+# A candidate that is init of its PID namespace ignores the kernel's SIGXCPU; its
+# handler exits with this status instead (zygote.py).
+CPU_LIMIT_EXIT = 128 + signal.SIGXCPU
+
+
 def describe_exit(status: int, cpu_s: float, limits: Limits, killed: bool) -> list[str]:
     """[test status, error type, message] for a candidate that ended mid-test."""
     if killed:
         return ["error", "Killed", "the candidate was stopped by the judge"]
+    # (A candidate could exit with that status itself: it gains nothing, a timeout
+    # is no more a pass than an exit.)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == CPU_LIMIT_EXIT:
+        return ["timeout", "CPUTimeLimitExceeded", f"CPU time limit of {limits.cpu_s} s exceeded"]
     if os.WIFEXITED(status):
         return ["error", "CandidateExited", "the candidate process exited with status "
                 f"{os.WEXITSTATUS(status)} during the test"]

@@ -1,10 +1,12 @@
 """A sandbox slot: one long-lived, warm worker process of the pool.
 
 Started by the pool (slot_client.SlotClient) as a fresh interpreter running main()
-with four inherited pipe fds: CONTROL REPORT TESTS RESULTS. It runs as the pool's
-user (root on the project machines). At start it imports what candidates commonly use,
-enters its namespaces (isolation.prepare_slot), forks its judge (judge_main.py)
-and one "armed" candidate, and says hello. Then, per program:
+with four inherited pipe fds: CONTROL REPORT TESTS RESULTS, normally inside the
+bubblewrap jail (jail.py; flag "jail"), else as the pool's user (unsafe=True). At
+start it imports what candidates commonly use, enters its namespaces
+(isolation.prepare_slot), forks the zygote (zygote.py: every candidate is forked
+from it, a process that never held a program), its judge (judge_main.py) and
+one "armed" candidate, and says hello. Then, per program:
 
   pool  --CONTROL--> slot : code, setup, limits, program id   (never the tests)
   slot  --bootstrap--> armed candidate: limits, setup, code; it loads and says
@@ -23,9 +25,11 @@ and one "armed" candidate, and says hello. Then, per program:
                     start processes: should this slot die, the pool kills what
                     still runs under those uids (lifecycle.kill_uids_from_outside)
 
-Candidates are forked from this warm interpreter (about a millisecond, versus
-tens for a fresh Python); because the slot never holds test text, a candidate
-cannot find tests even in the memory it inherits.
+Candidates are forked from the warm zygote (about a millisecond, versus tens for
+a fresh Python); because the zygote never held a program or a test, a candidate
+finds neither a sibling's code nor any test in the memory it inherits. Cleanup
+never raises: a tree that will not go makes the slot ask to be replaced
+({"recycle": why}) once its programs in flight are done.
 """
 
 from __future__ import annotations

@@ -25,10 +25,11 @@ from __future__ import annotations
 import gc
 import json
 import os
+import signal
 import socket
 from typing import Sequence
 
-from mtrl.envs.sandbox import candidate, codec, isolation, seccomp
+from mtrl.envs.sandbox import candidate, codec, isolation, lifecycle, seccomp
 
 _MESSAGE_BYTES = 4096
 
@@ -105,6 +106,10 @@ def _spawn(report: isolation.IsolationReport, workdir: str, fds: list[int],
     return int(answer) if answer else 0
 
 
+def _cpu_limit_reached(signum, frame) -> None:
+    os._exit(lifecycle.CPU_LIMIT_EXIT)
+
+
 def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list[int],
                       filter_program: bytes) -> None:
     """The candidate process: isolates itself, waits for its program, serves it."""
@@ -134,6 +139,11 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
         cpu_s, memory, file_size, max_processes, task_base = program["rlimits"]
         isolation.set_rlimits(cpu_s, memory, file_size)
         isolation.limit_processes(report, max_processes, task_base)
+        if report.pid_namespace:
+            # As init of its namespace the kernel's SIGXCPU would be ignored: exit
+            # with the status lifecycle.describe_exit reads as the CPU limit. (The
+            # hard limit's SIGKILL, one second later, still ends it regardless.)
+            signal.signal(signal.SIGXCPU, _cpu_limit_reached)
         if filter_program:
             seccomp.install(filter_program)
         candidate.serve(judge_link, program["setup"], program["code"])
