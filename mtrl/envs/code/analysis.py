@@ -200,6 +200,25 @@ def analyze_candidate(codes: tuple[str, ...], entry_point: str) -> CandidateAnal
                              syntax_error=syntax_error, helper=helper)
 
 
+def agent_programs(analysis: CandidateAnalysis) -> tuple[str, str]:
+    """(main code, helper code) of a two-agent action, for a sandbox run that loads
+    the helper's code in a process of its own (Program.helper_code): a helper that
+    patches or replaces the entry point at run time (a profile hook rebinding it,
+    a write to its caller's globals) then cannot make a wrong main pass, so the
+    tests, and the level-4 bonuses that need a passed test, judge main's code as
+    it ran. The helper's top-level imports are repeated for main (in one joined
+    program it could use them); an import binds library names only.
+    """
+    if analysis.num_agents != 2:
+        raise ValueError("agent_programs needs a two-agent analysis")
+    helper, main = analysis.codes
+    tree = try_parse(helper)
+    imports = [ast.get_source_segment(helper, node) or "" for node in (tree.body if tree else [])
+               if isinstance(node, (ast.Import, ast.ImportFrom))
+               and not (isinstance(node, ast.ImportFrom) and node.module == "__future__")]
+    return "\n".join([*imports, main]).strip("\n"), helper
+
+
 def _own_nodes(function: ast.AST):
     """Nodes of a function's body, not descending into nested functions/classes/lambdas."""
     stack = list(ast.iter_child_nodes(function))

@@ -30,7 +30,8 @@ import dataclasses
 from typing import Any, Protocol, Sequence
 
 from mtrl.envs.base import Environment, StepResult
-from mtrl.envs.code.analysis import CandidateAnalysis, analyze_candidate, role_function_names
+from mtrl.envs.code.analysis import (AUX_NAME, CandidateAnalysis, agent_programs,
+                                     analyze_candidate, role_function_names)
 from mtrl.envs.code.experts.base import Expert, ExpertRequest
 from mtrl.envs.code.extraction import MAX_COMPLETION_CHARS, decode_completion, extract_code
 from mtrl.envs.code.feedback import (FEEDBACK_MODES, FeedbackContext, FeedbackOptions,
@@ -208,7 +209,7 @@ class CodeEnv(Environment):
                  ) -> list[tuple[ExecutionResult, bool]]:
         """(result, ran) per branch; every runnable program goes in ONE sandbox call."""
         runnable = [i for i, a in enumerate(analyses) if a.syntax_ok and a.program.strip()]
-        programs = [task_program(states[i].task, analyses[i].program) for i in runnable]
+        programs = [_branch_program(states[i].task, analyses[i]) for i in runnable]
         results: dict[int, ExecutionResult] = {}
         if programs:
             executed = self._executor().run_batch(programs)
@@ -262,7 +263,16 @@ def has_full_check(task: CodeTask) -> bool:
     return bool(task.tests) and task.test_code is not None
 
 
-def task_program(task: CodeTask, code: str) -> Program:
+def _branch_program(task: CodeTask, analysis: CandidateAnalysis) -> Program:
+    """One branch's program; two agents' codes run in separate processes
+    (analysis.agent_programs), so the helper cannot rewrite main at run time."""
+    if analysis.num_agents == 2:
+        main, helper = agent_programs(analysis)
+        return task_program(task, main, helper)
+    return task_program(task, analysis.program)
+
+
+def task_program(task: CodeTask, code: str, helper_code: str = "") -> Program:
     """Every test of the task, as the reward and `done` see them.
 
     Asserts run one by one (per-test feedback, a graded pass rate). When the task also
@@ -272,12 +282,13 @@ def task_program(task: CodeTask, code: str) -> Program:
     rewarded as correct. Tasks with test code alone run it in the sandbox's HumanEval
     mode.
     """
+    helper = {"helper_code": helper_code, "helper_names": (AUX_NAME,)} if helper_code else {}
     if task.tests:
         tests = task.tests
         if has_full_check(task):
             tests += (f"{task.test_code.rstrip()}\n\ncheck({task.entry_point})\n",)
         # The entry point may share a builtin's name (MBPP's `sum`): let it shadow.
         return Program(code=code, tests=tests, setup=task.setup,
-                       candidate_names=(task.entry_point,))
+                       candidate_names=(task.entry_point,), **helper)
     return Program(code=code, tests=(task.test_code or "",), setup=task.setup,
-                   entry_point=task.entry_point)
+                   entry_point=task.entry_point, **helper)

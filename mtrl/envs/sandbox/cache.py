@@ -38,6 +38,8 @@ def cache_key(program: Program, limits: Limits) -> str:
         "setup": program.setup,
         "entry_point": program.entry_point,
         "candidate_names": list(program.candidate_names),
+        "helper_code": program.helper_code,
+        "helper_names": list(program.helper_names),
         "limits": dataclasses.asdict(limits),
     }, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()

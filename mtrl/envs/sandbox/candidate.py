@@ -68,8 +68,12 @@ def _export(namespace: dict[str, Any]) -> dict[str, list]:
     return names
 
 
-def load(setup: str, code: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """Compiles and runs setup + code; returns (namespace, hello message)."""
+def load(setup: str, code: str, extra: dict[str, Any] | None = None
+         ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """Compiles and runs setup + code; returns (namespace, hello message).
+
+    extra: names bound after setup and before the code (a helper's proxies).
+    """
     try:
         compiled_setup = compile(setup, "<setup>", "exec", dont_inherit=True)
     except SyntaxError as error:
@@ -85,6 +89,7 @@ def load(setup: str, code: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     namespace: dict[str, Any] = {"__name__": "__candidate__", "__builtins__": builtins}
     try:
         exec(compiled_setup, namespace)
+        namespace.update(extra or {})
         exec(compiled, namespace)
     except BaseException as error:  # SystemExit and KeyboardInterrupt included
         return None, {"load_error": _describe(error)}
@@ -109,12 +114,15 @@ def _call(namespace: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
         return {"e": _describe(error)}
 
 
-def serve(sock: socket.socket, setup: str, code: str) -> None:
-    """Loads the candidate, says hello, then answers calls until the judge hangs up."""
+def serve(sock: socket.socket, setup: str, code: str,
+          extra: dict[str, Any] | None = None) -> None:
+    """Loads the candidate, says hello, then answers calls until the judge hangs up.
+
+    Also the loop of a helper process, whose peer is the main candidate."""
     codec.allow_long_ints()
     # The slot froze its heap (gc.freeze) before forking: those objects stay out of
     # collections here too, so a collection never copies the inherited pages.
-    namespace, hello = load(setup, code)
+    namespace, hello = load(setup, code, extra)
     _flush_stdio()
     _send(sock, hello)
     if namespace is None:
@@ -132,3 +140,59 @@ def serve(sock: socket.socket, setup: str, code: str) -> None:
             _send(sock, reply)
         except (TypeError, ValueError, codec.NotPlainData) as error:
             _send(sock, {"e": ["NotPlainData", str(error)[:MESSAGE_CHARS]]})
+
+
+class HelperLink:
+    """The main candidate's connection to its helper process (Program.helper_code).
+
+    The helper says hello first (read on the first call); then one call, one
+    answer, in the candidate protocol above.
+    """
+
+    def __init__(self, sock: socket.socket):
+        self.sock, self.failure = sock, None
+        self.loaded = False
+
+    def call(self, name: str, args: tuple, kwargs: dict) -> Any:
+        if not self.loaded:
+            self.loaded = True
+            hello = self._receive()
+            if "names" not in hello:
+                kind, detail = next(iter(hello.items()), ("load_error", ["", ""]))
+                self.failure = f"the helper's code did not load ({kind}: {detail})"
+        if self.failure:
+            raise NameError(self.failure)
+        _send(self.sock, {"call": name, "args": codec.to_plain(args),
+                          "kwargs": codec.to_plain(kwargs)})
+        reply = self._receive()
+        if "e" in reply:
+            type_name, message = (list(reply["e"]) + ["", ""])[:2]
+            error = getattr(builtins, str(type_name), None)
+            if isinstance(error, type) and issubclass(error, Exception):
+                try:
+                    raise error(str(message))
+                except TypeError:
+                    pass
+            raise RuntimeError(f"{type_name}: {message}")
+        return codec.from_plain(reply.get("r"))
+
+    def _receive(self) -> dict[str, Any]:
+        try:
+            message = json.loads(codec.recv_frame(self.sock))
+        except (EOFError, OSError, ValueError, codec.ProtocolError) as error:
+            self.failure = f"the helper process ended ({type(error).__name__})"
+            raise RuntimeError(self.failure) from None
+        return message if type(message) is dict else {}
+
+
+class HelperFunction:
+    """Stands for the helper's function `name` in the main candidate's namespace."""
+
+    def __init__(self, link: HelperLink, name: str):
+        self._link, self.__name__ = link, name
+
+    def __call__(self, *args, **kwargs):
+        return self._link.call(self.__name__, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<helper function {self.__name__}>"

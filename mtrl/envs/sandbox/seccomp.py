@@ -13,8 +13,9 @@ ways out of the jail that honest solutions never need:
   any CLONE_NEW* flag), ptrace and process_vm_*, bpf, perf_event_open, io_uring_*,
   userfaultfd, kernel modules, reboot, kexec, swap, SysV shared memory and message
   queues (shmget, msgget: memory that outlives the process), memfd_create (memory
-  no address-space limit sees), and prctl(PR_SET_PDEATHSIG) (clearing the
-  parent-death signal that ties a candidate to its slot).
+  no address-space limit sees), prctl(PR_SET_PDEATHSIG) (clearing the
+  parent-death signal that ties a candidate to its slot) and prctl(PR_SET_DUMPABLE)
+  (a two-agent program's main process stays closed to its helper's /proc/<pid>/mem).
 clone3 fails with ENOSYS so that libc falls back to clone, whose flags the filter
 can inspect (clone3 passes them in memory). System calls of a foreign ABI (32-bit
 x86) are killed by libseccomp's architecture check.
@@ -43,6 +44,7 @@ DENIED = (
 _CLONE_NEW_FLAGS = (0x00000080, 0x00020000, 0x02000000, 0x04000000, 0x08000000,
                     0x10000000, 0x20000000, 0x40000000)  # time ns .. net ns
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 
@@ -69,6 +71,7 @@ def build_program() -> bytes:
             rules.add_rule(denied, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
         rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
         rules.add_rule(denied, "prctl", sc.Arg(0, sc.EQ, _PR_SET_PDEATHSIG))
+        rules.add_rule(denied, "prctl", sc.Arg(0, sc.EQ, _PR_SET_DUMPABLE))
         read_fd, write_fd = os.pipe()
         try:
             with os.fdopen(write_fd, "wb", closefd=True) as sink:

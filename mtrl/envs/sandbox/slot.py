@@ -155,7 +155,10 @@ class Slot:
         rlimits = [limits["cpu_s"], limits["memory_bytes"], limits["file_size_bytes"],
                    limits["max_processes"], self._task_base()]
         payload = json.dumps({"rlimits": rlimits, "setup": program["setup"],
-                              "code": program["code"]}).encode("utf-8", "surrogatepass")
+                              "code": program["code"],
+                              "helper_code": program.get("helper_code", ""),
+                              "helper_names": program.get("helper_names", [])}
+                             ).encode("utf-8", "surrogatepass")
         try:
             os.write(chosen.bootstrap_fd, codec.HEADER.pack(len(payload)))
             view = memoryview(payload)

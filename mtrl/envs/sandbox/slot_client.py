@@ -169,6 +169,7 @@ class SlotClient:
         program = job.program
         self.outgoing[self.control_w] += _frame({
             "id": job.id, "code": program.code, "setup": program.setup,
+            "helper_code": program.helper_code, "helper_names": list(program.helper_names),
             "limits": dataclasses.asdict(job.limits)})
         self.outgoing[self.tests_w] += _frame({
             "id": job.id, "setup": program.setup, "tests": list(program.tests),

@@ -43,6 +43,11 @@ class Program:
       `sum`). Otherwise builtins and setup names always win in the judge, so that
       `def all(x): return True` cannot rig `assert all(...)`. The entry point is
       always the candidate's.
+    helper_code / helper_names: two-agent programs. The helper's code loads in a
+      process of its own, forked before `code` loads; in `code`'s namespace each
+      of helper_names is a proxy that calls it there (plain data both ways). So the
+      helper's code can neither patch nor replace `code`'s functions (issue 13,
+      class 8): what the tests exercise is `code` as written, calling the helper.
     """
 
     code: str
@@ -50,10 +55,13 @@ class Program:
     setup: str = ""
     entry_point: str | None = None
     candidate_names: tuple[str, ...] = ()
+    helper_code: str = ""  # a second agent's code, run in a process of its own
+    helper_names: tuple[str, ...] = ()  # its functions that `code` may call
 
     def __post_init__(self):
-        if not isinstance(self.tests, tuple) or not isinstance(self.candidate_names, tuple):
-            raise ValueError("Program.tests and Program.candidate_names must be tuples")
+        if not all(isinstance(v, tuple) for v in (self.tests, self.candidate_names,
+                                                   self.helper_names)):
+            raise ValueError("Program.tests, candidate_names and helper_names must be tuples")
 
 
 @dataclasses.dataclass(frozen=True)

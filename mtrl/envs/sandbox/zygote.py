@@ -106,6 +106,25 @@ def _spawn(report: isolation.IsolationReport, workdir: str, fds: list[int],
     return int(answer) if answer else 0
 
 
+def _start_helper(judge_link: socket.socket, setup: str, code: str,
+                  names: list[str], confine) -> dict:
+    """Forks the helper process (before the main code loads) and returns the
+    proxies that stand for its functions in the main code's namespace."""
+    main_end, helper_end = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            judge_link.close()
+            main_end.close()
+            confine()
+            candidate.serve(helper_end, setup, code)
+        finally:
+            os._exit(0)
+    helper_end.close()
+    link = candidate.HelperLink(main_end)
+    return {name: candidate.HelperFunction(link, name) for name in names}
+
+
 def _cpu_limit_reached(signum, frame) -> None:
     os._exit(lifecycle.CPU_LIMIT_EXIT)
 
@@ -137,16 +156,28 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
         # reaped by the time the program arrives.
         isolation.die_with_parent()
         cpu_s, memory, file_size, max_processes, task_base = program["rlimits"]
+        helper_names = [str(n) for n in program.get("helper_names") or []]
         isolation.set_rlimits(cpu_s, memory, file_size)
-        isolation.limit_processes(report, max_processes, task_base)
         if report.pid_namespace:
             # As init of its namespace the kernel's SIGXCPU would be ignored: exit
             # with the status lifecycle.describe_exit reads as the CPU limit. (The
             # hard limit's SIGKILL, one second later, still ends it regardless.)
             signal.signal(signal.SIGXCPU, _cpu_limit_reached)
-        if filter_program:
-            seccomp.install(filter_program)
-        candidate.serve(judge_link, program["setup"], program["code"])
+        # Not dumpable: a helper process (same uid) must not write this one's memory
+        # through /proc/<pid>/mem; the filter keeps it so.
+        isolation.harden_trusted_process()
+
+        def confine() -> None:  # in the candidate and in its helper
+            isolation.limit_processes(report, max_processes + bool(helper_names), task_base)
+            if filter_program:
+                seccomp.install(filter_program)
+
+        extra = None
+        if helper_names:  # forked before the process limit, so it cannot fail on it
+            extra = _start_helper(judge_link, program["setup"],
+                                  str(program.get("helper_code", "")), helper_names, confine)
+        confine()
+        candidate.serve(judge_link, program["setup"], program["code"], extra)
     except BaseException:
         pass
     finally:

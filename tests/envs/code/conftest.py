@@ -55,7 +55,9 @@ class SubprocessExecutor:
         return [self._run(program) for program in programs]
 
     def _run(self, program: Program) -> ExecutionResult:
-        request = json.dumps({"setup": program.setup, "code": program.code,
+        # A two-agent program's helper code joins main's here (no process split).
+        code = "\n\n".join(c for c in (program.helper_code, program.code) if c)
+        request = json.dumps({"setup": program.setup, "code": code,
                               "tests": list(program.tests)})
         try:
             done = subprocess.run([sys.executable, "-I", "-c", _HARNESS], input=request,

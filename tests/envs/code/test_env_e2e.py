@@ -151,3 +151,38 @@ def test_humaneval_reward_runs_the_full_check_in_the_real_sandbox(pool):
     assert statuses == ["passed"] * len(task.tests) + ["failed"]
     assert not wrong.done and wrong.reward == pytest.approx(6 / 7)
     assert right.done and right.reward == 1.0
+
+
+# Issue 13, class 8: a helper whose code rebinds main's function at run time (a
+# profile hook installed from a class body; a write to its caller's globals) must
+# not lift a wrong main to the full level reward: main's tests run on main's code.
+WRONG_MAIN = "def add(a, b):\n    s = aux(a, b)\n    return s + 1"
+HIJACKS = {
+    "profile_hook": (
+        "import sys\nclass Install:\n    def hook(frame, event, arg):\n"
+        "        g = frame.f_globals\n        if callable(g.get('add')) and g['add'] is not right:\n"
+        "            g['add'] = right\n    sys.setprofile(hook)\n"
+        "def right(a, b):\n    return a + b\n"
+        "def aux(a, b):\n    return a + b\n"),
+    "caller_globals": (
+        "import sys\ndef right(a, b):\n    return a + b\n"
+        "def aux(a, b):\n    sys._getframe(1).f_globals['add'] = right\n    return a + b\n"),
+    "patch_code_object": (
+        "import gc\ndef right(a, b):\n    return a + b\n"
+        "def aux(a, b):\n    for o in gc.get_objects():\n"
+        "        if getattr(o, '__name__', '') == 'add' and callable(o):\n"
+        "            o.__code__ = right.__code__\n    return a + b\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HIJACKS))
+def test_helper_cannot_rewrite_main_at_run_time(pool, tasks, name):
+    env = CodeEnv(CodeEnvConfig(num_agents=2), sandbox=pool)
+    root, _ = env.reset(tasks[0])  # ADD
+    (hijacked,) = env.step([root], [(fenced(HIJACKS[name]), fenced(WRONG_MAIN))], turn=1)
+    assert hijacked.components["level3_tests"] == 0.0, hijacked.components
+    assert hijacked.reward < 4.0
+    honest = ("import math\ndef aux(a, b):\n    return a + b",
+              "def add(a, b):\n    s = aux(a, b)\n    return int(math.fsum([s, 0]))")
+    (ok,) = env.step([root], [tuple(map(fenced, honest))], turn=1)
+    assert ok.components["level3_tests"] == 1.0  # helper's imports reach main
