@@ -82,6 +82,7 @@ _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
 _CLONE_NEWPID = 0x20000000
 _CLONE_NEWIPC = 0x08000000
+_MS_NOEXEC = 8
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV = 1, 2, 4
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 1, 4, 38
@@ -269,13 +270,13 @@ def unshare_candidate_namespaces(report: IsolationReport) -> None:
 def enter_candidate_mounts(workdir: str) -> None:
     """In a jailed candidate (own mount namespace, capabilities not yet dropped):
     its working directory becomes /tmp and /dev/shm, the only places it can write,
-    so it cannot reach other candidates' directories; cwd is /tmp. /proc stays the
-    jail's (a fresh one per candidate costs ~0.7 ms): the slot, judge and zygote
-    there are not dumpable, and the candidate can signal nothing outside its own
-    PID namespace."""
+    so it cannot reach other candidates' directories; cwd is /tmp. A fresh /proc
+    shows its own PID namespace only: in the jail's, bwrap's init (pid 1 there,
+    dumpable) would be open to writes through /proc/1/mem."""
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
     for target in ("/dev/shm", "/tmp"):  # /tmp last: it covers the source path
         _mount(workdir, target, None, _MS_BIND)
+    _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
     os.chdir("/tmp")
 
 

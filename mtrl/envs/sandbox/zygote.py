@@ -133,6 +133,9 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
                       filter_program: bytes) -> None:
     """The candidate process: isolates itself, waits for its program, serves it."""
     try:
+        # Not dumpable from birth: no process (a running candidate, a helper) may
+        # open this one's /proc/<pid>/mem while it waits for its program.
+        isolation.harden_trusted_process()
         os.setsid()
         sock_fd, out_fd, err_fd, boot_fd = fds
         sock_fd, boot_fd = isolation.redirect_stdio(out_fd, err_fd, [sock_fd, boot_fd])
@@ -163,9 +166,6 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
             # with the status lifecycle.describe_exit reads as the CPU limit. (The
             # hard limit's SIGKILL, one second later, still ends it regardless.)
             signal.signal(signal.SIGXCPU, _cpu_limit_reached)
-        # Not dumpable: a helper process (same uid) must not write this one's memory
-        # through /proc/<pid>/mem; the filter keeps it so.
-        isolation.harden_trusted_process()
 
         def confine() -> None:  # in the candidate and in its helper
             isolation.limit_processes(report, max_processes + bool(helper_names), task_base)

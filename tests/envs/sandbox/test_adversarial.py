@@ -604,3 +604,46 @@ def test_honest_programs_pass_in_the_jail(name):
     with SandboxPool(num_workers=1, limits=limits) as pool:
         result = pool.submit(Program(code, (test,))).result()
     assert result.passed, result
+
+
+# Class 8: a two-agent program's helper runs in a process of its own.
+HELPER_ATTACKS = {
+    "profile_hook": "import sys\ndef right(a, b):\n    return a + b\nclass Install:\n"
+                    "    def hook(frame, event, arg):\n        g = frame.f_globals\n"
+                    "        if callable(g.get('add')) and g['add'] is not right:\n"
+                    "            g['add'] = right\n    sys.setprofile(hook)\n"
+                    "def aux(a, b):\n    return a + b\n",
+    "caller_globals": "import sys\ndef right(a, b):\n    return a + b\n"
+                      "def aux(a, b):\n    sys._getframe(1).f_globals['add'] = right\n"
+                      "    return a + b\n",
+    "main_memory": "import os\ndef aux(a, b):\n    try:\n"
+                   "        open(f'/proc/{os.getppid()}/mem', 'r+b').close()\n"
+                   "        return a + b + 1\n    except OSError:\n        return a + b\n",
+    "undo_dumpable": LIBC + "def aux(a, b):\n    return a + b + (libc.prctl(4, 1, 0, 0, 0) == 0)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HELPER_ATTACKS))
+def test_helper_code_cannot_rewrite_main(hostile_pool, name):
+    main = "def add(a, b):\n    return aux(a, b) - 1\n"  # wrong unless the attack works
+    result = hostile_pool.submit(Program(main, ADD_TESTS, helper_code=HELPER_ATTACKS[name],
+                                         helper_names=("aux",))).result()
+    assert result.num_passed == 0, result
+    honest = hostile_pool.submit(Program(
+        "def add(a, b):\n    return aux(a, b)\n", ADD_TESTS + ("assert aux(1, 1) == 2",),
+        helper_code="def aux(a, b):\n    return a + b\n", helper_names=("aux",))).result()
+    assert honest.passed, honest
+
+
+def test_no_other_process_is_visible_or_writable(hostile_pool):
+    # The jail's /proc would show bwrap's init (dumpable: /proc/1/mem writable),
+    # the slot, the judge and the candidate armed next; a candidate sees itself only.
+    code = ("import os\ndef others():\n    own = str(os.getpid())\n"
+            "    return sorted(p for p in os.listdir('/proc') if p.isdigit() and p != own)\n"
+            "def writable():\n    found = []\n    for p in ['1', str(os.getppid())] + others():\n"
+            "        try:\n            open(f'/proc/{p}/mem', 'r+b').close()\n"
+            "            found.append(p)\n        except OSError:\n            pass\n"
+            "    return [p for p in found if p != str(os.getpid())]\n")
+    result = hostile_pool.submit(Program(code, ("assert others() == []",
+                                                "assert writable() == []"))).result()
+    assert result.passed, result
