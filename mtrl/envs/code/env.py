@@ -62,6 +62,9 @@ class CodeEnvConfig:
     reward: str = "level"  # a name in CODE_REWARDS: "level" | "pass_rate"
     reward_config: CodeRewardConfig = CodeRewardConfig()
     limits: Limits = Limits()  # for the sandbox the environment creates itself
+    # Where the host cannot run the sandbox's jail, go on without it (SandboxPool
+    # unsafe=True: every verdict says UNSAFE) instead of refusing to start.
+    sandbox_unsafe: bool = False
     templates: PromptTemplates = PromptTemplates()
     show_teammate_code: bool = False  # two agents: show each agent the other's code
     expert_sees_tests: bool = False  # expert_edits: the expert gets every test's failure
@@ -225,7 +228,8 @@ class CodeEnv(Environment):
         if self._sandbox is None:
             from mtrl.envs.sandbox import SandboxPool  # the sandbox only when needed
 
-            self._sandbox = SandboxPool(limits=self.config.limits)
+            self._sandbox = SandboxPool(limits=self.config.limits,
+                                        unsafe=self.config.sandbox_unsafe)
         return self._sandbox
 
     def _with_suggestions(self, contexts: list[FeedbackContext]) -> list[FeedbackContext]:

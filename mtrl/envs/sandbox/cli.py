@@ -69,6 +69,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--cpu", type=float, default=defaults.cpu_s, help="CPU seconds")
     parser.add_argument("--memory-mb", type=int, default=defaults.memory_bytes >> 20)
     parser.add_argument("--cache", default=None, help="sqlite result cache file")
+    parser.add_argument("--unsafe", action="store_true",
+                        help="run even where the jail cannot (untrusted code is then not "
+                             "contained; every verdict says UNSAFE)")
     return parser.parse_args(argv)
 
 
@@ -91,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     program = Program(code=code, tests=tests, setup=setup, entry_point=args.entry_point,
                       candidate_names=tuple(args.candidate_name))
     try:
-        with SandboxPool(num_workers=1, limits=limits, cache_path=args.cache) as pool:
+        with SandboxPool(num_workers=1, limits=limits, cache_path=args.cache,
+                         unsafe=args.unsafe) as pool:
             result = pool.submit(program).result()
             isolation = dataclasses.asdict(pool.isolation)
     except Exception as error:  # noqa: BLE001 - any failure here is the sandbox's
@@ -110,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "wall_s": result.wall_s,
         "cached": result.cached,
         "isolation": isolation,
+        "isolation_summary": result.isolation,
     }, indent=2))
     return 2 if result.error.startswith("sandbox failure") else 0
 
