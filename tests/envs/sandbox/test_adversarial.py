@@ -647,3 +647,23 @@ def test_no_other_process_is_visible_or_writable(hostile_pool):
     result = hostile_pool.submit(Program(code, ("assert others() == []",
                                                 "assert writable() == []"))).result()
     assert result.passed, result
+
+
+def test_candidate_holds_no_capability_and_runs_filtered(hostile_pool):
+    code = ("import subprocess, sys\ndef status():\n"
+            "    return dict(l.split(':\\t', 1) for l in open('/proc/self/status').read().splitlines()\n"
+            "                if ':\\t' in l)\n"
+            "def after_exec():\n    return subprocess.run(['/bin/grep', 'Cap', '/proc/self/status'],\n"
+            "        capture_output=True, text=True).stdout\n")
+    tests = tuple(f"assert status()['{c}'] == '0000000000000000'"
+                  for c in ("CapInh", "CapPrm", "CapEff", "CapAmb"))
+    tests += ("assert status()['NoNewPrivs'] == '1' and status()['Seccomp'] == '2'",)
+    result = hostile_pool.submit(Program(code, tests)).result()
+    assert result.passed, result
+    limits = Limits(wall_s_per_test=5.0, wall_s_total=8.0, cpu_s=3.0, memory_bytes=384 << 20,
+                    max_processes=2)
+    exec_test = ("caps = [l.split()[-1] for l in after_exec().splitlines()\n"
+                 "        if l.startswith(('CapPrm', 'CapEff'))]\n"
+                 "assert caps == ['0000000000000000'] * 2, caps",)
+    result = hostile_pool.submit(Program(code, exec_test), limits).result()
+    assert result.passed, result
