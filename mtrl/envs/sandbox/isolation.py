@@ -1,5 +1,13 @@
 """Process isolation for sandbox slots, judges and candidate processes (Linux).
 
+By default every slot runs in the bubblewrap jail (jail.py, docs/sandbox.md), which
+made the user, PID, IPC, UTS, network and mount namespaces already; prepare_slot
+then reports filesystem "jail", users "shared-uid" (uid 0 of the jail's user
+namespace, capabilities dropped in judge and candidates) and gives each candidate
+PID, IPC and mount namespaces of its own (unshare_candidate_namespaces,
+enter_candidate_mounts). The rest of this note is the isolation of the
+`unsafe=True` fallback, where the host cannot run the jail.
+
 What is in force is decided once per slot process (prepare_slot) and reported as
 an IsolationReport (SandboxPool.isolation, and the CLI's "isolation" field);
 `network_isolation()` probes the network part without a pool. On this project's
