@@ -596,13 +596,17 @@ HONEST = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(HONEST))
-def test_honest_programs_pass_in_the_jail(name):
-    code, test = HONEST[name]
-    limits = Limits(wall_s_per_test=8.0, wall_s_total=12.0, cpu_s=6.0,
-                    memory_bytes=1 << 30)
+@pytest.fixture(scope="module")
+def honest_pool():
+    limits = Limits(wall_s_per_test=8.0, wall_s_total=12.0, cpu_s=6.0, memory_bytes=1 << 30)
     with SandboxPool(num_workers=1, limits=limits) as pool:
-        result = pool.submit(Program(code, (test,))).result()
+        yield pool
+
+
+@pytest.mark.parametrize("name", sorted(HONEST))
+def test_honest_programs_pass_in_the_jail(honest_pool, name):
+    code, test = HONEST[name]
+    result = honest_pool.submit(Program(code, (test,))).result()
     assert result.passed, result
 
 
