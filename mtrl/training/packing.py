@@ -155,11 +155,13 @@ def pack_agent(tokens: np.ndarray, lengths: np.ndarray, include: np.ndarray, mod
     return [[keys[i] for i in b] for b in bins], rows
 
 
-def pack_rows(tokens, token_mask, loss_mask, mode: str, min_budget: int = 0) -> PackedRows:
+def pack_rows(tokens, token_mask, loss_mask, mode: str, min_budget: int = 0,
+              skip=None) -> PackedRows:
     """Packs [N, B, L] rows (real tokens contiguous from position 0) into [N, P, S] bins.
 
-    A row takes part for agent a when it has a loss token there; rows must be right-padded
-    (token_mask a prefix of each row)."""
+    A row takes part for agent a when it has a loss token there and skip[a, b] ([N, B]
+    bool, optional) is False; rows must be right-padded (token_mask a prefix of each row).
+    """
     check_mode(mode)
     if mode == "none":
         raise ValueError("pack_rows packs; mode 'none' keeps the padded rows")
@@ -172,6 +174,8 @@ def pack_rows(tokens, token_mask, loss_mask, mode: str, min_budget: int = 0) -> 
     if not np.array_equal(token_mask, np.arange(length)[None, None, :] < lengths[..., None]):
         raise ValueError("pack_rows needs right-padded rows (real tokens first)")
     include = loss_mask.any(axis=2)
+    if skip is not None:
+        include &= ~np.asarray(skip, bool)
     longest = int(lengths[include].max()) if include.any() else 1
     budget = budget_for(longest, min_budget)
     packed = [pack_agent(tokens[a], lengths[a], include[a], mode, budget) for a in range(n)]

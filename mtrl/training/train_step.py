@@ -158,10 +158,13 @@ def _agent_objective(graphdef, objective, params, ref_params, rows: PolicyMiniba
             return sequence_logprobs(graphdef, p, rows.tokens, rows.token_mask, remat=remat)
         predicted = predicted_mask(rows.token_mask)
     else:
+        # Rows left out of the packing (zero advantage, exact objectives only) keep their
+        # place in the loss at ratio 1: log π := log π_old, a constant.
         def row_logprobs(p):
             model = nnx.merge(graphdef, p)
-            return packed_logprobs(functools.partial(model, remat=remat), packed)
-        predicted = packed.predicted
+            logp = packed_logprobs(functools.partial(model, remat=remat), packed)
+            return jnp.where(packed.predicted, logp, jax.lax.stop_gradient(rows.old_logprobs))
+        predicted = predicted_mask(rows.token_mask)
     logp = row_logprobs(params)
     ref_logp = None
     if ref_params is not None:
@@ -207,9 +210,10 @@ class TrainStep:
     """
 
     def __init__(self, fn: Callable, *, num_agents: int, shared: bool, packing: str = "none",
-                 min_budget: int = 0):
+                 min_budget: int = 0, skip_zero_advantage: bool = False):
         self.num_agents, self.shared = num_agents, shared
         self.packing, self.min_budget = packing, min_budget
+        self.skip_zero_advantage = skip_zero_advantage
         self.traces = TraceCounter()
         self._jitted = jax.jit(self.traces.wrap("train_step", fn), donate_argnums=0)
         self.last_packing: dict[str, float] = {}
@@ -219,8 +223,12 @@ class TrainStep:
         if self.packing == "none":
             return self._jitted(state, minibatch, None)
         minibatch.validate(self.num_agents)
+        skip = None
+        if self.skip_zero_advantage:
+            loss_mask = np.asarray(minibatch.loss_mask)
+            skip = ~np.any(loss_mask & (np.asarray(minibatch.advantages) != 0), axis=2)
         packed = pack_rows(minibatch.tokens, minibatch.token_mask, minibatch.loss_mask,
-                           self.packing, self.min_budget)
+                           self.packing, self.min_budget, skip)
         self.last_packing = packing_counts(packed, minibatch.token_mask)
         return self._jitted(state, minibatch, packed)
 
@@ -249,6 +257,11 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
       remat: per-layer activation rematerialisation, "none" | "full" | "dots".
       min_budget: the smallest bin size in tokens for packed modes (a larger bin lets a
         tree share more prefixes, at a quadratic attention cost).
+
+    Packed modes leave out of the forward the rows whose advantage is 0 on every loss
+    token when that is exact (zero_advantage_is_exact): such a row's loss term and
+    gradient are 0 at any ratio, so it stays in the loss at ratio 1 (its normalisation
+    unchanged) without being computed. Only the ratio metrics see the difference.
     """
     check_mode(packing)
     check_remat(remat)
@@ -314,7 +327,18 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
         return new_state, out
 
     return TrainStep(step, num_agents=num_agents, shared=shared, packing=packing,
-                     min_budget=min_budget)
+                     min_budget=min_budget,
+                     skip_zero_advantage=zero_advantage_is_exact(objective))
+
+
+# Losses whose per-token term (and gradient) is A·f(ratio): zero whenever A = 0.
+_ADVANTAGE_LINEAR_LOSSES = ("reinforce", "ppo", "gspo", "gspo-token")
+
+
+def zero_advantage_is_exact(objective: PolicyObjectiveConfig) -> bool:
+    """True when rows with A = 0 add nothing to the loss or its gradient: an
+    advantage-linear loss and no KL term (a KL penalty reaches every row)."""
+    return objective.loss in _ADVANTAGE_LINEAR_LOSSES and objective.kl.coef == 0
 
 
 def packing_counts(packed: PackedRows, token_mask: Any) -> dict[str, float]:

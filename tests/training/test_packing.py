@@ -16,7 +16,8 @@ from mtrl.models import PRESETS, Transformer
 from mtrl.rollout import RolloutConfig, make_batch
 from mtrl.training.packing import bin_count, budget_for, pack_rows, packed_logprobs
 from mtrl.training.train_state import init_train_state
-from mtrl.training.train_step import make_train_step, policy_minibatch, sequence_logprobs
+from mtrl.training.train_step import (make_train_step, policy_minibatch, sequence_logprobs,
+                                      zero_advantage_is_exact)
 from tests.rollout.test_generator import run
 
 CONFIG = dataclasses.replace(PRESETS.get("tiny"), num_layers=1, hidden_size=32,
@@ -154,3 +155,28 @@ def test_bucketed_shapes():
     assert [bin_count(n) for n in (0, 1, 5, 7, 13, 300)] == [1, 1, 6, 8, 16, 512]
     with pytest.raises(ValueError, match="exceeds the largest bin"):
         budget_for(20000)
+
+
+MAGRPO = PolicyObjectiveConfig(loss="reinforce", aggregation="seq-mean-token-sum")
+
+
+def test_zero_advantage_rows_are_not_computed_and_change_nothing(models):
+    """MAGRPO (no KL): rows with A = 0 leave the packed forward; the loss and gradients
+    still equal the padded computation over every row."""
+    graphdef, params = models
+    rows, _ = tree_minibatch("align", 3, models, seed=5)
+    assert zero_advantage_is_exact(MAGRPO) and not zero_advantage_is_exact(PPO_KL)
+    results = {}
+    for packing in ("none", "tree"):
+        step = make_train_step(graphdef, MAGRPO, recording_sgd(), num_agents=2, shared=False,
+                               packing=packing)
+        state = init_train_state(params, recording_sgd(), shared=False, keep_reference=False)
+        new_state, metrics = step(state, rows)
+        results[packing] = (jax.device_get(metrics), jax.device_get(new_state.opt_state), step)
+    full = pack_rows(rows.tokens, rows.token_mask, rows.loss_mask, "tree")
+    assert results["tree"][2].last_packing["packed_tokens"] < int(full.token_mask.sum())
+    for name in ("loss/agent0", "loss/agent1", "policy_loss", "num_tokens"):
+        np.testing.assert_allclose(results["tree"][0][name], results["none"][0][name],
+                                   rtol=1e-5, atol=1e-6, err_msg=name)
+    for got, want in zip(jax.tree.leaves(results["tree"][1]), jax.tree.leaves(results["none"][1])):
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-6)
