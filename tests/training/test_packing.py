@@ -150,8 +150,8 @@ def test_rows_packing_fills_bins_and_checks_layout():
 
 
 def test_bucketed_shapes():
-    assert [budget_for(n) for n in (1, 64, 65, 3000)] == [64, 64, 128, 4096]
-    assert budget_for(10, min_budget=300) == 512
+    assert [budget_for(n) for n in (1, 64, 65, 3000)] == [64, 64, 96, 3072]
+    assert budget_for(10, min_budget=300) == 384
     assert [bin_count(n) for n in (0, 1, 5, 7, 13, 300)] == [1, 1, 6, 8, 16, 512]
     with pytest.raises(ValueError, match="exceeds the largest bin"):
         budget_for(20000)
