@@ -32,6 +32,7 @@ from flax import nnx
 from mtrl.models.config import ModelConfig
 from mtrl.models.kv_cache import KVCache
 from mtrl.models.layers import DecoderBlock, RMSNorm
+from mtrl.models.remat import check_remat, remat_layer
 from mtrl.models.rope import inverse_frequencies, rotary_cos_sin
 
 
@@ -78,7 +79,8 @@ class Transformer(nnx.Module):
                 kernel_init=nnx.initializers.normal(config.initializer_range), rngs=rngs)
 
     def __call__(self, tokens: jax.Array, *, positions: jax.Array | None = None,
-                 token_mask: jax.Array | None = None, cache: KVCache | None = None):
+                 token_mask: jax.Array | None = None, cache: KVCache | None = None,
+                 attend_end: jax.Array | None = None, remat: str = "none"):
         """Logits for a batch of token rows, optionally extending a KV cache.
 
         tokens int32 [B, L]. token_mask bool [B, L] (default all True): False marks
@@ -92,11 +94,23 @@ class Transformer(nnx.Module):
         s' <= s with valid[s']. Returns (logits, new_cache), index advanced by L. The
         caller keeps index + L <= cache.max_len (not checkable inside jit: an overflow
         would clamp the write).
+
+        attend_end int32 [B, L] (cache None only): a tree (or packed rows) laid out in
+        depth-first order; query i attends key j iff j <= i < attend_end[j], i.e. j is
+        i or an ancestor of i (attend_end[j] ends j's subtree). Packed rows are chains:
+        attend_end = the end of the row's segment. Pass positions = depth with it.
+        remat: activation rematerialisation of each decoder layer, "none" | "full" |
+        "dots" (mtrl.models.remat), cache None only.
         """
         tokens, positions, token_mask = self._check_inputs(tokens, positions, token_mask, cache)
+        if cache is not None and (attend_end is not None or remat != "none"):
+            raise ValueError("attend_end and remat apply to the cache-free forward only")
+        if attend_end is not None and attend_end.shape != tokens.shape:
+            raise ValueError(f"attend_end shape {attend_end.shape} != tokens {tokens.shape}")
+        check_remat(remat)
         graph, state = nnx.split(self)
         logits, new_cache = _jitted_forward(graph, state, tokens, positions, token_mask, cache,
-                                            want_logits=True)
+                                            attend_end, want_logits=True, remat=remat)
         return logits if cache is None else (logits, new_cache)
 
     def hidden_states(self, tokens: jax.Array, *, positions: jax.Array | None = None,
@@ -106,7 +120,7 @@ class Transformer(nnx.Module):
         same arguments as __call__. `logits(hidden)` finishes the forward pass."""
         tokens, positions, token_mask = self._check_inputs(tokens, positions, token_mask, cache)
         graph, state = nnx.split(self)
-        return _jitted_forward(graph, state, tokens, positions, token_mask, cache,
+        return _jitted_forward(graph, state, tokens, positions, token_mask, cache, None,
                                want_logits=False)
 
     def _check_inputs(self, tokens, positions, token_mask, cache):
@@ -135,7 +149,8 @@ class Transformer(nnx.Module):
         return tokens, positions, token_mask
 
     def _forward(self, tokens: jax.Array, positions: jax.Array | None, token_mask: jax.Array,
-                 cache: KVCache | None) -> tuple[jax.Array, KVCache | None]:
+                 cache: KVCache | None, attend_end: jax.Array | None = None,
+                 remat: str = "none") -> tuple[jax.Array, KVCache | None]:
         """hidden_states after validation (traced inside _jitted_forward)."""
         config = self.config
         length = tokens.shape[1]
@@ -148,13 +163,16 @@ class Transformer(nnx.Module):
         h = self.embed_tokens(tokens).astype(dtype)
         if cache is None:
             block_graph, block_state = nnx.split(self.layers)
-            causal = jnp.tril(jnp.ones((length, length), bool))
-            mask = causal[None] & token_mask[:, None, :] & token_mask[:, :, None]
+            index = jnp.arange(length)
+            causal = index[None, :] <= index[:, None]  # [query i, key j]: j <= i
+            if attend_end is not None:  # ... and i inside j's subtree
+                causal = causal[None] & (index[None, :, None] < attend_end[:, None, :])
+            mask = causal & token_mask[:, None, :] & token_mask[:, :, None]
 
             def layer(h, params):
                 return nnx.merge(block_graph, params)(h, cos, sin, mask), None
 
-            h, _ = jax.lax.scan(layer, h, block_state)
+            h, _ = jax.lax.scan(remat_layer(layer, remat), h, block_state)
             return self.norm(h), None
 
         k_layers, v_layers = cache.unstack()
@@ -234,15 +252,15 @@ class Transformer(nnx.Module):
 
 
 def _forward(graph: nnx.GraphDef, state: nnx.State, tokens, positions, token_mask, cache,
-             *, want_logits: bool):
+             attend_end, *, want_logits: bool, remat: str = "none"):
     model = nnx.merge(graph, state)
-    hidden, new_cache = model._forward(tokens, positions, token_mask, cache)
+    hidden, new_cache = model._forward(tokens, positions, token_mask, cache, attend_end, remat)
     return (model.logits(hidden) if want_logits else hidden), new_cache
 
 
 # One compiled program per shape, so eager calls are fast too; inside a caller's jit or
 # vmap this nested jit is simply inlined.
-_jitted_forward = jax.jit(_forward, static_argnums=0, static_argnames="want_logits")
+_jitted_forward = jax.jit(_forward, static_argnums=0, static_argnames=("want_logits", "remat"))
 
 
 def _stacked_blocks(config: ModelConfig, key: jax.Array) -> DecoderBlock:

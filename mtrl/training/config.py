@@ -14,6 +14,9 @@ from typing import Any
 import ml_collections
 from ml_collections.config_dict import placeholder
 
+from mtrl.models.remat import REMAT_POLICIES
+from mtrl.training.packing import BUDGETS, PACKING_MODES
+
 
 def base_config() -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
@@ -39,7 +42,8 @@ def base_config() -> ml_collections.ConfigDict:
     c.train = dict(steps=300, tasks_per_step=3, ppo_epochs=1, minibatches=1,
                    eval_interval=20, save_interval=20, keep_best=2, eval_samples=0,
                    num_transcripts=2, dynamic_sampling=False, export_best=True,
-                   restore="latest", budget_minutes=0.0, init_from="")
+                   restore="latest", budget_minutes=0.0, init_from="", packing="tree",
+                   remat="none", pack_budget=0)
     c.sft = dict(enabled=True, steps=400, batch_size=32, learning_rate=2e-3,
                  schedule="cosine", adam_b2=0.95, fraction=1.0, revision_fraction=0.1,
                  first_guess="", resubmit_fraction=0.0, first_phase="first_turn",
@@ -100,6 +104,10 @@ class TrainConfig:
     restore: resume from the "latest" or "best" checkpoint in the workdir, or "none".
     budget_minutes: the run's expected time; exceeding it warns (0: no budget).
     init_from: a run's workdir whose latest weights replace the warm start ("": none).
+    packing: how update rows are fed to the model (training/packing.py): "tree" (each
+      shared prefix once), "rows" (rows packed into bins) or "none" (padded rows).
+    remat: per-layer activation rematerialisation, "none" | "dots" | "full".
+    pack_budget: the smallest packed bin in tokens (0: the longest row's bucket).
     """
 
     steps: int = 300
@@ -116,6 +124,9 @@ class TrainConfig:
     restore: str = "latest"
     budget_minutes: float = 0.0
     init_from: str = ""
+    packing: str = "tree"
+    remat: str = "none"
+    pack_budget: int = 0
 
     def __post_init__(self):
         counts = dict(steps=0, tasks_per_step=1, ppo_epochs=1, minibatches=1, eval_interval=1,
@@ -132,6 +143,14 @@ class TrainConfig:
         if isinstance(self.budget_minutes, bool) or not isinstance(
                 self.budget_minutes, (int, float)) or not self.budget_minutes >= 0:
             raise ValueError(f"budget_minutes must be a number >= 0, got {self.budget_minutes!r}")
+        if self.packing not in PACKING_MODES:
+            raise ValueError(f"packing must be one of {PACKING_MODES}, got {self.packing!r}")
+        if self.remat not in REMAT_POLICIES:
+            raise ValueError(f"remat must be one of {sorted(REMAT_POLICIES)}, got {self.remat!r}")
+        if isinstance(self.pack_budget, bool) or not isinstance(self.pack_budget, int) \
+                or not 0 <= self.pack_budget <= BUDGETS[-1]:
+            raise ValueError(f"pack_budget must be an int in [0, {BUDGETS[-1]}], "
+                             f"got {self.pack_budget!r}")
         if not isinstance(self.init_from, str):
             raise ValueError(f"init_from must be a path or '', got {self.init_from!r}")
 

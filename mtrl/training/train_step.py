@@ -46,7 +46,9 @@ from flax import nnx
 
 from mtrl.losses import PolicyLossInputs, PolicyObjectiveConfig, policy_objective
 from mtrl.rollout.batch import RolloutBatch
+from mtrl.models.remat import check_remat
 from mtrl.sampling.tracing import TraceCounter
+from mtrl.training.packing import PackedRows, check_mode, pack_rows, packed_logprobs
 from mtrl.training.train_state import TrainState
 
 
@@ -107,9 +109,9 @@ def take_rows(minibatch: PolicyMinibatch, rows: Any) -> PolicyMinibatch:
     return jax.tree.map(lambda x: jnp.take(x, rows, axis=1), minibatch)
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@functools.partial(jax.jit, static_argnums=0, static_argnames="remat")
 def sequence_logprobs(graphdef: nnx.GraphDef, params: nnx.State, tokens: jax.Array,
-                      token_mask: jax.Array) -> jax.Array:
+                      token_mask: jax.Array, remat: str = "none") -> jax.Array:
     """[B, L] float32: log π(tokens[i] | tokens[:i]) at position i, from one full forward.
 
         logp[b, i] = z[b, i−1, tokens[b, i]] − logsumexp_v z[b, i−1, v]
@@ -129,7 +131,7 @@ def sequence_logprobs(graphdef: nnx.GraphDef, params: nnx.State, tokens: jax.Arr
     if tokens.shape[1] < 2:
         raise ValueError(f"need L >= 2 positions to predict a token, got L = {tokens.shape[1]}")
     token_mask = token_mask.astype(bool)
-    logits = nnx.merge(graphdef, params)(tokens, token_mask=token_mask)[:, :-1]  # [B, L-1, V]
+    logits = nnx.merge(graphdef, params)(tokens, token_mask=token_mask, remat=remat)[:, :-1]
     targets = tokens[:, 1:]
     picked = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
     # logsumexp instead of a full log_softmax: one [B, L, V] array fewer.
@@ -146,14 +148,28 @@ def predicted_mask(token_mask: jax.Array) -> jax.Array:
     return token_mask & previous
 
 
-def _agent_objective(graphdef, objective, params, ref_params, rows: PolicyMinibatch):
-    """(J_a, metrics) for one agent's rows ([B, L] fields)."""
-    logp = sequence_logprobs(graphdef, params, rows.tokens, rows.token_mask)
+def _agent_objective(graphdef, objective, params, ref_params, rows: PolicyMinibatch,
+                     packed: PackedRows | None = None, remat: str = "none"):
+    """(J_a, metrics) for one agent's rows ([B, L] fields); with `packed` (that agent's
+    packed layout of the same rows) the log-probabilities come from the packed forward
+    and are laid back out as [B, L], so the loss sees the same rows either way."""
+    if packed is None:
+        def row_logprobs(p):
+            return sequence_logprobs(graphdef, p, rows.tokens, rows.token_mask, remat=remat)
+        predicted = predicted_mask(rows.token_mask)
+    else:
+        # Rows left out of the packing (zero advantage, exact objectives only) keep their
+        # place in the loss at ratio 1: log π := log π_old, a constant.
+        def row_logprobs(p):
+            model = nnx.merge(graphdef, p)
+            logp = packed_logprobs(functools.partial(model, remat=remat), packed)
+            return jnp.where(packed.predicted, logp, jax.lax.stop_gradient(rows.old_logprobs))
+        predicted = predicted_mask(rows.token_mask)
+    logp = row_logprobs(params)
     ref_logp = None
     if ref_params is not None:
-        ref_logp = jax.lax.stop_gradient(
-            sequence_logprobs(graphdef, ref_params, rows.tokens, rows.token_mask))
-    mask = rows.loss_mask & predicted_mask(rows.token_mask)
+        ref_logp = jax.lax.stop_gradient(row_logprobs(ref_params))
+    mask = rows.loss_mask & predicted
     inputs = PolicyLossInputs(
         logp=logp, old_logp=rows.old_logprobs, advantages=rows.advantages, mask=mask,
         # Losses index turns from 0 and mark untrained tokens -1; rollouts count from 1.
@@ -187,18 +203,34 @@ def _flatten_metrics(per_agent: Mapping[str, jax.Array]) -> dict[str, jax.Array]
 class TrainStep:
     """`step(state, minibatch) -> (state, metrics)`, jitted with the state donated.
 
-    Built by make_train_step. `num_compiles` counts traces (= compilations): it stays
-    at 1 while the minibatch shapes do not change.
+    Built by make_train_step. With packing "rows" or "tree" the call first packs the
+    minibatch's rows on the host (packing.py) and the jitted step runs the packed
+    forward; `last_packing` holds that packing's token counts. `num_compiles` counts
+    traces (= compilations): one per distinct (minibatch, packed bins) shape.
     """
 
-    def __init__(self, fn: Callable, *, num_agents: int, shared: bool):
+    def __init__(self, fn: Callable, *, num_agents: int, shared: bool, packing: str = "none",
+                 min_budget: int = 0, skip_zero_advantage: bool = False):
         self.num_agents, self.shared = num_agents, shared
+        self.packing, self.min_budget = packing, min_budget
+        self.skip_zero_advantage = skip_zero_advantage
         self.traces = TraceCounter()
         self._jitted = jax.jit(self.traces.wrap("train_step", fn), donate_argnums=0)
+        self.last_packing: dict[str, float] = {}
 
     def __call__(self, state: TrainState, minibatch: PolicyMinibatch
                  ) -> tuple[TrainState, dict[str, jax.Array]]:
-        return self._jitted(state, minibatch)
+        if self.packing == "none":
+            return self._jitted(state, minibatch, None)
+        minibatch.validate(self.num_agents)
+        skip = None
+        if self.skip_zero_advantage:
+            loss_mask = np.asarray(minibatch.loss_mask)
+            skip = ~np.any(loss_mask & (np.asarray(minibatch.advantages) != 0), axis=2)
+        packed = pack_rows(minibatch.tokens, minibatch.token_mask, minibatch.loss_mask,
+                           self.packing, self.min_budget, skip)
+        self.last_packing = packing_counts(packed, minibatch.token_mask)
+        return self._jitted(state, minibatch, packed)
 
     @property
     def num_compiles(self) -> int:
@@ -207,7 +239,8 @@ class TrainStep:
 
 def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
                     optimizer: optax.GradientTransformation, *, num_agents: int, shared: bool,
-                    learning_rate_fn: optax.Schedule | None = None) -> TrainStep:
+                    learning_rate_fn: optax.Schedule | None = None, packing: str = "none",
+                    remat: str = "none", min_budget: int = 0) -> TrainStep:
     """The jitted update of the module docstring.
 
     Args:
@@ -218,17 +251,30 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
       num_agents: N, the leading axis of every minibatch field.
       shared: the state's layout (TrainState.shared).
       learning_rate_fn: the optimizer's schedule (make_schedule), to report η.
+      packing: "none" (the padded rows), "rows" (rows packed into bins) or "tree"
+        (each bin a trie of its rows: shared prefixes once), see packing.py; the
+        log-probabilities, loss and gradients are those of the padded rows.
+      remat: per-layer activation rematerialisation, "none" | "full" | "dots".
+      min_budget: the smallest bin size in tokens for packed modes (a larger bin lets a
+        tree share more prefixes, at a quadratic attention cost).
+
+    Packed modes leave out of the forward the rows whose advantage is 0 on every loss
+    token when that is exact (zero_advantage_is_exact): such a row's loss term and
+    gradient are 0 at any ratio, so it stays in the loss at ratio 1 (its normalisation
+    unchanged) without being computed. Only the ratio metrics see the difference.
     """
+    check_mode(packing)
+    check_remat(remat)
     if not isinstance(objective, PolicyObjectiveConfig):
         raise ValueError(f"objective must be a PolicyObjectiveConfig, "
                          f"got {type(objective).__name__}")
     if isinstance(num_agents, bool) or not isinstance(num_agents, int) or num_agents < 1:
         raise ValueError(f"num_agents must be an int >= 1, got {num_agents!r}")
 
-    def objective_fn(params, ref_params, rows):
-        return _agent_objective(graphdef, objective, params, ref_params, rows)
+    def objective_fn(params, ref_params, rows, packed):
+        return _agent_objective(graphdef, objective, params, ref_params, rows, packed, remat)
 
-    def step(state: TrainState, minibatch: PolicyMinibatch):
+    def step(state: TrainState, minibatch: PolicyMinibatch, packed: PackedRows | None):
         minibatch.validate(num_agents)
         if state.num_agents != num_agents or state.shared != shared:
             raise ValueError(f"state has num_agents={state.num_agents}, shared={state.shared}; "
@@ -238,8 +284,8 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
                              "parameters (init_train_state(..., keep_reference=True))")
         if shared:
             def mean_objective(params):
-                losses, metrics = jax.vmap(objective_fn, in_axes=(None, None, 0))(
-                    params, state.ref_params, minibatch)
+                losses, metrics = jax.vmap(objective_fn, in_axes=(None, None, 0, 0))(
+                    params, state.ref_params, minibatch, packed)
                 return jnp.mean(losses), (losses, metrics)
 
             (_, (losses, metrics)), grads = jax.value_and_grad(mean_objective, has_aux=True)(
@@ -250,7 +296,7 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
         else:
             grad_fn = jax.value_and_grad(objective_fn, has_aux=True)
             (losses, metrics), grads = jax.vmap(grad_fn)(state.params, state.ref_params,
-                                                         minibatch)
+                                                         minibatch, packed)
             grad_norm = jax.vmap(optax.global_norm)(grads)
             updates, new_opt_state = jax.vmap(optimizer.update)(grads, state.opt_state,
                                                                 state.params)
@@ -280,7 +326,28 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
             out["learning_rate"] = jnp.asarray(learning_rate_fn(state.step), jnp.float32)
         return new_state, out
 
-    return TrainStep(step, num_agents=num_agents, shared=shared)
+    return TrainStep(step, num_agents=num_agents, shared=shared, packing=packing,
+                     min_budget=min_budget,
+                     skip_zero_advantage=zero_advantage_is_exact(objective))
+
+
+# Losses whose per-token term (and gradient) is A·f(ratio): zero whenever A = 0.
+_ADVANTAGE_LINEAR_LOSSES = ("reinforce", "ppo", "gspo", "gspo-token")
+
+
+def zero_advantage_is_exact(objective: PolicyObjectiveConfig) -> bool:
+    """True when rows with A = 0 add nothing to the loss or its gradient: an
+    advantage-linear loss and no KL term (a KL penalty reaches every row)."""
+    return objective.loss in _ADVANTAGE_LINEAR_LOSSES and objective.kl.coef == 0
+
+
+def packing_counts(packed: PackedRows, token_mask: Any) -> dict[str, float]:
+    """Tokens of the rows taking part, packed nodes, computed slots (bins × budget)."""
+    n, p, s = packed.tokens.shape
+    taking_part = np.asarray(packed.predicted).any(axis=2, keepdims=True)
+    return {"row_tokens": float(np.sum(np.asarray(token_mask) & taking_part)),
+            "packed_tokens": float(np.sum(np.asarray(packed.token_mask))),
+            "slots": float(n * p * s), "bins": float(p), "budget": float(s)}
 
 
 _CHECKED_PREFIXES = ("loss", "grad_norm")

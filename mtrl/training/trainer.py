@@ -8,7 +8,8 @@ uninterrupted one):
   3. rollout batch -> per-token MAGRPO advantages (tree returns, sibling baseline);
   4. PPO-style epochs/minibatches of the jitted train step (one optimizer per agent),
      on every row or, with train.dynamic_sampling, on the rows with a non-zero
-     advantage (row_filter.py);
+     advantage (row_filter.py); the rows are packed (train.packing, default "tree":
+     each shared prefix computed once, packing.py);
   5. every eval_interval steps: held-out evaluation, transcripts, checkpoint ranked by
      held-out success; every save_interval steps: the latest checkpoint.
 """
@@ -99,7 +100,10 @@ class Trainer:
         self.optimizer = make_optimizer(c.optim)
         self.step_fn = ts.make_train_step(self.graphdef, c.objective, self.optimizer,
                                           num_agents=self.num_agents, shared=self.shared,
-                                          learning_rate_fn=make_schedule(c.optim))
+                                          learning_rate_fn=make_schedule(c.optim),
+                                          packing=self.train_config.packing,
+                                          remat=self.train_config.remat,
+                                          min_budget=self.train_config.pack_budget)
         self.keeper = CheckpointKeeper(self.workdir / "checkpoints",
                                        keep_best=self.train_config.keep_best)
         self.keys = RunKeys.from_seed(config.seed)
@@ -307,6 +311,7 @@ class Trainer:
                        if update_metrics else {"skipped_update": 1.0})
             metrics.update(self._rollout_metrics(tree))
             metrics["train_rows"] = float(kept)
+            metrics.update({f"packing/{k}": v for k, v in self.step_fn.last_packing.items()})
             metrics.update({"time/rollout_s": t1 - t0 - tree.metrics["rollout/env_seconds"],
                             "time/env_s": tree.metrics["rollout/env_seconds"],
                             "time/update_s": t2 - t1, "step_time_s": t2 - t0,
