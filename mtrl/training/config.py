@@ -20,8 +20,10 @@ def base_config() -> ml_collections.ConfigDict:
     c.seed = 0
     c.model = dict(preset="tiny", hf_checkpoint="", dtype="float32", overrides={})
     c.tokenizer = "byte"  # "byte", or a local Hugging Face tokenizer directory
+    # A task suite (mtrl.data.suite): train, validation (eval_split: chooses the best
+    # checkpoint) and test ("" : none; evaluated once at the end) splits.
     c.data = dict(name="intfn", path="", train_split="train", eval_split="heldout",
-                  num_train=2000, num_eval=100, options={})
+                  test_split="", num_train=2000, num_eval=100, num_test=100, options={})
     c.env = dict(num_agents=2, feedback_mode="level_feedback", sandbox_slice=1,
                  history_mode="full", reward="level", templates="tiny",
                  feedback_style="compact", workers=0,
