@@ -17,7 +17,8 @@ from mtrl.losses import (KLPenaltyConfig, POLICY_LOSSES, PolicyObjectiveConfig, 
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
 from mtrl.rollout import ChatTemplateFormat, PlainFormat, RolloutConfig
 from mtrl.tokenizers import load_tokenizer
-from mtrl.training.config import as_dict, build, known_fields, resolve_path
+from mtrl.training.config import (ModelSection, as_dict, build, known_fields, model_config,
+                                  resolve_path)
 from mtrl.training.keys import RunKeys
 from mtrl.training.optim import OptimConfig
 
@@ -44,20 +45,20 @@ class Components:
         self.pool.close()
 
 
-def build_tokenizer(config):
+def build_tokenizer(config, m: ModelSection):
     spec = config.tokenizer
     if spec != "byte":
         spec = resolve_path(spec, "tokenizer")
-    elif config.model.hf_checkpoint and os.path.exists(
-            os.path.join(os.path.expanduser(config.model.hf_checkpoint), "tokenizer_config.json")):
-        spec = os.path.expanduser(config.model.hf_checkpoint)
+    elif m.hf_checkpoint and os.path.exists(
+            os.path.join(os.path.expanduser(m.hf_checkpoint), "tokenizer_config.json")):
+        spec = os.path.expanduser(m.hf_checkpoint)
     return load_tokenizer(spec)
 
 
-def build_models(config, num_policies: int) -> tuple[list[Transformer], str | None]:
-    m = config.model
+def build_models(config, m: ModelSection, num_policies: int
+                 ) -> tuple[list[Transformer], str | None]:
     path = resolve_path(m.hf_checkpoint, "model.hf_checkpoint")
-    overrides = dict(as_dict(m.overrides))
+    overrides = dict(m.overrides)
     if path is not None:
         try:
             model = load_hf_checkpoint(path, **overrides)
@@ -128,11 +129,12 @@ def build_components(config) -> Components:
     objective = build_objective(config)
     optim = build(OptimConfig, "optim", total_steps=max(1, config.train.steps),
                   **as_dict(config.optim))
-    tokenizer = build_tokenizer(config)
+    model = model_config(config)
+    tokenizer = build_tokenizer(config, model)
     fmt = (ChatTemplateFormat.from_tokenizer(tokenizer, tokenizer.decode([tokenizer.eos_id]))
            if tokenizer.has_chat_template else PlainFormat())
     num_policies = 1 if rollout.agent_params == "shared" else rollout.num_agents
-    models, from_hf = build_models(config, num_policies)
+    models, from_hf = build_models(config, model, num_policies)
     if tokenizer.vocab_size > models[0].config.vocab_size:
         raise ValueError(f"config.tokenizer: vocabulary {tokenizer.vocab_size} exceeds the "
                          f"model's {models[0].config.vocab_size}")

@@ -34,7 +34,7 @@ from mtrl.training import train_step as ts
 from mtrl.training.budget import Budget
 from mtrl.training.build import Components, build_components
 from mtrl.training.checkpointing import CheckpointKeeper
-from mtrl.training.config import TrainConfig, train_config
+from mtrl.training.config import TrainConfig, sft_config, train_config
 from mtrl.training.evaluation import evaluate
 from mtrl.training.keys import RunKeys
 from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
@@ -65,15 +65,9 @@ class Trainer:
         self.workdir = pathlib.Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.show_progress = show_progress
-        s = config.sft
-        if isinstance(s.checkpoint_every, bool) or not isinstance(s.checkpoint_every, int) \
-                or s.checkpoint_every < 1:
-            raise ValueError(f"config.sft.checkpoint_every must be a positive int, "
-                             f"got {s.checkpoint_every!r}")
-        self.train_config: TrainConfig = train_config(config)  # validated before any work
-        if s.enabled and not 0 <= s.first_phase_steps < s.steps:
-            raise ValueError(f"config.sft.first_phase_steps must lie in [0, sft.steps={s.steps}), "
-                             f"got {s.first_phase_steps}")
+        # Typed sections, validated before any work (one-line errors).
+        s = self.sft = sft_config(config)  # SFTSection
+        self.train_config: TrainConfig = train_config(config)
         check_resumable(self.workdir, config)  # before any work: one line if it differs
         self.c: Components = build_components(config)
         self.config_record = write_config(self.workdir, config)
@@ -81,7 +75,7 @@ class Trainer:
         self.num_agents = c.rollout.num_agents
         self.first_phase = first_phase_kinds(s.first_phase, self.num_agents)
         for field in ("revision_fraction", "resubmit_fraction"):
-            per_agent(s[field], self.num_agents, field)  # one-line errors before any work
+            per_agent(getattr(s, field), self.num_agents, field)  # one-line errors before any work
         c.suite.check_sft(s, self.num_agents)
         self.shared = c.rollout.agent_params == "shared"
         if self.shared and len(set(self.first_phase)) > 1:
@@ -149,7 +143,7 @@ class Trainer:
         Every sft.checkpoint_every updates the position is checkpointed
         (sft_checkpoint.py); a killed run resumes there exactly."""
         params = [nnx.split(m)[1] for m in self.c.models]
-        s = self.config.sft
+        s = self.sft
         if self.train_config.init_from:
             return self.params_from(self.train_config.init_from)
         if not s.enabled:
@@ -196,7 +190,7 @@ class Trainer:
 
     def _warm_start_agent(self, a: int, params: list, pairs, log, checkpoints,
                           resumed, elapsed) -> Any:
-        s = self.config.sft
+        s = self.sft
         p = params[a]
         agent_pairs = [x for agent_list in pairs for x in agent_list] if self.shared \
             else pairs[a]
@@ -237,7 +231,7 @@ class Trainer:
         return p
 
     def _sft_config(self, steps: int) -> SFTConfig:
-        s = self.config.sft
+        s = self.sft
         return SFTConfig(optim=OptimConfig(learning_rate=s.learning_rate,
                                            warmup_steps=max(1, min(20, steps // 10)),
                                            schedule=s.schedule, total_steps=steps,
