@@ -10,9 +10,11 @@ share compiled functions or state and each `minutes` is a whole run from a cold 
 
 The JSON holds, per seed, the trainer's summary (`minutes`, `post_sft_success`,
 `final_best_success`, `turn1_success`, `turn2_success` at the best checkpoint,
-`steps`, `best_checkpoint`, `learning_curve`) plus `gain` = final_best_success -
-post_sft_success and one RL step's time split (median over the run's steps of
-rollout, environment and update seconds); and over seeds the mean and the
+`steps`, `best_checkpoint`, `learning_curve`; `test_success`, the test split's
+success for the checkpoint validation chose, on inputs no agent saw in training,
+and `post_sft_test_success`, the same split right after SFT) plus `gain` =
+final_best_success - post_sft_success and one RL step's time split (median over the
+run's steps of rollout, environment and update seconds); and over seeds the mean and the
 population standard deviation of each number. For a single seed the top level also
 repeats that seed's keys, so `--out` reads the same as the trainer's own `--out`.
 """
@@ -30,7 +32,8 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NUMBERS = ("minutes", "steps", "post_sft_success", "final_best_success", "gain",
-           "turn1_success", "turn2_success", "step_rollout_s", "step_env_s", "step_update_s")
+           "turn1_success", "turn2_success", "final_turn_success", "post_sft_test_success",
+           "test_success", "step_rollout_s", "step_env_s", "step_update_s")
 SPLIT = {"step_rollout_s": "time/rollout_s", "step_env_s": "time/env_s",
          "step_update_s": "time/update_s"}
 
@@ -102,11 +105,13 @@ def main() -> None:
     pathlib.Path(args.out).write_text(json.dumps(summary, indent=2))
 
     print(f"\n{'seed':>4} {'min':>6} {'steps':>5} {'post_sft':>8} {'best':>6} {'gain':>6} "
-          f"{'turn1':>6} {'turn2':>6}")
+          f"{'turn1':>6} {'turn2':>6} {'sft_test':>8} {'test':>6}")
     for r in runs:
+        tests = [r.get("post_sft_test_success"), r.get("test_success")]
         print(f"{r['seed']:>4} {r['minutes']:>6.2f} {r['steps']:>5} {r['post_sft_success']:>8.3f} "
               f"{r['final_best_success']:>6.3f} {r['gain']:>6.3f} {r['turn1_success']:>6.3f} "
-              f"{r['turn2_success']:>6.3f}")
+              f"{r['turn2_success']:>6.3f} "
+              + " ".join("     -" if t is None else f"{t:>6.3f}" for t in tests))
     for name, stats in summary["over_seeds"].items():
         print(f"{name:>20}: {stats['mean']:.3f} ± {stats['std']:.3f}")
     print(f"targets: {summary['targets_met']}\nwrote {args.out}")

@@ -17,9 +17,11 @@ def get_config():
     c.model.dtype = "bfloat16"
     c.data.name = "coop_humaneval"
     c.data.path = ""  # required: CoopHumanEval-format .jsonl or .jsonl.gz
+    # Disjoint slices: train, validation (chooses the best checkpoint), test (once).
     c.data.train_split = "test[:-20]"
-    c.data.eval_split = "test[-20:]"
-    c.data.num_eval = 20
+    c.data.eval_split = "test[-20:-10]"
+    c.data.test_split = "test[-10:]"
+    c.data.num_eval = 10
     c.env.num_agents = 2
     c.env.templates = "default"
     c.env.feedback_style = "full"

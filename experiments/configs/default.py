@@ -16,7 +16,8 @@ first-turn answers alone (learns to copy b from the example), then both on all
 their rows. After SFT, greedy decoding mostly resubmits, so held-out success sits
 in the low band; RL (MAGRPO on rows with a non-zero advantage, dynamic sampling)
 has to make the helper use the feedback it can already read. Held-out evaluation
-every 10 steps, best checkpoint.
+every 10 steps, best checkpoint; the test split (coefficients 5-7, offsets 10-14:
+values no agent saw) is evaluated once, after SFT and for the best checkpoint.
 
     python -m mtrl.train --config=experiments/configs/default.py --workdir=/tmp/mtrl
 
@@ -32,7 +33,13 @@ def get_config():
     c.data.num_train = 1000  # the family has 1,200 distinct train tasks
     c.data.options = dict(probe_form="difference", heldout_by="function", offset_range=(0, 9),
                           terms=("x", "2x", "3x", "4x", "neg"), probe_xs=(1,),
-                          test_xs=(-3, -2, -1, 1, 2, 3, 4))
+                          test_xs=(-3, -2, -1, 1, 2, 3, 4),
+                          test_terms=("5x", "6x", "7x"), test_offset_range=(10, 14))
+    # Test split: coefficients 5-7 and offsets 10-14, none of which any agent saw in
+    # SFT or RL (train/validation: k in {1, 2, 3, 4, -1}, b in 0..9), so the prompt's
+    # value and the helper's turn-2 probe are new; evaluated once, for the checkpoint
+    # the validation ("heldout") split chose.
+    c.data.test_split = "test"
     # Revisions: one per train task (whose term is not the teacher's guess) for both.
     # Main's turn-2 prompt (feedback alone) is a format its first turns never show;
     # with 30% revision rows its revisions came out garbled on one seed of two

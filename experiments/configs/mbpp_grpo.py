@@ -3,7 +3,8 @@
     python -m mtrl.train --config=experiments/configs/mbpp_grpo.py \
         --config.model.hf_checkpoint=/path/to/model --config.data.path=../shared/data/mbpp
 
-Standard MBPP splits by task id: train 601-974, validation 511-600 (held out here).
+Standard MBPP splits by task id: train 601-974, validation 511-600 (chooses the best
+checkpoint), test 11-510 (evaluated once at the end, at most data.num_test tasks).
 """
 
 from mtrl.training.config import base_config
@@ -19,6 +20,8 @@ def get_config():
     c.data.train_split = "train"
     c.data.eval_split = "validation"
     c.data.num_eval = 43
+    c.data.test_split = "test"
+    c.data.num_test = 500
     c.env.num_agents = 1
     c.env.templates = "default"
     c.env.feedback_style = "full"

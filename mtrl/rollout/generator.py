@@ -25,6 +25,7 @@ from mtrl.envs.base import Environment
 from mtrl.rollout.backend import Contexts, PolicyBackend
 from mtrl.rollout.config import RolloutConfig
 from mtrl.rollout.formatting import PlainFormat
+from mtrl.rollout.history import first_ids, next_ids
 from mtrl.rollout.tree import TreeRollout, TurnRecord
 
 
@@ -51,7 +52,7 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
     t0 = time.perf_counter()
     contexts = []
     for a in range(n):
-        prompts = [tokenizer.encode(fmt.first(obs[a])) for _, obs in started]
+        prompts = [first_ids(tokenizer, fmt, obs[a]) for _, obs in started]
         for p, prompt in enumerate(prompts):
             if len(prompt) >= config.max_context:
                 raise ValueError(f"task {p}: agent {a}'s prompt has {len(prompt)} tokens, "
@@ -122,11 +123,11 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
         for a in range(n):
             rows = [m * g + joint[j, a] for m in parents for j in range(j_count)]
             if reset:
-                new = [tokenizer.encode(fmt.first(r.observations[a])) for r in child_results]
+                new = [first_ids(tokenizer, fmt, r.observations[a]) for r in child_results]
             else:
-                new = [tokenizer.encode(fmt.next(
-                    r.observations[a], _stopped(samples[a].tokens[row], stop_ids)))
-                    for r, row in zip(child_results, rows)]
+                new = [next_ids(tokenizer, fmt, r.observations[a],
+                                _stopped(samples[a].tokens[row], stop_ids))
+                       for r, row in zip(child_results, rows)]
             base = [0 if reset else len(after[a].tokens[row]) for row in rows]
             for i, (b, toks) in enumerate(zip(base, new)):
                 room = config.max_context - 1 - b  # leave room for one sampled token

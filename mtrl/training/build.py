@@ -5,25 +5,23 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from typing import Any
 
 import jax
 from flax import nnx
 
-from mtrl.data import load_code_tasks
+from mtrl.data.suite import SPLITS, DataConfig, TaskSuite, build_suite
 from mtrl.envs.code import CodeEnv, CodeEnvConfig
-from mtrl.envs.code.prompts import PromptTemplates
 from mtrl.envs.sandbox import Limits, SandboxPool
 from mtrl.losses import (KLPenaltyConfig, POLICY_LOSSES, PolicyObjectiveConfig, PPOClipConfig)
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
 from mtrl.rollout import ChatTemplateFormat, PlainFormat, RolloutConfig
 from mtrl.tokenizers import load_tokenizer
-from mtrl.training.config import as_dict, build, known_fields, resolve_path
+from mtrl.training.config import (ModelSection, as_dict, build, known_fields, model_config,
+                                  resolve_path)
 from mtrl.training.keys import RunKeys
 from mtrl.training.optim import OptimConfig
 
-TEMPLATES = {"default": None, "tiny": "mtrl.data.synthetic:TINY_PROMPT_TEMPLATES"}
 
 
 @dataclasses.dataclass
@@ -32,8 +30,10 @@ class Components:
     turn_format: Any
     models: list[Transformer]  # one per agent (one if shared)
     from_hf: str | None  # checkpoint directory the weights came from
+    suite: TaskSuite
     train_tasks: list
-    eval_tasks: list
+    eval_tasks: list  # validation: chooses the best checkpoint
+    test_tasks: list  # evaluated once, for the chosen checkpoint ([]: none)
     env: CodeEnv
     pool: SandboxPool
     rollout: RolloutConfig
@@ -45,20 +45,20 @@ class Components:
         self.pool.close()
 
 
-def build_tokenizer(config):
+def build_tokenizer(config, m: ModelSection):
     spec = config.tokenizer
     if spec != "byte":
         spec = resolve_path(spec, "tokenizer")
-    elif config.model.hf_checkpoint and os.path.exists(
-            os.path.join(os.path.expanduser(config.model.hf_checkpoint), "tokenizer_config.json")):
-        spec = os.path.expanduser(config.model.hf_checkpoint)
+    elif m.hf_checkpoint and os.path.exists(
+            os.path.join(os.path.expanduser(m.hf_checkpoint), "tokenizer_config.json")):
+        spec = os.path.expanduser(m.hf_checkpoint)
     return load_tokenizer(spec)
 
 
-def build_models(config, num_policies: int) -> tuple[list[Transformer], str | None]:
-    m = config.model
+def build_models(config, m: ModelSection, num_policies: int
+                 ) -> tuple[list[Transformer], str | None]:
     path = resolve_path(m.hf_checkpoint, "model.hf_checkpoint")
-    overrides = dict(as_dict(m.overrides))
+    overrides = dict(m.overrides)
     if path is not None:
         try:
             model = load_hf_checkpoint(path, **overrides)
@@ -80,46 +80,28 @@ def build_models(config, num_policies: int) -> tuple[list[Transformer], str | No
             for a in range(num_policies)], None
 
 
-def parse_split(spec: str, field: str) -> tuple[str, slice]:
-    """"test" -> ("test", [:]); "test[:124]" -> ("test", [:124]) (TFDS-style slices)."""
-    match = re.fullmatch(r"(\w+)(?:\[(-?\d*):(-?\d*)\])?", spec)
-    if not match:
-        raise ValueError(f"config.{field}: expected 'split' or 'split[start:end]', got {spec!r}")
-    name, start, end = match.groups()
-    return name, slice(int(start) if start else None, int(end) if end else None)
+def data_config(config) -> DataConfig:
+    """The validated `data` section (one-line errors naming config.data.<field>)."""
+    values = known_fields(DataConfig, config.data, "data")
+    values["options"] = dict(as_dict(values.get("options", {})))
+    checked = build(DataConfig, "data", **values)
+    resolve_path(checked.path, "data.path")
+    return checked
 
 
-def build_tasks(config) -> tuple[list, list]:
-    d = config.data
-    path = resolve_path(d.path, "data.path")
-    options = dict(as_dict(d.options))
+def build_tasks(suite: TaskSuite) -> tuple[list, list, list]:
+    """(train, validation, test) tasks of the suite (test may be empty)."""
     try:
-        if d.name == "intfn":
-            options.setdefault("seed", config.seed)
-            train = load_code_tasks(d.name, path, d.train_split, num_tasks=d.num_train, **options)
-            held = load_code_tasks(d.name, path, d.eval_split, num_tasks=d.num_eval, **options)
-        else:
-            (train_split, train_slice), (eval_split, eval_slice) = (
-                parse_split(d.train_split, "data.train_split"),
-                parse_split(d.eval_split, "data.eval_split"))
-            train = load_code_tasks(d.name, path, train_split, **options)[train_slice]
-            held = load_code_tasks(d.name, path, eval_split, **options)[eval_slice][:d.num_eval]
+        train, held, test = (suite.tasks(split) for split in SPLITS)
     except KeyError as e:
-        raise ValueError(f"config.data.name: {e.args[0]}") from None
+        raise ValueError(f"config.data: {e.args[0]}") from None
     except (ValueError, FileNotFoundError, OSError) as e:
-        raise ValueError(f"config.data: {e}") from None
+        message = str(e)
+        raise ValueError(message if message.startswith("config.") else f"config.data: {e}"
+                         ) from None
     if not train or not held:
         raise ValueError(f"config.data: empty split (train {len(train)}, eval {len(held)})")
-    return train, held
-
-
-def build_templates(name: str) -> PromptTemplates:
-    if name not in TEMPLATES:
-        raise ValueError(f"config.env.templates: unknown {name!r}; valid: {sorted(TEMPLATES)}")
-    if TEMPLATES[name] is None:
-        return PromptTemplates()
-    from mtrl.data.synthetic import TINY_PROMPT_TEMPLATES
-    return TINY_PROMPT_TEMPLATES
+    return train, held, test
 
 
 def build_objective(config) -> PolicyObjectiveConfig:
@@ -147,15 +129,26 @@ def build_components(config) -> Components:
     objective = build_objective(config)
     optim = build(OptimConfig, "optim", total_steps=max(1, config.train.steps),
                   **as_dict(config.optim))
-    tokenizer = build_tokenizer(config)
+    model = model_config(config)
+    tokenizer = build_tokenizer(config, model)
     fmt = (ChatTemplateFormat.from_tokenizer(tokenizer, tokenizer.decode([tokenizer.eos_id]))
            if tokenizer.has_chat_template else PlainFormat())
     num_policies = 1 if rollout.agent_params == "shared" else rollout.num_agents
-    models, from_hf = build_models(config, num_policies)
+    models, from_hf = build_models(config, model, num_policies)
     if tokenizer.vocab_size > models[0].config.vocab_size:
         raise ValueError(f"config.tokenizer: vocabulary {tokenizer.vocab_size} exceeds the "
                          f"model's {models[0].config.vocab_size}")
-    train_tasks, eval_tasks = build_tasks(config)
+    try:
+        suite = build_suite(data_config(config), config.seed)
+    except ValueError as e:  # the family's own checks (FamilyConfig) name no field
+        message = str(e)
+        raise ValueError(message if message.startswith("config.") else f"config.data: {e}"
+                         ) from None
+    train_tasks, eval_tasks, test_tasks = build_tasks(suite)
+    try:
+        templates = suite.templates(config.env.templates)
+    except ValueError as e:
+        raise ValueError(f"config.env.templates: {e}") from None
     e = config.env
     limits = build(Limits, "env.wall_s_per_test", wall_s_per_test=e.wall_s_per_test)
     pool = SandboxPool(num_workers=e.workers or None, limits=limits)
@@ -163,8 +156,9 @@ def build_components(config) -> Components:
                        feedback_mode=e.feedback_mode, sandbox_slice=e.sandbox_slice,
                        history_mode=e.history_mode, reward=e.reward, limits=limits,
                        feedback_style=e.feedback_style,
-                       templates=build_templates(e.templates))
+                       templates=templates)
     env = CodeEnv(env_config, sandbox=pool)
     return Components(tokenizer=tokenizer, turn_format=fmt, models=models, from_hf=from_hf,
-                      train_tasks=train_tasks, eval_tasks=eval_tasks, env=env, pool=pool,
+                      suite=suite, train_tasks=train_tasks, eval_tasks=eval_tasks,
+                      test_tasks=test_tasks, env=env, pool=pool,
                       rollout=rollout, objective=objective, optim=optim)

@@ -23,8 +23,10 @@ def base_config() -> ml_collections.ConfigDict:
     c.seed = 0
     c.model = dict(preset="tiny", hf_checkpoint="", dtype="float32", overrides={})
     c.tokenizer = "byte"  # "byte", or a local Hugging Face tokenizer directory
+    # A task suite (mtrl.data.suite): train, validation (eval_split: chooses the best
+    # checkpoint) and test ("" : none; evaluated once at the end) splits.
     c.data = dict(name="intfn", path="", train_split="train", eval_split="heldout",
-                  num_train=2000, num_eval=100, options={})
+                  test_split="", num_train=2000, num_eval=100, num_test=100, options={})
     c.env = dict(num_agents=2, feedback_mode="level_feedback", sandbox_slice=1,
                  history_mode="full", reward="level", templates="tiny",
                  feedback_style="compact", workers=0,
@@ -162,3 +164,97 @@ def train_config(config) -> TrainConfig:
     if checked.init_from:
         resolve_path(checked.init_from, "train.init_from")
     return checked
+
+
+def _per_agent_value(value, name: str):
+    """A number, or a sequence with one number per agent (checked against the agent
+    count where the agents are known, sft_data.per_agent)."""
+    if isinstance(value, (list, tuple)):
+        value = tuple(value)
+        items = value
+    else:
+        items = (value,)
+    if not items or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in items):
+        raise ValueError(f"{name} must be a number or one number per agent, got {value!r}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class SFTSection:
+    """The `sft` section: the warm start (Trainer.warm_start, sft.py).
+
+    enabled: run SFT before RL. steps / batch_size / learning_rate / schedule /
+      adam_b2 / max_len: the SFT optimisation (per agent). fraction: share of the
+      train tasks with a first-turn demonstration. revision_fraction,
+      resubmit_fraction: per agent (a number or one per agent), the suite's
+      revision demonstrations and the weak teacher's resubmissions. first_guess:
+      the suite's teacher's fixed first answer ("": none). first_phase /
+      first_phase_steps: the row kind (per agent) trained alone for the first K
+      updates. checkpoint_every: updates between SFT checkpoints.
+    """
+
+    enabled: bool = True
+    steps: int = 400
+    batch_size: int = 32
+    learning_rate: float = 2e-3
+    schedule: str = "cosine"
+    adam_b2: float = 0.95
+    fraction: float = 1.0
+    revision_fraction: Any = 0.1
+    first_guess: str = ""
+    resubmit_fraction: Any = 0.0
+    first_phase: Any = "first_turn"
+    first_phase_steps: int = 0
+    max_len: int = 256
+    checkpoint_every: int = 50
+
+    def __post_init__(self):
+        if not isinstance(self.enabled, bool):
+            raise ValueError(f"enabled must be True or False, got {self.enabled!r}")
+        for name, least in dict(steps=1, batch_size=1, max_len=2, checkpoint_every=1,
+                                first_phase_steps=0).items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+        for name in ("learning_rate", "adam_b2", "fraction"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{name} must be a number > 0, got {value!r}")
+        for name in ("revision_fraction", "resubmit_fraction"):
+            object.__setattr__(self, name, _per_agent_value(getattr(self, name), name))
+        if not isinstance(self.first_guess, str):
+            raise ValueError(f"first_guess must be a term name or '', got {self.first_guess!r}")
+        if isinstance(self.first_phase, list):
+            object.__setattr__(self, "first_phase", tuple(self.first_phase))
+        if self.enabled and not self.first_phase_steps < self.steps:
+            raise ValueError(f"first_phase_steps must lie in [0, sft.steps={self.steps}), "
+                             f"got {self.first_phase_steps}")
+
+
+def sft_config(config) -> SFTSection:
+    """The validated `sft` section (one-line errors naming config.sft.<field>)."""
+    return build(SFTSection, "sft", **known_fields(SFTSection, config.sft, "sft"))
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSection:
+    """The `model` section: a preset (trained from scratch) or a local Hugging Face
+    checkpoint ("" : the preset), its dtype and field overrides."""
+
+    preset: str = "tiny"
+    hf_checkpoint: str = ""
+    dtype: str = "float32"
+    overrides: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        for name in ("preset", "hf_checkpoint", "dtype"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")
+        if not isinstance(self.overrides, dict):
+            raise ValueError(f"overrides must be a dict, got {self.overrides!r}")
+
+
+def model_config(config) -> ModelSection:
+    values = known_fields(ModelSection, config.model, "model")
+    values["overrides"] = dict(as_dict(values.get("overrides", {})))
+    return build(ModelSection, "model", **values)

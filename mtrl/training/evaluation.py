@@ -3,10 +3,13 @@
 An evaluation episode is one chain of T turns (G = 1, so J = 1 and the tree is a
 path): the agents answer, the environment replies with its feedback, they revise.
 An episode is solved at the first turn whose joint action the environment marks
-`done` (for code: every hidden test passed). Reported, over the held-out tasks:
+`done` (for code: every hidden test passed). Reported, over the tasks, under a
+prefix naming the split ("heldout" = validation, "test"):
 
-  heldout_success          solved within T turns, greedy decoding
+  heldout_success          solved within T turns (at any turn), greedy decoding
   heldout_success_turn{t}  solved within the first t turns (cumulative), greedy
+  heldout_final_turn_success   the last turn's answer solves it (a revision can
+      break an answer that was right: any-turn success minus this counts those)
   heldout_mean_turns_to_success   among solved episodes
   heldout_reward_turn1, heldout_{component}_turn1   first-turn reward and components
   heldout_pass@k, heldout_sampled_success   with k sampled episodes per task
@@ -37,6 +40,11 @@ class EvalResult:
 
 def chain_success(tree: TreeRollout) -> np.ndarray:
     """[P, T] bool: episode p solved within the first t turns (chains, G = 1)."""
+    return np.logical_or.accumulate(turn_success(tree), axis=1)
+
+
+def turn_success(tree: TreeRollout) -> np.ndarray:
+    """[P, T] bool: episode p's joint action at turn t solves it (chains, G = 1)."""
     if tree.joint_actions != 1:
         raise ValueError(f"chain_success needs G = 1 chains, got J = {tree.joint_actions}")
     num_turns = tree.config.num_turns
@@ -44,29 +52,33 @@ def chain_success(tree: TreeRollout) -> np.ndarray:
     for record in tree.turns:
         # Node index of a chain at any turn is its task index (J = 1).
         solved[record.node_index, record.turn - 1] = record.done[:, 0]
-    return np.logical_or.accumulate(solved, axis=1)
+    return solved
 
 
 def evaluate(tasks: Sequence, env: Environment, greedy_backend: PolicyBackend, tokenizer,
              config: RolloutConfig, key: jax.Array, *,
              sampled_backend: PolicyBackend | None = None, num_samples: int = 0,
-             num_transcripts: int = 2, turn_format=None) -> EvalResult:
+             num_transcripts: int = 2, turn_format=None, prefix: str = "heldout"
+             ) -> EvalResult:
     """Greedy episodes on every task (and `num_samples` sampled ones if a sampling
-    backend is given). The backends carry the decoding settings."""
+    backend is given). The backends carry the decoding settings; metric names start
+    with `prefix`."""
     chain = dataclasses.replace(config, num_generations=1, joint_mode="align",
                                 termination_threshold=None)
     tree = rollout(list(tasks), env, greedy_backend, tokenizer, chain, key, turn_format)
-    solved = chain_success(tree)
-    metrics = {"heldout_success": float(solved[:, -1].mean())}
+    per_turn = turn_success(tree)
+    solved = np.logical_or.accumulate(per_turn, axis=1)
+    metrics = {f"{prefix}_success": float(solved[:, -1].mean()),
+               f"{prefix}_final_turn_success": float(per_turn[:, -1].mean())}
     for t in range(chain.num_turns):
-        metrics[f"heldout_success_turn{t + 1}"] = float(solved[:, t].mean())
+        metrics[f"{prefix}_success_turn{t + 1}"] = float(solved[:, t].mean())
     if solved[:, -1].any():
         first = solved.argmax(axis=1) + 1
-        metrics["heldout_mean_turns_to_success"] = float(first[solved[:, -1]].mean())
+        metrics[f"{prefix}_mean_turns_to_success"] = float(first[solved[:, -1]].mean())
     first_turn = tree.turns[0]
-    metrics["heldout_reward_turn1"] = float(first_turn.rewards.mean())
+    metrics[f"{prefix}_reward_turn1"] = float(first_turn.rewards.mean())
     for name, values in first_turn.components.items():
-        metrics[f"heldout_{name}_turn1"] = float(values.mean())
+        metrics[f"{prefix}_{name}_turn1"] = float(values.mean())
     transcripts = [_episode_text(tree, p, tasks[p]) for p in range(min(num_transcripts,
                                                                        len(tasks)))]
     if sampled_backend is not None and num_samples > 0:
@@ -74,8 +86,8 @@ def evaluate(tasks: Sequence, env: Environment, greedy_backend: PolicyBackend, t
         sampled = rollout(repeated, env, sampled_backend, tokenizer, chain,
                           jax.random.fold_in(key, 1), turn_format)
         per_episode = chain_success(sampled)[:, -1].reshape(len(tasks), num_samples)
-        metrics["heldout_sampled_success"] = float(per_episode.mean())
-        metrics[f"heldout_pass@{num_samples}"] = float(per_episode.any(axis=1).mean())
+        metrics[f"{prefix}_sampled_success"] = float(per_episode.mean())
+        metrics[f"{prefix}_pass@{num_samples}"] = float(per_episode.any(axis=1).mean())
     return EvalResult(metrics=metrics, transcripts=transcripts)
 
 

@@ -47,3 +47,8 @@ class RunKeys:
 
     def eval(self, step: int) -> jax.Array:
         return jax.random.fold_in(self.streams["eval"], step)
+
+    def test(self, step: int) -> jax.Array:
+        """The test split's evaluation of step `step`'s checkpoint: inside the eval
+        stream, folded with 2 (evaluate() folds 1 for its sampled episodes)."""
+        return jax.random.fold_in(self.eval(step), 2)

@@ -29,6 +29,7 @@ import optax
 from flax import nnx
 
 from mtrl.losses import masked_count, masked_mean
+from mtrl.rollout.history import history_ids
 from mtrl.sampling.tracing import TraceCounter
 from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
 from mtrl.training.train_step import check_finite, predicted_mask, sequence_logprobs
@@ -115,14 +116,8 @@ class Revision:
 def prompt_token_ids(tokenizer, prompt: "str | Revision", turn_format) -> list[int]:
     """The token history an answer to `prompt` is sampled after (see Revision)."""
     if isinstance(prompt, str):
-        return tokenizer.encode(turn_format.first(prompt))
-    if prompt.reset:
-        return tokenizer.encode(turn_format.first(prompt.exchanges[-1][1]))
-    ids = tokenizer.encode(turn_format.first(prompt.prompt))
-    for completion, observation in prompt.exchanges:
-        ids += tokenizer.encode(completion) + [tokenizer.eos_id]
-        ids += tokenizer.encode(turn_format.next(observation, True))
-    return ids
+        return history_ids(tokenizer, turn_format, prompt)
+    return history_ids(tokenizer, turn_format, prompt.prompt, prompt.exchanges, prompt.reset)
 
 
 def sft_examples(tokenizer, pairs: Sequence[tuple["str | Revision", str]], turn_format,

@@ -1,8 +1,9 @@
-"""Demonstrations for the SFT warm start, as (prompt, completion) pairs per agent.
+"""SFT options shared by every suite's demonstrations (per-agent fractions, the
+first phase's row kind) and the scoring of revision demonstrations.
 
-The prompt is exactly the agent's first observation from the environment, so SFT
-and RL see identical prompt tokens. The built-in family has role demonstrations for
-one or two agents; other data sets use their canonical solutions (one agent).
+The demonstrations themselves come from the run's task suite
+(`suite.demonstrations`, mtrl.data.suite): the prompt is exactly the agent's
+observation from the environment, so SFT and RL see identical prompt tokens.
 """
 
 from __future__ import annotations
@@ -13,54 +14,6 @@ from mtrl.envs.base import Environment
 from mtrl.training.sft import Revision
 
 FIRST_PHASE_KINDS = ("first_turn", "revisions")
-
-
-def demonstration_pairs(config, env: Environment, train_tasks: list) -> list[list[tuple[str, str]]]:
-    """[agent] -> list of (prompt, completion text); a prompt is the first turn's text
-    or, for the built-in family's revision demonstrations (config.sft.revision_fraction),
-    a `Revision` (see revision_pairs)."""
-    num_agents = config.env.num_agents
-    if config.data.name == "intfn":
-        from mtrl.data.synthetic import (make_splits, revision_demonstrations,
-                                         sft_demonstrations)
-        from mtrl.data.synthetic.family import FamilyConfig
-        options = {k: tuple(v) if isinstance(v, list) else v
-                   for k, v in dict(config.data.options).items() if k != "seed"}
-        splits = make_splits(FamilyConfig(**options), num_train=config.data.num_train,
-                             num_heldout=0, seed=config.seed)
-        first_guess = config.sft.first_guess or None
-        demos = sft_demonstrations(splits.train, fraction=config.sft.fraction,
-                                   num_agents=num_agents, seed=config.seed,
-                                   first_guess=first_guess)
-        pairs = [[] for _ in range(num_agents)]
-        for demo in demos:
-            _, prompts = env.reset(demo.task)
-            for a in range(num_agents):
-                pairs[a].append((prompts[a], demo.completions[a]))
-        fractions = per_agent(config.sft.revision_fraction, num_agents, "revision_fraction")
-        resubmits = per_agent(config.sft.resubmit_fraction, num_agents, "resubmit_fraction")
-        # Agents with the same fraction share one seeded set of revisions: scored once.
-        for fraction in sorted(set(fractions)):
-            revisions = revision_demonstrations(
-                splits.train, FamilyConfig(**options), fraction=fraction,
-                num_agents=num_agents, seed=config.seed, first_guess=first_guess)
-            scored = revision_pairs(env, revisions, resubmit_fractions=resubmits,
-                                    seed=config.seed)
-            for a in range(num_agents):
-                if fractions[a] == fraction:
-                    pairs[a].extend(scored[a])
-        return pairs
-    if num_agents != 1:
-        raise ValueError(f"config.sft: data set {config.data.name!r} has demonstrations for "
-                         "one agent only; disable SFT or use env.num_agents=1")
-    pairs = []
-    for task in train_tasks:
-        if task.canonical_solution:
-            _, prompts = env.reset(task)
-            pairs.append((prompts[0], f"```python\n{task.canonical_solution.strip()}\n```"))
-    if not pairs:
-        raise ValueError(f"config.sft: data set {config.data.name!r} has no canonical solutions")
-    return [pairs]
 
 
 def per_agent(value, num_agents: int, field: str) -> tuple[float, ...]:
@@ -76,21 +29,6 @@ def per_agent(value, num_agents: int, field: str) -> tuple[float, ...]:
     if not all(0.0 <= f <= 1.0 for f in fractions):
         raise ValueError(f"config.sft.{field}: every entry must lie in [0, 1], got {fractions}")
     return fractions
-
-
-def check_first_guess(config, num_agents: int) -> None:
-    """config.sft.first_guess ("" or a term of the built-in family's helper)."""
-    guess = config.sft.first_guess
-    if not guess:
-        return
-    if config.data.name != "intfn":
-        raise ValueError("config.sft.first_guess is the helper's term of the built-in family: "
-                         "it needs data.name='intfn'")
-    from mtrl.data.synthetic.demonstrations import check_first_guess as check
-    try:
-        check(guess, num_agents)
-    except ValueError as e:
-        raise ValueError(f"config.sft.{e}") from None
 
 
 def first_phase_kinds(value, num_agents: int) -> tuple[str, ...]:

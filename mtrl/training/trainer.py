@@ -35,7 +35,7 @@ from mtrl.training import train_step as ts
 from mtrl.training.budget import Budget
 from mtrl.training.build import Components, build_components
 from mtrl.training.checkpointing import CheckpointKeeper
-from mtrl.training.config import TrainConfig, train_config
+from mtrl.training.config import TrainConfig, sft_config, train_config
 from mtrl.training.evaluation import evaluate
 from mtrl.training.keys import RunKeys
 from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
@@ -45,8 +45,7 @@ from mtrl.training.row_filter import keep_informative_rows
 from mtrl.training.run_config import check_resumable, read_config, write_config
 from mtrl.training.sft import SFTConfig, run_sft, sft_examples
 from mtrl.training.sft_checkpoint import SFTCheckpoints
-from mtrl.training.sft_data import (check_first_guess, demonstration_pairs,
-                                     first_phase_kinds, per_agent, rows_of_kind)
+from mtrl.training.sft_data import first_phase_kinds, per_agent, rows_of_kind
 from mtrl.training.train_state import agent_params, init_train_state
 
 
@@ -67,15 +66,9 @@ class Trainer:
         self.workdir = pathlib.Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.show_progress = show_progress
-        s = config.sft
-        if isinstance(s.checkpoint_every, bool) or not isinstance(s.checkpoint_every, int) \
-                or s.checkpoint_every < 1:
-            raise ValueError(f"config.sft.checkpoint_every must be a positive int, "
-                             f"got {s.checkpoint_every!r}")
-        self.train_config: TrainConfig = train_config(config)  # validated before any work
-        if s.enabled and not 0 <= s.first_phase_steps < s.steps:
-            raise ValueError(f"config.sft.first_phase_steps must lie in [0, sft.steps={s.steps}), "
-                             f"got {s.first_phase_steps}")
+        # Typed sections, validated before any work (one-line errors).
+        s = self.sft = sft_config(config)  # SFTSection
+        self.train_config: TrainConfig = train_config(config)
         check_resumable(self.workdir, config)  # before any work: one line if it differs
         self.c: Components = build_components(config)
         self.config_record = write_config(self.workdir, config)
@@ -83,8 +76,8 @@ class Trainer:
         self.num_agents = c.rollout.num_agents
         self.first_phase = first_phase_kinds(s.first_phase, self.num_agents)
         for field in ("revision_fraction", "resubmit_fraction"):
-            per_agent(s[field], self.num_agents, field)  # one-line errors before any work
-        check_first_guess(config, self.num_agents)
+            per_agent(getattr(s, field), self.num_agents, field)  # one-line errors before any work
+        c.suite.check_sft(s, self.num_agents)
         self.shared = c.rollout.agent_params == "shared"
         if self.shared and len(set(self.first_phase)) > 1:
             raise ValueError("config.sft.first_phase: shared parameters train one policy, "
@@ -124,15 +117,21 @@ class Trainer:
         self.backend.set_states(states)
         self.eval_backend.set_states(states)
 
-    def evaluate(self, step: int) -> dict[str, float]:
+    def evaluate(self, step: int, split: str = "validation") -> dict[str, float]:
+        """Greedy (and, with train.eval_samples, sampled) episodes of the current
+        policy on the validation tasks (metrics "heldout_*": they choose the best
+        checkpoint) or the test tasks ("test_*": reported, never used to choose)."""
         cfg = self.train_config
-        result = evaluate(self.c.eval_tasks, self.c.env, self.eval_backend, self.c.tokenizer,
-                          self.c.rollout, self.keys.eval(step),
+        tasks, prefix = ((self.c.eval_tasks, "heldout") if split == "validation"
+                         else (self.c.test_tasks, "test"))
+        key = self.keys.eval(step) if split == "validation" else self.keys.test(step)
+        result = evaluate(tasks, self.c.env, self.eval_backend, self.c.tokenizer,
+                          self.c.rollout, key,
                           sampled_backend=self.backend if cfg.eval_samples else None,
                           num_samples=cfg.eval_samples, num_transcripts=cfg.num_transcripts,
-                          turn_format=self.c.turn_format)
+                          turn_format=self.c.turn_format, prefix=prefix)
         if result.transcripts:
-            write_transcripts(self.workdir, step, result.transcripts)
+            write_transcripts(self.workdir, step, result.transcripts, split=prefix)
         return result.metrics
 
     def warm_start(self, log) -> list:
@@ -148,12 +147,12 @@ class Trainer:
         Every sft.checkpoint_every updates the position is checkpointed
         (sft_checkpoint.py); a killed run resumes there exactly."""
         params = [nnx.split(m)[1] for m in self.c.models]
-        s = self.config.sft
+        s = self.sft
         if self.train_config.init_from:
             return self.params_from(self.train_config.init_from)
         if not s.enabled:
             return params
-        pairs = demonstration_pairs(self.config, self.c.env, self.c.train_tasks)
+        pairs = self.c.suite.demonstrations(self.c.env, self.num_agents, s)
         checkpoints = SFTCheckpoints(self.workdir / "sft_checkpoints",
                                      self.workdir / "sft.jsonl")
         template = make_optimizer(self._sft_config(max(1, s.steps)).optim).init(params[0])
@@ -195,7 +194,7 @@ class Trainer:
 
     def _warm_start_agent(self, a: int, params: list, pairs, log, checkpoints,
                           resumed, elapsed) -> Any:
-        s = self.config.sft
+        s = self.sft
         p = params[a]
         agent_pairs = [x for agent_list in pairs for x in agent_list] if self.shared \
             else pairs[a]
@@ -236,7 +235,7 @@ class Trainer:
         return p
 
     def _sft_config(self, steps: int) -> SFTConfig:
-        s = self.config.sft
+        s = self.sft
         return SFTConfig(optim=OptimConfig(learning_rate=s.learning_rate,
                                            warmup_steps=max(1, min(20, steps // 10)),
                                            schedule=s.schedule, total_steps=steps,
@@ -274,6 +273,8 @@ class Trainer:
             metrics = self.evaluate(0)
             extra["post_sft_success"] = metrics["heldout_success"]
             extra.update({f"post_sft_{k}": v for k, v in metrics.items()})
+            if c.test_tasks:  # reported beside the final test number; chooses nothing
+                extra.update({f"post_sft_{k}": v for k, v in self.evaluate(0, "test").items()})
             logger.write(0, metrics)
             logger.flush()
             self.keeper.save_eval(0, {"train": state}, metrics, extra)
@@ -343,6 +344,8 @@ class Trainer:
         out = dict(tree.metrics)
         out["reward_mean"] = float(np.mean([r.rewards.mean() for r in tree.turns]))
         out["train_success_turn1"] = float(tree.turns[0].done.mean())
+        out["rollout/generated_samples"] = float(sum(len(rows) for r in tree.turns
+                                                     for rows in r.completions))
         return out
 
     def _finish(self, step: int, started: float, extra: dict, budget: "Budget"
@@ -354,12 +357,17 @@ class Trainer:
         exported = None
         if self.c.from_hf and self.train_config.export_best and best is not None:
             exported = self.export(best)
+        test = self.test(best) if best is not None and self.c.test_tasks else {}
         result = {
             "steps": step, "minutes": (time.perf_counter() - started) / 60,
             "best_step": best, "final_best_success": best_metrics.get("heldout_success"),
             "post_sft_success": extra.get("post_sft_success"),
             "turn1_success": best_metrics.get("heldout_success_turn1"),
             "turn2_success": best_metrics.get("heldout_success_turn2"),
+            "final_turn_success": best_metrics.get("heldout_final_turn_success"),
+            "test_success": test.get("test_success"),
+            "post_sft_test_success": extra.get("post_sft_test_success"),
+            "test_metrics": test or None,
             "best_checkpoint": str(self.keeper.step_directory(best)) if best is not None else None,
             "learning_curve": str(png), "exported_hf": exported,
             "budget_minutes": budget.minutes, "over_budget": budget.exceeded(),
@@ -369,6 +377,17 @@ class Trainer:
                       best_checkpoint=result["best_checkpoint"],
                       wall_s=result["minutes"] * 60, learning_curve=png), flush=True)
         return result
+
+    def test(self, step: int) -> dict[str, float]:
+        """The test split, evaluated once for the checkpoint validation chose (`step`);
+        written to test.json. Nothing reads it back to choose anything."""
+        fresh = self.init_state([nnx.split(m)[1] for m in self.c.models])
+        state = self.keeper.restore(step, target={"train": fresh}).state["train"]
+        self.set_policy(state)
+        metrics = self.evaluate(step, "test")
+        (self.workdir / "test.json").write_text(json.dumps(
+            {"step": step, "num_tasks": len(self.c.test_tasks), **metrics}, indent=2))
+        return metrics
 
     def export(self, step: int) -> str:
         """Writes the best step's parameters as Hugging Face checkpoints, one per agent."""

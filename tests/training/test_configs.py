@@ -34,6 +34,7 @@ def shrink(c, workdir):
     c.train.save_interval = 1
     c.train.eval_samples = min(c.train.eval_samples, 2)
     c.data.num_eval = 2
+    c.data.num_test = 2
     c.rollout.num_generations = 2
     c.rollout.max_new_tokens = 16
     if c.model.preset:  # byte-level prompts of real data sets need the configs' context
@@ -86,6 +87,11 @@ def test_every_config_runs_one_step(path, tmp_path, hf_checkpoint, coop_file, sh
     assert 0.0 <= records[-1]["heldout_success"] <= 1.0
     assert (tmp_path / "learning_curve.png").stat().st_size > 1000
     assert list((tmp_path / "transcripts").iterdir())
+    if c.data.test_split:  # the test split, once, for the checkpoint validation chose
+        test = json.loads((tmp_path / "test.json").read_text())
+        assert test["step"] == result["best_step"] and test["num_tasks"] == 2
+        assert result["test_success"] == test["test_success"]
+        assert 0.0 <= result["post_sft_test_success"] <= 1.0
     if not c.model.preset:  # came from a Hugging Face checkpoint: best is exported
         assert (tmp_path / "export" / "agent0" / "config.json").exists()
 
@@ -97,9 +103,15 @@ def test_every_config_runs_one_step(path, tmp_path, hf_checkpoint, coop_file, sh
     ("data.path", "/no/such/dir", "config.data.path: path '/no/such/dir' does not exist"),
     ("model.hf_checkpoint", "/no/such/model", "config.model.hf_checkpoint: path"),
     ("env.feedback_mode", "shouting", "config.env"),
-    ("sft.first_phase_steps", 10**4, "config.sft.first_phase_steps must lie in"),
+    ("sft.first_phase_steps", 10**4, "config.sft: first_phase_steps must lie in"),
+    ("sft.checkpoint_every", 0, "config.sft: checkpoint_every must be an int >= 1"),
+    ("sft.batch_size", 0, "config.sft: batch_size must be an int >= 1"),
     ("sft.first_phase", ("revisions", "second_turn"), "config.sft.first_phase must be one of"),
     ("sft.first_guess", "cube", "config.sft.first_guess: unknown term 'cube'"),
+    ("data.name", "imagenet", "config.data: name: unknown suite 'imagenet'"),
+    ("data.num_test", 0, "config.data: num_test must be an int >= 1"),
+    ("data.test_split", "validation", "config.data: the family's test split is 'test'"),
+    ("env.templates", "huge", "config.env.templates: unknown templates 'huge'"),
 ])
 def test_bad_values_name_the_field(tmp_path, field, value, message):
     c = load_config(CONFIGS[[p.stem for p in CONFIGS].index("default")])

@@ -50,3 +50,27 @@ def test_chain_success_is_cumulative():
     tree = rollout([0, 1], SolveAtTurn({0: 1, 1: 0}), ScriptedBackend(), CharTokenizer(), config,
                    jax.random.key(0))
     np.testing.assert_array_equal(chain_success(tree), [[True, True], [False, False]])
+
+
+class SolvedOnlyAt(SolveAtTurn):
+    """Task p is solved at turn solve_turn[p] alone: the next revision breaks it."""
+
+    def step(self, states, actions, turn):
+        out = super().step(states, actions, turn)
+        return [StepResult(reward=float(done), done=done, observations=r.observations,
+                           state=r.state, components=r.components)
+                for (task, _), r in zip(states, out)
+                for done in [self.solve_turn[task] == turn]]
+
+
+def test_final_turn_success_beside_any_turn_success_with_a_prefix():
+    config = RolloutConfig(num_turns=2, num_generations=1, num_agents=1, max_new_tokens=16,
+                           max_context=4096)
+    # Task 0 right at turn 1 then broken, task 1 right at turn 2, task 2 never.
+    result = evaluate([0, 1, 2], SolvedOnlyAt({0: 1, 1: 2, 2: 0}), ScriptedBackend(),
+                      CharTokenizer(), config, jax.random.key(0), prefix="test")
+    m = result.metrics
+    assert m["test_success"] == m["test_success_turn2"] == 2 / 3
+    assert m["test_success_turn1"] == 1 / 3
+    assert m["test_final_turn_success"] == 1 / 3
+    assert not any(k.startswith("heldout") for k in m)

@@ -3,27 +3,27 @@ prompts carry the environment's own feedback on a wrong first attempt."""
 
 import pytest
 
-from mtrl.training.build import build_templates, build_tasks
+from mtrl.data.suite import build_suite
+from mtrl.training.build import data_config
 from mtrl.training.config import base_config
 from mtrl.training.sft import Revision
-from mtrl.training.sft_data import (demonstration_pairs, first_phase_kinds, per_agent,
-                                     rows_of_kind)
+from mtrl.training.sft_data import first_phase_kinds, per_agent, rows_of_kind
 from mtrl.envs.code import CodeEnv, CodeEnvConfig
 from mtrl.envs.sandbox import SandboxPool
 
 
 def family_pairs(num_train: int, history_mode: str = "full", **sft):
-    """demonstration_pairs of the built-in family for two agents (tiny templates,
+    """The built-in family suite's demonstrations for two agents (tiny templates,
     compact feedback), with `sft` overriding config.sft; also the train tasks."""
     c = base_config()
     c.data.num_train = num_train
     c.sft = dict(c.sft.to_dict(), **sft)
-    train, _ = build_tasks(c)
+    suite = build_suite(data_config(c), c.seed)
     with SandboxPool(num_workers=1) as pool:
         env = CodeEnv(CodeEnvConfig(num_agents=2, feedback_style="compact",
                                     history_mode=history_mode,
-                                    templates=build_templates("tiny")), sandbox=pool)
-        return demonstration_pairs(c, env, train), train
+                                    templates=suite.templates("tiny")), sandbox=pool)
+        return suite.demonstrations(env, 2, c.sft), suite.tasks("train")
 
 
 def test_revision_pairs_carry_the_failing_probe_and_the_true_answer():
@@ -76,12 +76,12 @@ def test_agents_with_one_revision_fraction_share_one_scoring_pass():
         c = base_config()
         c.data.num_train = 40
         c.sft = dict(c.sft.to_dict(), revision_fraction=fractions)
-        train, _ = build_tasks(c)
+        suite = build_suite(data_config(c), c.seed)
         CountingEnv.steps = 0
         with SandboxPool(num_workers=1) as pool:
             env = CountingEnv(CodeEnvConfig(num_agents=2, feedback_style="compact",
-                                            templates=build_templates("tiny")), sandbox=pool)
-            pairs = demonstration_pairs(c, env, train)
+                                            templates=suite.templates("tiny")), sandbox=pool)
+            pairs = suite.demonstrations(env, 2, c.sft)
         assert CountingEnv.steps == passes
         counts = [sum(isinstance(p, Revision) for p, _ in agent) for agent in pairs]
         assert counts == [round(f * 40) for f in fractions]

@@ -100,6 +100,11 @@ class FamilyConfig:
       occur in train with the other terms, so a policy that answers turn 1 from the
       prompt alone avoids the held-out term and can only solve held-out tasks by
       reading the feedback.
+    test_terms / test_offset_range: the test split's members, test_terms x
+      test offsets, which must share no member with terms x offset_range (empty:
+      no test split). With terms and offsets outside the training ones, a test
+      task's prompt and its failing probe (the turn-2 observation) show values no
+      agent saw in training.
     """
 
     terms: tuple[str, ...] = ("x", "2x", "3x", "square", "neg")
@@ -112,9 +117,12 @@ class FamilyConfig:
     entry_point: str = "f"
     probe_form: str = "value"
     heldout_by: str = "offset"
+    test_terms: tuple[str, ...] = ()
+    test_offset_range: tuple[int, ...] = ()
 
     def __post_init__(self):
-        for name in ("terms", "example_xs", "test_xs", "offset_range", "probe_xs"):
+        for name in ("terms", "example_xs", "test_xs", "offset_range", "probe_xs",
+                     "test_terms", "test_offset_range"):
             if not isinstance(getattr(self, name), tuple):
                 raise TypeError(f"FamilyConfig.{name} must be a tuple")
         if len(self.terms) < 2 or len(set(self.terms)) != len(self.terms):
@@ -149,9 +157,38 @@ class FamilyConfig:
         if self.heldout_by not in HELDOUT_BY:
             raise ValueError(f"FamilyConfig.heldout_by must be one of {HELDOUT_BY}, "
                              f"got {self.heldout_by!r}")
+        self._check_test_members()
         if not self.entry_point.isidentifier() or self.entry_point in ("x", "aux"):
             raise ValueError(f"FamilyConfig.entry_point must be an identifier other than "
                              f"'x' and 'aux', got {self.entry_point!r}")
+
+    def _check_test_members(self) -> None:
+        if not self.test_terms and not self.test_offset_range:
+            return
+        if not self.test_terms or len(self.test_offset_range) != 2 \
+                or self.test_offset_range[0] > self.test_offset_range[1]:
+            raise ValueError("FamilyConfig: a test split needs test_terms and test_offset_range="
+                             f"(low, high), got {self.test_terms}, {self.test_offset_range}")
+        for term in self.test_terms:
+            TERMS.get(term)
+        shared = set(self.test_members()) & set(self.members())
+        if shared:
+            raise ValueError(f"FamilyConfig: test members also in train/heldout, e.g. "
+                             f"{sorted(shared)[0]}")
+
+    def test_members(self) -> tuple[IntFunction, ...]:
+        """The test split's functions, term-major (empty: no test split)."""
+        if not self.test_terms:
+            return ()
+        low, high = self.test_offset_range
+        return tuple(IntFunction(t, b) for t in self.test_terms for b in range(low, high + 1))
+
+    def test_family(self) -> "FamilyConfig":
+        """The family a test task's example is ambiguous in: every term (train and test)
+        at the test offsets, so its probe separates the test function from all of them."""
+        terms = self.terms + tuple(t for t in self.test_terms if t not in self.terms)
+        return dataclasses.replace(self, terms=terms, offset_range=self.test_offset_range,
+                                   test_terms=(), test_offset_range=())
 
     @property
     def offsets(self) -> tuple[int, ...]:

@@ -4,6 +4,10 @@ Determinism: everything derives from `seed` through numpy's PCG64 generator, wit
 one independent stream per purpose (which offsets are held out, the train tasks,
 the held-out tasks), so generating more train tasks never changes the held-out
 ones and `load_intfn_tasks(split=...)` returns the same tasks as `make_splits`.
+
+Splits: "train", "heldout" (the validation split: chooses the best checkpoint) and
+"test" (FamilyConfig.test_terms x test_offset_range: functions, prompts and probes
+outside the other two, reported once at the end).
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from mtrl.data.synthetic.family import (FamilyConfig, IntFunction, consistent_me
                                         separating_probes)
 from mtrl.envs.code.task import CodeTask
 
-Split = Literal["train", "heldout"]
-SPLITS = ("train", "heldout")
-_STREAM = {"offsets": 0, "train": 1, "heldout": 2}
+Split = Literal["train", "heldout", "test"]
+SPLITS = ("train", "heldout", "test")
+_STREAM = {"offsets": 0, "train": 1, "heldout": 2, "test": 3}
 _ATTEMPTS_PER_TASK = 50
 
 
@@ -42,6 +46,7 @@ class SyntheticSplits:
     train: tuple[SyntheticTask, ...]
     heldout: tuple[SyntheticTask, ...]
     heldout_offsets: tuple[int, ...]
+    test: tuple[SyntheticTask, ...] = ()
 
     def code_tasks(self, split: Split) -> list[CodeTask]:
         return [item.task for item in getattr(self, _checked(split))]
@@ -149,15 +154,19 @@ def _generate(config: FamilyConfig, split: Split, functions: tuple[IntFunction, 
 
 
 def make_splits(config: FamilyConfig = FamilyConfig(), *, num_train: int = 2000,
-                num_heldout: int = 200, seed: int = 0) -> SyntheticSplits:
-    """Train and held-out tasks of the family, disjoint in functions and prompts.
+                num_heldout: int = 200, seed: int = 0, num_test: int = 0) -> SyntheticSplits:
+    """Train and held-out tasks of the family, disjoint in functions and prompts, and
+    `num_test` test tasks of the config's test members (own stream: asking for test
+    tasks changes no train or held-out task).
 
     Functions are drawn uniformly over the terms, then offsets of the split, then
     example points, so that for an example at 0 every term is equally likely given
     the prompt (turn-1 success of the best guesser = 1/|terms|).
     """
-    if num_train < 0 or num_heldout < 0:
-        raise ValueError(f"task counts must be >= 0, got {num_train}, {num_heldout}")
+    if min(num_train, num_heldout, num_test) < 0:
+        raise ValueError(f"task counts must be >= 0, got {num_train}, {num_heldout}, {num_test}")
+    if num_test and not config.test_members():
+        raise ValueError("the family has no test split: set test_terms and test_offset_range")
     held = heldout_functions(config, seed)
     # Members in the order of `members()` (term-major), so sampling stays uniform over
     # terms, then offsets.
@@ -171,7 +180,9 @@ def make_splits(config: FamilyConfig = FamilyConfig(), *, num_train: int = 2000,
     heldout = _generate(config, "heldout", heldout_members, frozenset(), num_heldout, seed)
     train = _generate(config, "train", train_members, forbidden, num_train, seed)
     offsets = tuple(sorted({f.offset for f in heldout_members}))
-    return SyntheticSplits(train=train, heldout=heldout, heldout_offsets=offsets)
+    test = (_generate(config.test_family(), "test", config.test_members(), frozenset(),
+                      num_test, seed) if num_test else ())
+    return SyntheticSplits(train=train, heldout=heldout, heldout_offsets=offsets, test=test)
 
 
 def ambiguity(config: FamilyConfig, item: SyntheticTask) -> int:
@@ -182,14 +193,14 @@ def ambiguity(config: FamilyConfig, item: SyntheticTask) -> int:
 def load_intfn_tasks(path: Any = None, split: str = "train", *, seed: int = 0,
                      num_tasks: int | None = None, **config: Any) -> list[CodeTask]:
     """`DATASETS`-style loader: the built-in family needs no file (`path` must be
-    None). num_tasks defaults to 2000 (train) / 200 (heldout); `config` holds
+    None). num_tasks defaults to 2000 (train) / 200 (heldout, test); `config` holds
     FamilyConfig fields (lists are accepted for its tuple fields)."""
     if path is not None:
         raise ValueError("the synthetic integer-function tasks are generated; pass path=None")
     split = _checked(split)
     fields = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
     family = FamilyConfig(**fields)
-    counts = {"num_train": 0, "num_heldout": 0}
+    counts = {"num_train": 0, "num_heldout": 0, "num_test": 0}
     counts["num_" + split] = num_tasks if num_tasks is not None else (
         2000 if split == "train" else 200)
     return make_splits(family, seed=seed, **counts).code_tasks(split)

@@ -44,6 +44,10 @@ _register(Term("2x", "2*x", lambda x: 2 * x, coefficient=2))
 _register(Term("3x", "3*x", lambda x: 3 * x, coefficient=3))
 _register(Term("4x", "4*x", lambda x: 4 * x, coefficient=4))
 _register(Term("neg", "-x", lambda x: -x, coefficient=-1))
+# Coefficients beyond the default's 1..4: the family's test split (FamilyConfig.test_terms).
+_register(Term("5x", "5*x", lambda x: 5 * x, coefficient=5))
+_register(Term("6x", "6*x", lambda x: 6 * x, coefficient=6))
+_register(Term("7x", "7*x", lambda x: 7 * x, coefficient=7))
 _register(Term("square", "x*x", lambda x: x * x))
 _register(Term("mod3", "x%3", lambda x: x % 3))  # Python's %: result in {0, 1, 2}
 _register(Term("half", "x//2", lambda x: x // 2))  # floor division, rounds down

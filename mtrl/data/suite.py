@@ -1,0 +1,175 @@
+"""The task-suite seam: what a run needs from its data, behind one protocol.
+
+A suite answers four questions, and nothing else in the library asks them of a data
+set by name:
+
+    suite.tasks(split)              the tasks of "train", "validation" or "test"
+    suite.templates(name)           the prompt templates called `name` (env.templates)
+    suite.check_sft(sft, agents)    one-line errors for SFT options it cannot honour
+    suite.demonstrations(env, agents, sft)   SFT rows: [agent] -> (prompt, completion)
+
+The splits are disjoint: train trains, validation chooses the best checkpoint, test
+is evaluated once at the end for the chosen checkpoint (empty list: no test split).
+A demonstration's prompt is the environment's own observation (`env.reset`), so an
+SFT row's tokens are those a rollout sees (`mtrl.rollout.formatting` renders both).
+
+Suites register a builder under a name (SUITES, DESIGN.md section 6 rule 10):
+
+    builder(data: DataConfig, seed: int) -> TaskSuite
+
+File-backed code data sets (HumanEval, MBPP, CoopHumanEval JSONL) share
+`DatasetSuite`; the built-in integer-function family is `mtrl.data.synthetic.suite`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Callable, Protocol
+
+from mtrl.data.datasets import DATASETS, load_code_tasks
+from mtrl.envs.code.prompts import PromptTemplates
+from mtrl.registry import Registry
+
+SPLITS = ("train", "validation", "test")
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """The `data` section.
+
+    name: a registered suite (SUITES). path: its file or folder ("" where none).
+    train_split / eval_split / test_split: the suite's split specs for train,
+      validation and test ("" test_split: no test split); file suites take
+      "split" or "split[start:end]" (TFDS-style slices).
+    num_train / num_eval / num_test: tasks per split (file suites: at most that
+      many validation/test tasks; generated suites: exactly).
+    options: the suite's own options (e.g. the family's FamilyConfig fields).
+    """
+
+    name: str = "intfn"
+    path: str = ""
+    train_split: str = "train"
+    eval_split: str = "heldout"
+    test_split: str = ""
+    num_train: int = 2000
+    num_eval: int = 100
+    num_test: int = 100
+    options: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.name not in SUITES:
+            raise ValueError(f"name: unknown suite {self.name!r}; valid: {list(SUITES.names())}")
+        for field in ("path", "train_split", "eval_split", "test_split"):
+            if not isinstance(getattr(self, field), str):
+                raise ValueError(f"{field} must be a string, got {getattr(self, field)!r}")
+        for field in ("num_train", "num_eval", "num_test"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{field} must be an int >= 1, got {value!r}")
+        if not isinstance(self.options, dict):
+            raise ValueError(f"options must be a dict, got {self.options!r}")
+
+    def split_spec(self, split: str) -> str:
+        return {"train": self.train_split, "validation": self.eval_split,
+                "test": self.test_split}[check_split(split)]
+
+
+def check_split(split: str) -> str:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    return split
+
+
+class TaskSuite(Protocol):
+    def tasks(self, split: str) -> list: ...
+
+    def templates(self, name: str) -> PromptTemplates: ...
+
+    def check_sft(self, sft, num_agents: int) -> None: ...
+
+    def demonstrations(self, env, num_agents: int, sft) -> list[list[tuple]]: ...
+
+
+SUITES: Registry[Callable[[DataConfig, int], TaskSuite]] = Registry("task suite")
+
+
+def default_templates(name: str, own: dict[str, PromptTemplates] | None = None
+                      ) -> PromptTemplates:
+    """"default" (the code environment's), or one of the suite's own named templates."""
+    own = own or {}
+    if name == "default":
+        return PromptTemplates()
+    if name not in own:
+        raise ValueError(f"unknown templates {name!r} for this suite; valid: "
+                         f"{['default', *sorted(own)]}")
+    return own[name]
+
+
+def parse_split(spec: str) -> tuple[str, slice]:
+    """"test" -> ("test", [:]); "test[:124]" -> ("test", [:124])."""
+    match = re.fullmatch(r"(\w+)(?:\[(-?\d*):(-?\d*)\])?", spec)
+    if not match:
+        raise ValueError(f"expected 'split' or 'split[start:end]', got {spec!r}")
+    name, start, end = match.groups()
+    return name, slice(int(start) if start else None, int(end) if end else None)
+
+
+class DatasetSuite:
+    """A code data set from DATASETS: slices of its own splits, the environment's
+    default templates, canonical solutions as one agent's demonstrations."""
+
+    def __init__(self, data: DataConfig, seed: int):
+        del seed  # file suites are fixed lists
+        self.data = data
+        self._cache: dict[str, list] = {}
+
+    def tasks(self, split: str) -> list:
+        if split not in self._cache:
+            spec = self.data.split_spec(split)
+            if not spec:
+                return []
+            name, part = parse_split(spec)
+            tasks = load_code_tasks(self.data.name, self.data.path or None, name,
+                                    **self.data.options)[part]
+            cap = {"train": None, "validation": self.data.num_eval,
+                   "test": self.data.num_test}[split]
+            self._cache[split] = tasks[:cap]
+        return self._cache[split]
+
+    def templates(self, name: str) -> PromptTemplates:
+        return default_templates(name)
+
+    def check_sft(self, sft, num_agents: int) -> None:
+        if sft.enabled and num_agents != 1:
+            raise ValueError(f"config.sft: suite {self.data.name!r} has demonstrations for "
+                             "one agent only; disable SFT or use env.num_agents=1")
+        if sft.first_guess:
+            raise ValueError(f"config.sft.first_guess: suite {self.data.name!r} has no first "
+                             "guess (it is the integer-function family's)")
+
+    def demonstrations(self, env, num_agents: int, sft) -> list[list[tuple]]:
+        self.check_sft(sft, num_agents)
+        pairs = []
+        for task in self.tasks("train"):
+            if task.canonical_solution:
+                _, prompts = env.reset(task)
+                pairs.append((prompts[0], f"```python\n{task.canonical_solution.strip()}\n```"))
+        if not pairs:
+            raise ValueError(f"config.sft: suite {self.data.name!r} has no canonical solutions")
+        return [pairs]
+
+
+for _name in ("humaneval", "mbpp", "mbpp_sanitized", "coop_humaneval"):
+    assert _name in DATASETS
+    SUITES.register(_name)(DatasetSuite)
+
+
+@SUITES.register("intfn")
+def _family(data: DataConfig, seed: int) -> Any:
+    from mtrl.data.synthetic.suite import FamilySuite  # generated on demand
+    return FamilySuite(data, seed)
+
+
+def build_suite(data: DataConfig, seed: int) -> TaskSuite:
+    return SUITES.get(data.name)(data, seed)
