@@ -4,11 +4,15 @@ MAGRPO (Liu et al. 2025, "LLM Collaboration with Multi-Agent Reinforcement Learn
 CoMLRL) composes three steps, each its own function:
 
   1. R_t = tree returns over the dense tree (mtrl.credit.tree.tree_returns),
-  2. A_t = sibling-relative advantages over the J joint actions of each node
-     (tree_advantages with an ADVANTAGE_ESTIMATORS name),
-  3. per-agent credit: the J axis of A_t becomes [N, G] completion advantages
-     (mtrl.credit.joint_actions.per_agent_credit; sum over joint actions containing
-     the completion in `cross`, CoMLRL's choice, or mean).
+  2. per-agent returns: the J axis of R_t becomes [N, G], agent a's completion g
+     collecting the returns of the joint actions containing it
+     (mtrl.credit.joint_actions.per_agent_credit; summed in `cross`, CoMLRL's choice,
+     or averaged; in `align` each completion is in one joint action),
+  3. A = an ADVANTAGE_ESTIMATORS baseline over the agent's G completions of the node.
+
+Summing returns before the baseline is CoMLRL's order (and DESIGN.md's). Summing
+advantages of joint actions instead agrees with it for the mean and raw baselines
+only: rloo and max are not linear in the group.
 
 `magrpo_advantages` returns, per turn t, an array B + [J]*(t−1) + [N, G]: the node
 axes of turn t followed by agent and completion. `row_advantages` gathers them into
@@ -24,24 +28,40 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mtrl.credit.group import ADVANTAGE_ESTIMATORS
 from mtrl.credit.joint_actions import per_agent_credit
-from mtrl.credit.tree import tree_advantages, tree_exists, tree_returns
+from mtrl.credit.tree import tree_exists, tree_returns
 
 Array = jax.Array
 
 
 def magrpo_advantages(rewards: Sequence, expanded: Sequence, *, gamma, mode: str,
                       num_agents: int, num_generations: int, estimator: str = "mean",
-                      credit: str = "sum", **estimator_opts) -> list[Array]:
+                      credit: str = "sum", penalty: Sequence | None = None,
+                      **estimator_opts) -> list[Array]:
     """Per turn t: [B, J^(t−1) node axes, N, G] advantages of each agent's completions.
 
-    Entries of nodes that were never generated are 0.
+    penalty: optional per turn [B, J^(t−1), N, G] values subtracted from each
+    completion's own return before the baseline (R'_i = R_i − penalty_i, e.g.
+    CoMLRL's β·KL_i in the reward). Entries of nodes never generated are 0.
     """
     returns = tree_returns(rewards, expanded, gamma)
     exists = tree_exists(expanded)
-    advantages = tree_advantages(returns, exists, estimator=estimator, **estimator_opts)
-    return [per_agent_credit(a_t, mode, num_agents, num_generations, reduce=credit)
-            for a_t in advantages]
+    fn = ADVANTAGE_ESTIMATORS.get(estimator)
+    per_group = jax.vmap(lambda r, m: fn(r, m, **estimator_opts))
+    out = []
+    for r_t, e_t in zip(returns, exists):
+        agent_returns = per_agent_credit(r_t, mode, num_agents, num_generations,
+                                         reduce=credit)  # [..., N, G]
+        if penalty is not None:
+            agent_returns = agent_returns - jnp.asarray(penalty[len(out)], agent_returns.dtype)
+        # A node's J joint actions exist together: one flag per node.
+        node_exists = jnp.broadcast_to(jnp.asarray(e_t, bool)[..., :1, None],
+                                       agent_returns.shape)
+        flat = per_group(agent_returns.reshape(-1, num_generations),
+                         node_exists.reshape(-1, num_generations))
+        out.append(flat.reshape(agent_returns.shape))
+    return out
 
 
 def row_advantages(per_turn: Sequence, row_turn, row_node, row_sample) -> Array:

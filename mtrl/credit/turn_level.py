@@ -55,11 +55,16 @@ def discounted_returns(rewards, mask: Optional[Array] = None, gamma=1.0) -> Arra
     """R_k = r_k + γ · R_{k+1} over the present turns of one trajectory: [K] → [K].
 
     Absent turns (mask false) are skipped: they add no reward, take no discount step,
-    and their own return is 0. Computed with a reverse lax.scan.
+    and their own return is 0. Computed with a reverse lax.scan in float32 (or wider)
+    and returned in the rewards' dtype, so bf16/f16 rewards with a traced float32 γ
+    keep one carry dtype.
     """
     rewards, mask = _check_turns(rewards, mask)
     if isinstance(gamma, (int, float)) and not 0.0 <= gamma <= 1.0:
         raise ValueError(f"gamma must lie in [0, 1], got {gamma}")
+    out_dtype = rewards.dtype
+    rewards = rewards.astype(jnp.promote_types(rewards.dtype, jnp.float32))
+    gamma = jnp.asarray(gamma, rewards.dtype)
 
     def backward_step(next_return, turn):
         r_k, present = turn
@@ -69,7 +74,7 @@ def discounted_returns(rewards, mask: Optional[Array] = None, gamma=1.0) -> Arra
 
     _, returns = jax.lax.scan(backward_step, jnp.zeros((), rewards.dtype), (rewards, mask),
                               reverse=True)
-    return returns
+    return returns.astype(out_dtype)
 
 
 def per_turn_advantages(turn_rewards, turn_mask: Optional[Array] = None, *, gamma=1.0,

@@ -39,6 +39,9 @@ class Environment(abc.ABC):
     """Batched, host-side environment for N cooperating agents."""
 
     num_agents: int
+    # StepResult.info keys reported on every step, which credit estimators may read
+    # (docs/methods.md: e.g. anchor_id for GiGPO, answer_logprob for IGPO).
+    info_keys: frozenset = frozenset()
 
     @abc.abstractmethod
     def reset(self, task: Any) -> tuple[Any, tuple[str, ...]]:

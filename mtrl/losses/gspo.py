@@ -44,13 +44,15 @@ from mtrl.losses.ppo import clipped_surrogate, validate_clip_range
 
 @dataclasses.dataclass(frozen=True)
 class GSPOConfig:
-    """Clip range of the sequence-level ratio (Zheng et al. 2025: 3e-4 / 4e-4)."""
+    """Clip range of the sequence-level ratio (Zheng et al. 2025: 3e-4 / 4e-4), and
+    an optional dual clip c > 1 as in PPOClipConfig (not in the paper; None: off)."""
 
     eps_low: float = 3e-4
     eps_high: float = 4e-4
+    dual_clip: float | None = None
 
     def __post_init__(self):
-        validate_clip_range("GSPOConfig", self.eps_low, self.eps_high, None)
+        validate_clip_range("GSPOConfig", self.eps_low, self.eps_high, self.dual_clip)
 
 
 def gspo_sequence_loss(logp_t: jax.Array, old_logp_t: jax.Array, advantage_t: jax.Array,
@@ -72,7 +74,7 @@ def gspo_sequence_loss(logp_t: jax.Array, old_logp_t: jax.Array, advantage_t: ja
         advantage_t = jnp.where(mask_t, masked_mean(advantage_t, mask_t), 0.0)
     loss_t, low, high, dual = clipped_surrogate(
         ratio_t, advantage_t, mask_t, eps_low=config.eps_low, eps_high=config.eps_high,
-        dual_clip=None)
+        dual_clip=config.dual_clip)
     sequence_log_ratio_t = jnp.where(mask_t, sequence_log_ratio, 0.0)
     ratio, _ = ratio_diagnostics(sequence_log_ratio_t, mask_t)
     # approx_kl stays a token-level estimate of KL(π_old ‖ π), comparable across losses.

@@ -12,14 +12,19 @@ from flax import nnx
 
 from mtrl.data.suite import SPLITS, DataConfig, TaskSuite, build_suite
 from mtrl.envs.code import CodeEnv, CodeEnvConfig
+from mtrl.envs.code.experts.factory import build_expert
 from mtrl.envs.sandbox import Limits, SandboxPool
-from mtrl.losses import (KLPenaltyConfig, POLICY_LOSSES, PolicyObjectiveConfig, PPOClipConfig)
+from mtrl.losses import KLPenaltyConfig, POLICY_LOSSES, PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
 from mtrl.rollout import ChatTemplateFormat, PlainFormat, RolloutConfig
 from mtrl.tokenizers import load_tokenizer
 from mtrl.training.config import (ModelSection, as_dict, build, known_fields, model_config,
                                   resolve_path)
 from mtrl.training.keys import RunKeys
+from mtrl.credit import RewardRecipe
+from mtrl.training.filters import FilterConfig, filter_config
+from mtrl.training.recipe import reward_recipe
+from mtrl.training.methods import TREE_ESTIMATORS, CreditConfig, check_method, credit_config
 from mtrl.training.optim import OptimConfig
 
 
@@ -39,6 +44,10 @@ class Components:
     rollout: RolloutConfig
     objective: PolicyObjectiveConfig
     optim: OptimConfig
+    credit: CreditConfig
+    reward_kl: KLPenaltyConfig | None  # loss.kl_in=reward: β·KL_i off each return
+    filters: FilterConfig
+    recipe: RewardRecipe | None  # reward.recipe: the episode reward replacing the env's
 
     def close(self) -> None:
         self.env.close()
@@ -104,18 +113,63 @@ def build_tasks(suite: TaskSuite) -> tuple[list, list, list]:
     return train, held, test
 
 
+# PPO's clip range when the config sets none: DAPO's clip-higher (the default so far).
+PPO_DEFAULT_CLIP = (0.2, 0.28)
+CLIPPED_LOSSES = ("ppo", "gspo", "gspo-token", "turn-ratio")
+
+
+def loss_name(name: str) -> str:
+    """The registry name of config.loss.policy_loss; "turn_ratio" also names "turn-ratio"."""
+    dashed = name.replace("_", "-")
+    return dashed if dashed in POLICY_LOSSES else name
+
+
 def build_objective(config) -> PolicyObjectiveConfig:
+    """The objective of config.loss: every clip setting reaches every clipped loss, and
+    turn-ratio gets the rollout's number of turns (without it turn 2+ tokens drop out)."""
     loss = config.loss
-    if loss.policy_loss not in POLICY_LOSSES:
+    name = loss_name(loss.policy_loss)
+    if name not in POLICY_LOSSES:
         raise ValueError(f"config.loss.policy_loss: unknown {loss.policy_loss!r}; valid: "
-                         f"{POLICY_LOSSES.names()}")
-    loss_config = None
-    if loss.policy_loss == "ppo":
-        loss_config = build(PPOClipConfig, "loss", eps_low=loss.eps_low, eps_high=loss.eps_high,
-                            dual_clip=loss.dual_clip or None)
+                         f"{', '.join(POLICY_LOSSES.names())} (turn_ratio = turn-ratio)")
+    clip = {k: v for k, v in (("eps_low", loss.eps_low), ("eps_high", loss.eps_high),
+                              ("dual_clip", loss.dual_clip or None)) if v is not None}
+    if name == "ppo":
+        clip = {"eps_low": PPO_DEFAULT_CLIP[0], "eps_high": PPO_DEFAULT_CLIP[1], **clip}
+    if clip and name not in CLIPPED_LOSSES:
+        raise ValueError(f"config.loss: {sorted(clip)} set, but {name!r} has no clip "
+                         f"(clipped losses: {', '.join(CLIPPED_LOSSES)})")
+    options = dict(clip)
+    if name == "turn-ratio":
+        options["num_turns"] = config.rollout.num_turns
+    elif name == "refuel":
+        options["eta"] = loss.refuel_eta
+    loss_config = build(POLICY_LOSSES.get(name).config_type, "loss", **options)
     kl = build(KLPenaltyConfig, "loss.kl_coef", estimator=loss.kl_estimator, coef=loss.kl_coef)
-    return build(PolicyObjectiveConfig, "loss", loss=loss.policy_loss, loss_config=loss_config,
+    if kl_place(config) == "reward":
+        kl = KLPenaltyConfig(kl.estimator, 0.0)  # the penalty goes into the returns instead
+    return build(PolicyObjectiveConfig, "loss", loss=name, loss_config=loss_config,
                  aggregation=loss.aggregation, kl=kl)
+
+
+KL_PLACES = ("loss", "reward")
+
+
+def kl_place(config) -> str:
+    """config.loss.kl_in: "loss" (β·k per token in the loss) or "reward" (β·KL_i off
+    each completion's return, training/reward_kl.py)."""
+    if config.loss.kl_in not in KL_PLACES:
+        raise ValueError(f"config.loss.kl_in: unknown {config.loss.kl_in!r}; valid: "
+                         f"{', '.join(KL_PLACES)}")
+    return config.loss.kl_in
+
+
+def build_reward_kl(config) -> KLPenaltyConfig | None:
+    """The KL penalty applied to returns (kl_in=reward with kl_coef > 0), else None."""
+    if kl_place(config) != "reward" or not config.loss.kl_coef > 0:
+        return None
+    return build(KLPenaltyConfig, "loss.kl_coef", estimator=config.loss.kl_estimator,
+                 coef=config.loss.kl_coef)
 
 
 def build_components(config) -> Components:
@@ -127,6 +181,14 @@ def build_components(config) -> Components:
         raise ValueError(f"config.rollout: {e} (with train.tasks_per_step="
                          f"{config.train.tasks_per_step})") from None
     objective = build_objective(config)
+    credit = credit_config(config)  # names checked before any model or data is built
+    filters = filter_config(config, rollout.max_new_tokens)
+    recipe = reward_recipe(config, rollout.num_turns)  # dominance checked here
+    if (filters.overlong_cache or kl_place(config) == "reward") and \
+            credit.estimator not in TREE_ESTIMATORS:
+        raise ValueError(f"config.credit.estimator: return penalties (filters.overlong_cache, "
+                         f"loss.kl_in=reward) need a tree estimator "
+                         f"({', '.join(TREE_ESTIMATORS)}), got {credit.estimator!r}")
     optim = build(OptimConfig, "optim", total_steps=max(1, config.train.steps),
                   **as_dict(config.optim))
     model = model_config(config)
@@ -157,8 +219,29 @@ def build_components(config) -> Components:
                        history_mode=e.history_mode, reward=e.reward, limits=limits,
                        feedback_style=e.feedback_style,
                        templates=templates)
-    env = CodeEnv(env_config, sandbox=pool)
+    try:  # env.expert: who answers the expert_edits feedback mode (experts/factory.py)
+        expert = build_expert(e.expert, dict(as_dict(e.expert_options)), tokenizer)
+        env = CodeEnv(env_config, sandbox=pool, expert=expert)
+    except ValueError as error:
+        pool.close()
+        raise ValueError(str(error) if str(error).startswith("config.")
+                         else f"config.env: {error}") from None
+    try:
+        check_method(credit, objective.loss, rollout.num_generations, env,
+                     kl_in=kl_place(config))
+        if recipe is not None and "correct" not in env.info_keys:
+            raise ValueError("config.reward.recipe: the environment reports no 'correct' "
+                             "step info")
+        if filters.void_turns and "void" not in env.info_keys:
+            raise ValueError("config.filters.void_turns: the environment reports no 'void' "
+                             "step info")
+    except ValueError:
+        env.close()
+        pool.close()
+        raise
     return Components(tokenizer=tokenizer, turn_format=fmt, models=models, from_hf=from_hf,
                       suite=suite, train_tasks=train_tasks, eval_tasks=eval_tasks,
                       test_tasks=test_tasks, env=env, pool=pool,
-                      rollout=rollout, objective=objective, optim=optim)
+                      rollout=rollout, objective=objective, optim=optim,
+                      credit=credit, reward_kl=build_reward_kl(config),
+                      filters=filters, recipe=recipe)

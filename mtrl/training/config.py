@@ -30,15 +30,24 @@ def base_config() -> ml_collections.ConfigDict:
     c.env = dict(num_agents=2, feedback_mode="level_feedback", sandbox_slice=1,
                  history_mode="full", reward="level", templates="tiny",
                  feedback_style="compact", workers=0,
-                 wall_s_per_test=2.0)
+                 wall_s_per_test=2.0, expert="", expert_options={})
     c.rollout = dict(num_turns=2, num_generations=4, joint_mode="align",
                      termination_threshold=placeholder(float), discount=1.0, max_new_tokens=48,
                      max_context=288, temperature=1.0, top_p=1.0, top_k=0,
                      max_nodes_per_turn=4096, agent_params="separate")
-    c.credit = dict(estimator="mean", credit="sum", normalize_std=False)
+    # credit / loss: fields of training/methods.py CreditConfig and build_objective
+    # (docs/methods.md); eps_* unset means the chosen loss's own default.
+    c.credit = dict(estimator="magrpo", baseline="mean", credit="sum", normalize_std=False,
+                    turn_coef=1.0, lambda_on="turn", igpo_gain="prob",
+                    igpo_normalization="joint", gigpo_omega=1.0, ufo_gamma=0.9,
+                    ufo_penalty=0.5)
     c.loss = dict(policy_loss="reinforce", aggregation="seq-mean-token-sum",
-                  kl_estimator="k3", kl_coef=0.0, eps_low=0.2, eps_high=0.28,
-                  dual_clip=0.0)
+                  kl_estimator="k3", kl_coef=0.0, eps_low=placeholder(float),
+                  eps_high=placeholder(float), dual_clip=0.0, refuel_eta=1.0, kl_in="loss")
+    c.filters = dict(overlong_cache=0, void_turns=False)  # training/filters.py
+    # reward: "env" (the environment's rewards) or "recipe" (training/recipe.py).
+    c.reward = dict(recipe="env", success_reward=1.0, failure_reward=-1.0, step_penalty=0.01,
+                    invalid_tool_penalty=0.05, progress_coef=0.0, on_dominance="raise")
     c.optim = dict(learning_rate=1e-4, warmup_steps=5, schedule="constant",
                    weight_decay=0.0, max_grad_norm=1.0)
     c.train = dict(steps=300, tasks_per_step=3, ppo_epochs=1, minibatches=1,

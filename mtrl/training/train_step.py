@@ -382,7 +382,7 @@ def check_finite(metrics: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> No
 
 
 def ppo_update(step_fn: TrainStep, state: TrainState, batch_arrays: PolicyMinibatch, *,
-               epochs: int, minibatches: int, key: jax.Array
+               epochs: int, minibatches: int, key: jax.Array, group_size: int = 1
                ) -> tuple[TrainState, list[dict[str, jax.Array]]]:
     """`epochs` passes over the rows of `batch_arrays` ([N, C, L]) in `minibatches` updates each.
 
@@ -398,6 +398,10 @@ def ppo_update(step_fn: TrainStep, state: TrainState, batch_arrays: PolicyMiniba
     With epochs = minibatches = 1 and old log-probs from the current parameters, the
     first update is exactly on-policy (ratio 1).
 
+    group_size > 1 (REFUEL's pairs, training/row_groups.py): rows (k·s .. k·s+s−1) form
+    a group that is permuted and dealt as one unit, so it stays consecutive and whole
+    in its minibatch; with 1 this is the row-wise shuffle above, bit for bit.
+
     The state passed in is donated (do not reuse it). Returns the final state and the
     device metrics of every update in order; call check_finite on them.
     """
@@ -405,18 +409,24 @@ def ppo_update(step_fn: TrainStep, state: TrainState, batch_arrays: PolicyMiniba
         raise ValueError(f"epochs must be an int >= 1, got {epochs!r}")
     if isinstance(minibatches, bool) or not isinstance(minibatches, int) or minibatches < 1:
         raise ValueError(f"minibatches must be an int >= 1, got {minibatches!r}")
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+        raise ValueError(f"group_size must be an int >= 1, got {group_size!r}")
     _, num_rows, _ = batch_arrays.validate(step_fn.num_agents)
-    if num_rows % minibatches:
-        raise ValueError(f"{num_rows} rows do not split into {minibatches} equal minibatches")
+    if num_rows % (minibatches * group_size):
+        raise ValueError(f"{num_rows} rows do not split into {minibatches} equal minibatches "
+                         f"of whole groups of {group_size}")
     contributing = np.asarray(jax.device_get(jnp.any(batch_arrays.loss_mask, axis=(0, 2))))
-    real_rows = np.flatnonzero(contributing)
-    padding_rows = np.flatnonzero(~contributing)
+    group_contributes = contributing.reshape(-1, group_size).any(axis=1)
+    real_groups = np.flatnonzero(group_contributes)
+    padding_groups = np.flatnonzero(~group_contributes)
     all_metrics = []
     for epoch in range(epochs):
-        order = np.asarray(jax.random.permutation(jax.random.fold_in(key, epoch), real_rows.size))
-        rows = np.concatenate([real_rows[order], padding_rows])
+        order = np.asarray(jax.random.permutation(jax.random.fold_in(key, epoch),
+                                                  real_groups.size))
+        groups = np.concatenate([real_groups[order], padding_groups])
         for m in range(minibatches):
-            selected = rows[m::minibatches]
+            chosen = groups[m::minibatches]
+            selected = (chosen[:, None] * group_size + np.arange(group_size)).reshape(-1)
             if not contributing[selected].any():
                 continue
             state, metrics = step_fn(state, take_rows(batch_arrays, selected))

@@ -5,7 +5,7 @@ Per step s (keys: named streams folded with s, keys.py, so a resumed run repeats
 uninterrupted one):
   1. tasks[s·P : (s+1)·P] of a seeded per-epoch permutation of the train split;
   2. tree rollout (sampler with KV reuse; environment = code sandbox);
-  3. rollout batch -> per-token MAGRPO advantages (tree returns, sibling baseline);
+  3. rollout batch -> per-token advantages of credit.estimator (methods.py);
   4. PPO-style epochs/minibatches of the jitted train step (one optimizer per agent),
      on every row or, with train.dynamic_sampling, on the rows with a non-zero
      advantage (row_filter.py); the rows are packed (train.packing, default "tree":
@@ -28,7 +28,6 @@ import numpy as np
 from flax import nnx
 
 from mtrl.rollout import make_batch, rollout
-from mtrl.rollout.advantages import token_advantages
 from mtrl.rollout.sampler_backend import SamplerBackend
 from mtrl.sampling.sampler import Sampler
 from mtrl.training import train_step as ts
@@ -38,10 +37,13 @@ from mtrl.training.checkpointing import CheckpointKeeper
 from mtrl.training.config import TrainConfig, sft_config, train_config
 from mtrl.training.evaluation import evaluate
 from mtrl.training.keys import RunKeys
+from mtrl.training.methods import token_advantages as method_token_advantages
 from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
 from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
 from mtrl.training.plots import plot_learning_curve
-from mtrl.training.row_filter import keep_informative_rows
+from mtrl.training.filters import shape_batch
+from mtrl.training.recipe import apply_recipe
+from mtrl.training.row_groups import check_groups, group_size, keep_informative_groups
 from mtrl.training.run_config import check_resumable, read_config, write_config
 from mtrl.training.sft import SFTConfig, run_sft, sft_examples
 from mtrl.training.sft_checkpoint import SFTCheckpoints
@@ -107,7 +109,8 @@ class Trainer:
         """A step-0 TrainState; shared mode holds the one policy for all N agents."""
         per_agent = params * self.num_agents if self.shared else params
         return init_train_state(per_agent, self.optimizer, shared=self.shared,
-                                keep_reference=self.c.objective.kl.coef > 0)
+                                keep_reference=self.c.objective.kl.coef > 0
+                                or self.c.reward_kl is not None)
 
     def policy_states(self, state) -> list:
         return [agent_params(state, a) for a in range(1 if self.shared else self.num_agents)]
@@ -288,19 +291,25 @@ class Trainer:
             tasks = task_batch(c.train_tasks, step - 1, cfg.tasks_per_step, self.config.seed)
             tree = rollout(tasks, c.env, self.backend, c.tokenizer, c.rollout, self.keys.rollout(step),
                            c.turn_format)
+            if c.recipe is not None:  # reward.recipe (recipe.py)
+                tree = apply_recipe(c.recipe, tree)
             t1 = time.perf_counter()
             batch = make_batch(tree, length=c.rollout.max_context)  # one train-step shape
-            advantages = token_advantages(batch, gamma=c.rollout.discount,
-                                          estimator=self.config.credit.estimator,
-                                          credit=self.config.credit.credit)
+            # filters.void_turns, loss.kl_in=reward, filters.overlong_cache (filters.py)
+            batch, penalty = shape_batch(c, self.graphdef, state, batch, tree, len(tasks))
+            advantages = method_token_advantages(c.credit, batch, tree, c.rollout.discount,
+                                                 penalty)
             rows, kept = ts.policy_minibatch(batch, advantages), batch.num_rows
+            unit = group_size(c.objective.loss)  # REFUEL's pairs move whole
+            check_groups(batch, unit)
             if cfg.dynamic_sampling:
-                rows, kept = keep_informative_rows(rows, min_rows=max(8, cfg.minibatches))
+                rows, kept = keep_informative_groups(rows, unit,
+                                                     min_rows=max(8, cfg.minibatches * unit))
             update_metrics = []
             if rows is not None:
                 state, update_metrics = ts.ppo_update(
                     self.step_fn, state, rows, epochs=cfg.ppo_epochs,
-                    minibatches=cfg.minibatches, key=self.keys.ppo(step))
+                    minibatches=cfg.minibatches, key=self.keys.ppo(step), group_size=unit)
             try:
                 ts.check_finite(update_metrics)
             except FloatingPointError as e:

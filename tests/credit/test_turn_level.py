@@ -1,4 +1,5 @@
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -157,3 +158,12 @@ def test_checks():
         mt_grpo_token_advantages(np.zeros(2, np.float32), 0.0, np.zeros(3, np.int32), 2)
     with pytest.raises(ValueError, match="token_turn must have an integer dtype"):
         mt_grpo_token_advantages(1.0, 0.0, np.array([0.0, 1.0, 2.0], np.float32), 2)
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
+def test_discounted_returns_low_precision_rewards_with_traced_gamma(dtype):
+    # Regression: the scan carry took the rewards' dtype while γ·R promoted to float32.
+    rewards = jnp.asarray([1.0, 0.0, 2.0], dtype)
+    out = jax.jit(lambda g: discounted_returns(rewards, None, g))(jnp.float32(0.5))
+    assert out.dtype == dtype
+    np.testing.assert_allclose(np.asarray(out, np.float32), [1.5, 1.0, 2.0])

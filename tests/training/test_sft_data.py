@@ -138,3 +138,19 @@ def test_revisions_under_a_context_reset_are_the_observation_alone():
         assert observation.startswith("aux ok") and observation.endswith(r.prompt.split(". ")[-1])
         # Tokens: the observation as a first prompt, as the rollout restarts a reset context.
         assert prompt_token_ids(tokenizer, r, fmt) == tokenizer.encode(fmt.first(observation))
+
+
+def test_demonstrations_follow_the_data_seed():
+    """Regression: the family's SFT split was rebuilt from config.seed, ignoring
+    data.options.seed, so SFT taught functions outside the run's train split."""
+    c = base_config()
+    c.seed, c.data.num_train, c.sft.revision_fraction = 0, 30, 0.0
+    c.data.options = {"seed": 7}
+    suite = build_suite(data_config(c), c.seed)
+    train = suite.tasks("train")
+    with SandboxPool(num_workers=1) as pool:
+        env = CodeEnv(CodeEnvConfig(num_agents=2, feedback_style="compact",
+                                    templates=suite.templates("tiny")), sandbox=pool)
+        pairs = suite.demonstrations(env, 2, c.sft)
+        train_prompts = {env.reset(t)[1][0] for t in train}
+    assert pairs[0] and all(prompt in train_prompts for prompt, _ in pairs[0])

@@ -27,6 +27,7 @@ A step, for a batch of branches (one joint action each):
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from typing import Any, Protocol, Sequence
 
 from mtrl.envs.base import Environment, StepResult
@@ -111,6 +112,8 @@ class CodeBranchState:
 class CodeEnv(Environment):
     """Code environment (module docstring). `sandbox` defaults to a SandboxPool the
     environment owns (and closes); `expert` is required by the expert_edits mode."""
+
+    info_keys = frozenset({"correct", "answer_id", "void", "progress"})
 
     def __init__(self, config: CodeEnvConfig = CodeEnvConfig(), *,
                  sandbox: BatchExecutor | None = None, expert: Expert | None = None):
@@ -255,6 +258,10 @@ class CodeEnv(Environment):
             "num_passed": result.num_passed,
             "num_tests": len(result.tests),
             "all_passed": verdict.all_passed,
+            "correct": verdict.all_passed,  # UFO's per-attempt success (info_keys)
+            "answer_id": zlib.crc32(analysis.program.encode()) if analysis.program else 0,
+            "void": tuple(not code.strip() for code in analysis.codes),  # SimpleTIR
+            "progress": result.num_passed / max(len(result.tests), 1),  # reward recipe
             "tests_run": verdict.tests_run,
             "syntax_error": None if error is None else (error.agent, error.info),
             "sandbox_error": result.error,

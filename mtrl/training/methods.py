@@ -1,0 +1,254 @@
+"""Credit methods selectable by name: `credit.estimator` -> per-agent completion advantages.
+
+Every estimator maps a rollout (its dense batch and its host tree) to, per turn t,
+[P] + [J]*(t−1) + [N, G] advantages of each agent's completions; the trainer gathers
+them into rows (mtrl.credit.row_advantages) and broadcasts them over the row's loss
+tokens. Two kinds (docs/methods.md has the table with the papers):
+
+  tree estimators   magrpo (baseline mean | rloo | max | raw), grpo, dr_grpo, rloo:
+                    tree returns, summed per completion over joint actions, then the
+                    group function over the agent's G completions of the node
+                    (mtrl.credit.magrpo_advantages).
+  path estimators   mt_grpo, igpo, gigpo, ufo: the library function of the paper on
+                    the task's root-to-leaf paths as its group of trajectories
+                    (tree_paths.py); each step gets the mean of its paths' values,
+                    then per-agent credit over the joint actions holding a completion.
+
+Each estimator declares the environment info keys it reads (`needs`);
+`check_method` compares them with `Environment.info_keys` and the loss at build time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from typing import Callable, NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from mtrl.credit import (gigpo_advantages, grpo_advantages, igpo_advantages, magrpo_advantages,
+                         mt_grpo_advantages, per_agent_credit, row_advantages,
+                         ufo_reward)
+from mtrl.credit.igpo import IGPO_NORMALIZATIONS, INFORMATION_GAINS
+from mtrl.credit.joint_actions import CREDIT_REDUCTIONS
+from mtrl.credit.turn_level import LAMBDA_PLACEMENTS
+from mtrl.registry import Registry
+from mtrl.training.tree_paths import TaskPaths, info_array, paths_to_dense, tree_paths
+
+BASELINES = ("mean", "rloo", "max", "raw")
+# Older configs named the baseline as the estimator: still accepted, as magrpo.
+LEGACY_BASELINE_NAMES = ("mean", "max", "raw")
+
+
+@dataclasses.dataclass(frozen=True)
+class CreditConfig:
+    """The `credit` section.
+
+    estimator: a name in ESTIMATORS (or mean | max | raw: magrpo with that baseline).
+    baseline: magrpo's group baseline over the agent's G completions.
+    credit: cross mode, sum (CoMLRL) or mean of a completion's joint actions.
+    normalize_std: magrpo baselines only: divide by max(std, 1e-6).
+    turn_coef / lambda_on: MT-GRPO's λ and the term it scales ("turn" or "outcome").
+    igpo_gain / igpo_normalization: IGPO's information gain and z-scoring.
+    gigpo_omega: GiGPO's step-advantage weight ω.
+    ufo_gamma / ufo_penalty: UFO's per-attempt decay γ and repetition penalty λ.
+    """
+
+    estimator: str = "magrpo"
+    baseline: str = "mean"
+    credit: str = "sum"
+    normalize_std: bool = False
+    turn_coef: float = 1.0
+    lambda_on: str = "turn"
+    igpo_gain: str = "prob"
+    igpo_normalization: str = "joint"
+    gigpo_omega: float = 1.0
+    ufo_gamma: float = 0.9
+    ufo_penalty: float = 0.5
+
+    def __post_init__(self):
+        if self.estimator in LEGACY_BASELINE_NAMES:
+            object.__setattr__(self, "baseline", self.estimator)
+            object.__setattr__(self, "estimator", "magrpo")
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(f"estimator: unknown {self.estimator!r}; valid: "
+                             f"{', '.join(ESTIMATORS.names())} (or mean | max | raw)")
+        choices = dict(baseline=BASELINES, credit=CREDIT_REDUCTIONS, lambda_on=LAMBDA_PLACEMENTS,
+                       igpo_gain=INFORMATION_GAINS.names(),
+                       igpo_normalization=IGPO_NORMALIZATIONS)
+        for name, valid in choices.items():
+            if getattr(self, name) not in valid:
+                raise ValueError(f"{name}: unknown {getattr(self, name)!r}; valid: "
+                                 f"{', '.join(valid)}")
+        if not isinstance(self.normalize_std, bool):
+            raise ValueError(f"normalize_std must be True or False, got {self.normalize_std!r}")
+        if self.normalize_std and self.estimator != "magrpo":
+            raise ValueError(f"normalize_std applies to magrpo's baselines; {self.estimator!r} "
+                             "fixes its own normalization")
+        if not 0.0 <= self.ufo_gamma <= 1.0 or self.ufo_penalty < 0 or self.turn_coef < 0:
+            raise ValueError("ufo_gamma must lie in [0, 1]; ufo_penalty and turn_coef >= 0")
+
+
+class Estimator(NamedTuple):
+    """fn(batch, tree, credit, gamma) -> per turn [P] + [J]*(t−1) + [N, G] advantages."""
+
+    fn: Callable
+    needs: frozenset  # environment info keys read from every step
+    paper: str
+
+
+ESTIMATORS: Registry[Estimator] = Registry("credit estimator")
+TREE_ESTIMATORS = ("magrpo", "grpo", "dr_grpo", "rloo")
+
+
+def _tree(group_fn: str | None):
+    def fn(batch, tree, credit: CreditConfig, gamma, penalty=None):
+        name = group_fn or credit.baseline
+        opts = {"normalize_std": True} if credit.normalize_std else {}
+        return magrpo_advantages(batch.rewards, batch.expanded, gamma=gamma,
+                                 mode=batch.joint_mode, num_agents=batch.num_agents,
+                                 num_generations=batch.num_generations, estimator=name,
+                                 credit=credit.credit, penalty=penalty, **opts)
+    return fn
+
+
+for _name, _group, _paper in (
+        ("magrpo", None, "Liu et al. 2025, MAGRPO / CoMLRL"),
+        ("grpo", "grpo", "Shao et al. 2024, DeepSeekMath"),
+        ("dr_grpo", "dr_grpo", "Liu et al. 2025, Understanding R1-Zero-Like Training"),
+        ("rloo", "rloo", "Ahmadian et al. 2024, Back to Basics")):
+    ESTIMATORS.register(_name)(Estimator(_tree(_group), frozenset(), _paper))
+
+
+def path_estimator(name: str, needs: tuple[str, ...], paper: str):
+    """Registers `values(paths: TaskPaths, credit, gamma) -> [Q, K]` as a path estimator."""
+    def register(values: Callable[[TaskPaths, CreditConfig, float], np.ndarray]):
+        def fn(batch, tree, credit: CreditConfig, gamma, penalty=None):
+            if penalty is not None:
+                raise ValueError(f"{name!r} takes no per-completion penalty (kl_in=reward)")
+            paths = tree_paths(tree)
+            dense = paths_to_dense(tree, paths, [values(p, credit, gamma) for p in paths])
+            return [per_agent_credit(jnp.asarray(d), batch.joint_mode, batch.num_agents,
+                                     batch.num_generations, reduce=credit.credit)
+                    for d in dense]
+        ESTIMATORS.register(name)(Estimator(fn, frozenset(needs), paper))
+        return values
+    return register
+
+
+def final_rewards(paths: TaskPaths) -> np.ndarray:
+    """[Q]: each path's reward at its last present turn."""
+    last = paths.mask.shape[1] - 1 - np.argmax(paths.mask[:, ::-1], axis=1)
+    return paths.rewards[np.arange(len(last)), last]
+
+
+@path_estimator("mt_grpo", (), "Zeng et al. 2025, MT-GRPO")
+def mt_grpo_values(paths: TaskPaths, credit: CreditConfig, gamma) -> np.ndarray:
+    """r^T = Σ of the path's non-final rewards, r^O = its final reward (module doc of
+    mtrl.credit.turn_level): non-final turns get A^O + λ·A^T, the final turn A^O."""
+    outcome = final_rewards(paths)
+    last = paths.mask.sum(axis=1) - 1
+    turn = paths.rewards.sum(axis=1) - outcome
+    adv = mt_grpo_advantages(turn, outcome, turn_coef=credit.turn_coef,
+                             lambda_on=credit.lambda_on)
+    k = np.arange(paths.mask.shape[1])[None, :]
+    values = np.where(k < last[:, None], np.asarray(adv.non_final)[:, None],
+                      np.asarray(adv.final)[:, None])
+    return np.where(paths.mask, values, 0.0)
+
+
+@path_estimator("igpo", ("answer_logprob", "answer_logprob_prior"),
+                "Wang et al. 2025, IGPO")
+def igpo_values(paths: TaskPaths, credit: CreditConfig, gamma) -> np.ndarray:
+    """truth log-probs m_0 (prior, before turn 1) .. m_K from the step infos; the final
+    present turn's reward is the outcome."""
+    after = info_array(paths, "answer_logprob", np.float32)
+    prior = info_array(paths, "answer_logprob_prior", np.float32)[:, 0]
+    # Absent turns repeat the last value (they are masked out of every statistic).
+    filled = np.maximum.accumulate(np.where(paths.mask, np.arange(after.shape[1]), 0), axis=1)
+    after = np.take_along_axis(after, filled, axis=1)
+    truth = np.concatenate([prior[:, None], after], axis=1)
+    return np.asarray(igpo_advantages(truth, final_rewards(paths), paths.mask,
+                                      gain=credit.igpo_gain,
+                                      normalization=credit.igpo_normalization, gamma=gamma))
+
+
+@path_estimator("gigpo", ("anchor_id",), "Feng et al. 2025, GiGPO")
+def gigpo_values(paths: TaskPaths, credit: CreditConfig, gamma) -> np.ndarray:
+    """Step k's anchor state is the one it was taken from: the task's root (id −1) at
+    turn 1, else the `anchor_id` the previous step led to; episode return Σ_k r_k."""
+    led_to = info_array(paths, "anchor_id", np.int64)
+    anchors = np.concatenate([np.full((len(led_to), 1), -1, np.int64), led_to[:, :-1]], axis=1)
+    ranks = np.unique(anchors, return_inverse=True)[1].reshape(anchors.shape)  # int32-safe
+    return np.asarray(gigpo_advantages(paths.rewards.sum(axis=1), paths.rewards,
+                                       jnp.asarray(ranks, jnp.int32), paths.mask,
+                                       gamma=gamma, omega=credit.gigpo_omega))
+
+
+def answer_ids(paths: TaskPaths) -> np.ndarray:
+    """[Q, K] ids of each step's answer: info["answer_id"] where the environment gives
+    one, else a hash of the agents' texts."""
+    out = np.full(paths.mask.shape, -1, np.int64)
+    for q, steps in enumerate(paths.infos):
+        for t, info in enumerate(steps):
+            given = info.get("answer_id")
+            out[q, t] = (int(given) if given is not None
+                         else zlib.crc32("\0".join(paths.texts[q][t]).encode()))
+    return np.unique(out, return_inverse=True)[1].reshape(out.shape).astype(np.int32)
+
+
+@path_estimator("ufo", ("correct",), "Liu et al. 2025, UFO (Try Again)")
+def ufo_values(paths: TaskPaths, credit: CreditConfig, gamma) -> np.ndarray:
+    """Each path's UFO reward, GRPO-normalized over the task's paths, on every turn."""
+    correct = info_array(paths, "correct", bool, fill=False)
+    rewards = [ufo_reward(c, i, m, gamma=credit.ufo_gamma, penalty_coef=credit.ufo_penalty)
+               for c, i, m in zip(correct, answer_ids(paths), paths.mask)]
+    adv = np.asarray(grpo_advantages(jnp.stack(rewards)))
+    return np.where(paths.mask, adv[:, None], 0.0)
+
+
+def credit_config(config) -> CreditConfig:
+    """The validated `credit` section (one-line errors naming config.credit.<field>)."""
+    from mtrl.training.config import build, known_fields
+    return build(CreditConfig, "credit", **known_fields(CreditConfig, config.credit, "credit"))
+
+
+def method_advantages(credit: CreditConfig, batch, tree, gamma, penalty=None) -> list:
+    """Per turn [P] + [J]*(t−1) + [N, G] advantages of the configured estimator
+    (penalty: per-completion return penalties, tree estimators only)."""
+    return ESTIMATORS.get(credit.estimator).fn(batch, tree, credit, gamma, penalty)
+
+
+def token_advantages(credit: CreditConfig, batch, tree, gamma, penalty=None) -> jnp.ndarray:
+    """[N, C, L] float32: each row's advantage on its loss tokens, 0 elsewhere (what
+    the trainer feeds the loss)."""
+    per_turn = method_advantages(credit, batch, tree, gamma, penalty)
+    rows = row_advantages(per_turn, batch.row_turn, batch.row_node, batch.row_sample)
+    return rows[:, :, None] * batch.loss_mask
+
+
+PAIRWISE_LOSSES = ("refuel",)
+
+
+def check_method(credit: CreditConfig, loss: str, num_generations: int, env,
+                 kl_in: str = "loss") -> None:
+    """One-line errors for an estimator the environment or the loss cannot serve."""
+    if kl_in == "reward" and credit.estimator not in TREE_ESTIMATORS:
+        raise ValueError(f"config.loss.kl_in: 'reward' penalizes tree returns; estimators "
+                         f"{', '.join(TREE_ESTIMATORS)} take it, not {credit.estimator!r}")
+    needs = ESTIMATORS.get(credit.estimator).needs
+    missing = sorted(needs - frozenset(getattr(env, "info_keys", ())))
+    if missing:
+        raise ValueError(f"config.credit.estimator: {credit.estimator!r} reads step info "
+                         f"{missing}, which {type(env).__name__} does not report "
+                         "(docs/methods.md lists the fields)")
+    if loss in PAIRWISE_LOSSES:
+        if num_generations % 2:
+            raise ValueError(f"config.loss.policy_loss: {loss!r} pairs sibling completions; "
+                             f"rollout.num_generations must be even, got {num_generations}")
+        if credit.estimator not in ("magrpo", "dr_grpo") or credit.normalize_std or \
+                credit.baseline not in ("mean", "raw"):
+            raise ValueError(f"config.loss.policy_loss: {loss!r} regresses on return "
+                             "differences; use credit.estimator magrpo (baseline mean or raw, "
+                             "no normalize_std) or dr_grpo")
