@@ -1,5 +1,6 @@
 """Builds a run's components from its validated config: tokenizer, one model per
-agent, tasks, the code environment, the rollout config, the training objective."""
+agent, tasks, the environment (env.name: training/environment.py), the rollout config,
+the training objective."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ import jax
 from flax import nnx
 
 from mtrl.data.suite import SPLITS, DataConfig, TaskSuite, build_suite
-from mtrl.envs.code import CodeEnv, CodeEnvConfig
-from mtrl.envs.code.experts.factory import build_expert
-from mtrl.envs.sandbox import Limits, SandboxPool
+from mtrl.envs.base import Environment
+from mtrl.training.environment import build_environment
 from mtrl.losses import KLPenaltyConfig, POLICY_LOSSES, PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
 from mtrl.rollout import ChatTemplateFormat, PlainFormat, RolloutConfig
@@ -39,8 +39,8 @@ class Components:
     train_tasks: list
     eval_tasks: list  # validation: chooses the best checkpoint
     test_tasks: list  # evaluated once, for the chosen checkpoint ([]: none)
-    env: CodeEnv
-    pool: SandboxPool
+    env: Environment
+    pool: Any  # the environment's SandboxPool (None: it runs no sandbox)
     rollout: RolloutConfig
     objective: PolicyObjectiveConfig
     optim: OptimConfig
@@ -51,7 +51,8 @@ class Components:
 
     def close(self) -> None:
         self.env.close()
-        self.pool.close()
+        if self.pool is not None:
+            self.pool.close()
 
 
 def build_tokenizer(config, m: ModelSection):
@@ -207,25 +208,8 @@ def build_components(config) -> Components:
         raise ValueError(message if message.startswith("config.") else f"config.data: {e}"
                          ) from None
     train_tasks, eval_tasks, test_tasks = build_tasks(suite)
-    try:
-        templates = suite.templates(config.env.templates)
-    except ValueError as e:
-        raise ValueError(f"config.env.templates: {e}") from None
-    e = config.env
-    limits = build(Limits, "env.wall_s_per_test", wall_s_per_test=e.wall_s_per_test)
-    pool = SandboxPool(num_workers=e.workers or None, limits=limits)
-    env_config = build(CodeEnvConfig, "env", num_agents=e.num_agents,
-                       feedback_mode=e.feedback_mode, sandbox_slice=e.sandbox_slice,
-                       history_mode=e.history_mode, reward=e.reward, limits=limits,
-                       feedback_style=e.feedback_style,
-                       templates=templates)
-    try:  # env.expert: who answers the expert_edits feedback mode (experts/factory.py)
-        expert = build_expert(e.expert, dict(as_dict(e.expert_options)), tokenizer)
-        env = CodeEnv(env_config, sandbox=pool, expert=expert)
-    except ValueError as error:
-        pool.close()
-        raise ValueError(str(error) if str(error).startswith("config.")
-                         else f"config.env: {error}") from None
+    built = build_environment(config, suite, tokenizer)
+    env, pool = built.env, built.pool
     try:
         check_method(credit, objective.loss, rollout.num_generations, env,
                      kl_in=kl_place(config))
@@ -236,8 +220,7 @@ def build_components(config) -> Components:
             raise ValueError("config.filters.void_turns: the environment reports no 'void' "
                              "step info")
     except ValueError:
-        env.close()
-        pool.close()
+        built.close()
         raise
     return Components(tokenizer=tokenizer, turn_format=fmt, models=models, from_hf=from_hf,
                       suite=suite, train_tasks=train_tasks, eval_tasks=eval_tasks,

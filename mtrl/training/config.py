@@ -27,7 +27,9 @@ def base_config() -> ml_collections.ConfigDict:
     # checkpoint) and test ("" : none; evaluated once at the end) splits.
     c.data = dict(name="intfn", path="", train_split="train", eval_split="heldout",
                   test_split="", num_train=2000, num_eval=100, num_test=100, options={})
-    c.env = dict(num_agents=2, feedback_mode="level_feedback", sandbox_slice=1,
+    # env.name: a builder in training/environment.py; env.options: that environment's
+    # own extras (the code environment's fields are the env.* below).
+    c.env = dict(name="code", options={}, num_agents=2, feedback_mode="level_feedback", sandbox_slice=1,
                  history_mode="full", reward="level", templates="tiny",
                  feedback_style="compact", workers=0,
                  wall_s_per_test=2.0, expert="", expert_options={})

@@ -1,0 +1,34 @@
+"""`env.name = "code"`: the code environment over a code suite, with its sandbox pool
+and (for the expert_edits feedback mode) the configured expert."""
+
+from __future__ import annotations
+
+from mtrl.envs.code.env import CodeEnv, CodeEnvConfig
+from mtrl.envs.code.experts.factory import build_expert
+from mtrl.envs.sandbox import Limits, SandboxPool
+from mtrl.training.config import as_dict, build
+from mtrl.training.environment import ENV_BUILDERS, BuiltEnv, EnvRequest
+
+
+@ENV_BUILDERS.register("code")
+def build_code_env(request: EnvRequest) -> BuiltEnv:
+    e = request.config.env
+    if dict(as_dict(e.get("options", {}))):
+        raise ValueError("config.env.options: the code environment takes no options "
+                         "(its fields are env.*)")
+    try:
+        templates = request.suite.templates(e.templates)
+    except ValueError as error:
+        raise ValueError(f"config.env.templates: {error}") from None
+    limits = build(Limits, "env.wall_s_per_test", wall_s_per_test=e.wall_s_per_test)
+    env_config = build(CodeEnvConfig, "env", num_agents=e.num_agents,
+                       feedback_mode=e.feedback_mode, sandbox_slice=e.sandbox_slice,
+                       history_mode=e.history_mode, reward=e.reward, limits=limits,
+                       feedback_style=e.feedback_style, templates=templates)
+    pool = SandboxPool(num_workers=e.workers or None, limits=limits)
+    try:  # env.expert: who answers the expert_edits feedback mode (experts/factory.py)
+        expert = build_expert(e.expert, dict(as_dict(e.expert_options)), request.tokenizer)
+        return BuiltEnv(CodeEnv(env_config, sandbox=pool, expert=expert), pool)
+    except ValueError:
+        pool.close()
+        raise
