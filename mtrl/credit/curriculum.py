@@ -147,3 +147,18 @@ class LearnableBandFilter:
         rate = self.success_rate()
         in_band = (rate >= self.config.low) & (rate <= self.config.high)
         return np.where(seen < self.config.min_attempts, True, in_band)
+
+    def state(self) -> dict:
+        """JSON-able record (for checkpoints): outcomes [num_tasks, window], attempts."""
+        return {"outcomes": self._outcomes.astype(int).tolist(),
+                "attempts": self._attempts.tolist()}
+
+    def load_state(self, state: dict) -> None:
+        outcomes = np.asarray(state["outcomes"], bool)
+        attempts = np.asarray(state["attempts"], np.int64)
+        if outcomes.shape != self._outcomes.shape or attempts.shape != self._attempts.shape:
+            raise ValueError(f"state holds {outcomes.shape[0]} tasks x {outcomes.shape[-1]} "
+                             f"window, this filter {self._outcomes.shape} (tasks or window "
+                             f"changed)")
+        self._outcomes[...] = outcomes
+        self._attempts[...] = attempts

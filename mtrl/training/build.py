@@ -22,6 +22,7 @@ from mtrl.training.config import (ModelSection, as_dict, build, known_fields, mo
                                   resolve_path)
 from mtrl.training.keys import RunKeys
 from mtrl.credit import RewardRecipe
+from mtrl.training.curriculum import CurriculumConfig, curriculum_config
 from mtrl.training.filters import FilterConfig, filter_config
 from mtrl.training.recipe import reward_recipe
 from mtrl.training.methods import TREE_ESTIMATORS, CreditConfig, check_method, credit_config
@@ -48,6 +49,7 @@ class Components:
     reward_kl: KLPenaltyConfig | None  # loss.kl_in=reward: β·KL_i off each return
     filters: FilterConfig
     recipe: RewardRecipe | None  # reward.recipe: the episode reward replacing the env's
+    curriculum: CurriculumConfig = CurriculumConfig()
 
     def close(self) -> None:
         self.env.close()
@@ -185,6 +187,7 @@ def build_components(config) -> Components:
     credit = credit_config(config)  # names checked before any model or data is built
     filters = filter_config(config, rollout.max_new_tokens)
     recipe = reward_recipe(config, rollout.num_turns)  # dominance checked here
+    curriculum = curriculum_config(config)
     if (filters.overlong_cache or kl_place(config) == "reward") and \
             credit.estimator not in TREE_ESTIMATORS:
         raise ValueError(f"config.credit.estimator: return penalties (filters.overlong_cache, "
@@ -227,4 +230,4 @@ def build_components(config) -> Components:
                       test_tasks=test_tasks, env=env, pool=pool,
                       rollout=rollout, objective=objective, optim=optim,
                       credit=credit, reward_kl=build_reward_kl(config),
-                      filters=filters, recipe=recipe)
+                      filters=filters, recipe=recipe, curriculum=curriculum)

@@ -47,6 +47,9 @@ def base_config() -> ml_collections.ConfigDict:
                   kl_estimator="k3", kl_coef=0.0, eps_low=placeholder(float),
                   eps_high=placeholder(float), dual_clip=0.0, refuel_eta=1.0, kl_in="loss")
     c.filters = dict(overlong_cache=0, void_turns=False)  # training/filters.py
+    # training/curriculum.py: TCOD turn schedule and the learnable-band task sampler.
+    c.curriculum = dict(tcod="", steps_per_stage=10, learnable_band=False, band_low=0.1,
+                        band_high=0.9, band_window=16, band_min_attempts=1)
     # reward: "env" (the environment's rewards) or "recipe" (training/recipe.py).
     c.reward = dict(recipe="env", success_reward=1.0, failure_reward=-1.0, step_penalty=0.01,
                     invalid_tool_penalty=0.05, progress_coef=0.0, on_dominance="raise")

@@ -25,6 +25,7 @@ from mtrl.rollout.batch import RolloutBatch
 from mtrl.rollout.tree import TreeRollout
 import jax.numpy as jnp
 
+from mtrl.training.curriculum import tcod_turn_mask
 from mtrl.training.reward_kl import reward_kl_penalty, rows_to_turns
 
 
@@ -96,10 +97,15 @@ def void_keep_mask(tree: TreeRollout, batch: RolloutBatch) -> np.ndarray:
 
 
 def shape_batch(components, graphdef, state, batch: RolloutBatch, tree: TreeRollout,
-                num_tasks: int) -> tuple[RolloutBatch, list | None]:
-    """The trainer's one call: the void-turn mask applied to the batch, and the summed
-    per-completion return penalties (KL in the reward, overlong) or None."""
+                num_tasks: int, step: int = 1) -> tuple[RolloutBatch, list | None]:
+    """The trainer's one call at RL step `step`: the void-turn and TCOD masks applied to
+    the batch, and the summed per-completion return penalties (KL in the reward,
+    overlong) or None."""
     c = components
+    curriculum = getattr(c, "curriculum", None)
+    if curriculum is not None and curriculum.tcod:  # training/curriculum.py
+        trained = tcod_turn_mask(curriculum, batch.turn_index, step, c.rollout.num_turns)
+        batch = batch.replace(loss_mask=batch.loss_mask & trained)
     if c.filters.void_turns:
         keep = jnp.asarray(void_keep_mask(tree, batch))
         batch = batch.replace(loss_mask=batch.loss_mask & keep[:, :, None])

@@ -41,6 +41,7 @@ from mtrl.training.methods import token_advantages as method_token_advantages
 from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
 from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
 from mtrl.training.plots import plot_learning_curve
+from mtrl.training.curriculum import StepTasks
 from mtrl.training.filters import shape_batch
 from mtrl.training.recipe import apply_recipe
 from mtrl.training.row_groups import check_groups, group_size, keep_informative_groups
@@ -49,17 +50,6 @@ from mtrl.training.sft import SFTConfig, run_sft, sft_examples
 from mtrl.training.sft_checkpoint import SFTCheckpoints
 from mtrl.training.sft_data import first_phase_kinds, per_agent, rows_of_kind
 from mtrl.training.train_state import agent_params, init_train_state
-
-
-def task_batch(tasks: list, step: int, per_step: int, seed: int) -> list:
-    """The step's tasks: consecutive slices of a seeded permutation, reshuffled per epoch."""
-    n = len(tasks)
-    out = []
-    for position in range(step * per_step, (step + 1) * per_step):
-        epoch, offset = divmod(position, n)
-        order = np.random.default_rng([seed, 7, epoch]).permutation(n)
-        out.append(tasks[int(order[offset])])
-    return out
 
 
 class Trainer:
@@ -102,6 +92,8 @@ class Trainer:
         self.keeper = CheckpointKeeper(self.workdir / "checkpoints",
                                        keep_best=self.train_config.keep_best)
         self.keys = RunKeys.from_seed(config.seed)
+        self.step_tasks = StepTasks(c.train_tasks, self.train_config.tasks_per_step,
+                                    config.seed, c.curriculum)
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -257,6 +249,7 @@ class Trainer:
             restored = self.keeper.restore(cfg.restore, target={"train": fresh})
             state, extra = restored.state["train"], dict(restored.extra)
             start = int(extra["step"])
+            self.step_tasks.restore(extra)
             logger = MetricsLogger(self.workdir, resume_step=start)
         else:
             logger = MetricsLogger(self.workdir)
@@ -288,7 +281,7 @@ class Trainer:
         step = start
         for step in range(start + 1, cfg.steps + 1):
             t0 = time.perf_counter()
-            tasks = task_batch(c.train_tasks, step - 1, cfg.tasks_per_step, self.config.seed)
+            tasks = self.step_tasks.choose(step)  # curriculum.py (learnable band)
             tree = rollout(tasks, c.env, self.backend, c.tokenizer, c.rollout, self.keys.rollout(step),
                            c.turn_format)
             if c.recipe is not None:  # reward.recipe (recipe.py)
@@ -296,7 +289,8 @@ class Trainer:
             t1 = time.perf_counter()
             batch = make_batch(tree, length=c.rollout.max_context)  # one train-step shape
             # filters.void_turns, loss.kl_in=reward, filters.overlong_cache (filters.py)
-            batch, penalty = shape_batch(c, self.graphdef, state, batch, tree, len(tasks))
+            batch, penalty = shape_batch(c, self.graphdef, state, batch, tree, len(tasks),
+                                         step)
             advantages = method_token_advantages(c.credit, batch, tree, c.rollout.discount,
                                                  penalty)
             rows, kept = ts.policy_minibatch(batch, advantages), batch.num_rows
@@ -320,6 +314,7 @@ class Trainer:
             metrics = ({k: float(v) for k, v in jax.device_get(update_metrics[-1]).items()}
                        if update_metrics else {"skipped_update": 1.0})
             metrics.update(self._rollout_metrics(tree))
+            metrics.update(self.step_tasks.record(tree))
             metrics["train_rows"] = float(kept)
             metrics.update({f"packing/{k}": v for k, v in self.step_fn.last_packing.items()})
             metrics.update({"time/rollout_s": t1 - t0 - tree.metrics["rollout/env_seconds"],
@@ -327,7 +322,7 @@ class Trainer:
                             "time/update_s": t2 - t1, "step_time_s": t2 - t0,
                             "sampler_compiles": float(self.sampler.num_compiles),
                             "train_step_compiles": float(self.step_fn.num_compiles)})
-            extra = {**extra, "step": step}
+            extra = {**extra, "step": step, **self.step_tasks.state()}
             last = step == cfg.steps
             evaluated = step % cfg.eval_interval == 0 or last
             if evaluated:
