@@ -37,6 +37,8 @@ from mtrl.training.checkpointing import CheckpointKeeper
 from mtrl.training.config import TrainConfig, sft_config, train_config
 from mtrl.training.evaluation import evaluate
 from mtrl.training.keys import RunKeys
+from mtrl.training.answer_probs import fill_answer_logprobs, scores_answers
+from mtrl.training.methods import ESTIMATORS
 from mtrl.training.methods import token_advantages as method_token_advantages
 from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
 from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
@@ -102,6 +104,9 @@ class Trainer:
         self.keeper = CheckpointKeeper(self.workdir / "checkpoints",
                                        keep_best=self.train_config.keep_best)
         self.keys = RunKeys.from_seed(config.seed)
+        # IGPO on an environment that reports the truth: score it after each rollout.
+        self.scores_answers = scores_answers(ESTIMATORS.get(c.credit.estimator).needs,
+                                             frozenset(c.env.info_keys))
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -293,6 +298,9 @@ class Trainer:
                            c.turn_format)
             if c.recipe is not None:  # reward.recipe (recipe.py)
                 tree = apply_recipe(c.recipe, tree)
+            if self.scores_answers:  # IGPO's answer log-probs (answer_probs.py)
+                tree = fill_answer_logprobs(tree, self.graphdef, self.policy_states(state),
+                                            c.tokenizer, c.turn_format)
             t1 = time.perf_counter()
             batch = make_batch(tree, length=c.rollout.max_context)  # one train-step shape
             # filters.void_turns, loss.kl_in=reward, filters.overlong_cache (filters.py)
