@@ -16,7 +16,8 @@ it"). One agent. A step, for a batch of branches:
    number equals the truth; code: every test of the task passes), else 0. The
    generator may continue an ended branch (its siblings still expand): those steps
    get reward 0 and info `ended`;
-5. the last turn (`max_turns`) without an answer ends the episode unsolved.
+5. the last turn (`max_turns`) without an answer ends the episode unsolved. `done`
+   is true only for a solved episode (evaluation counts `done` as success).
 
 Step info (docs/methods.md): `correct`, `void` (SimpleTIR), `invalid_calls` (a call
 that did not run cleanly: unclosed fence, syntax error, exception, timeout),
@@ -167,7 +168,9 @@ class ToolEnv(Environment):
                                 "progress": 0.0, "answer_id": 0, "tool_output": ""}
         if state.ended:
             info["correct"] = state.solved  # the episode's outcome (UFO, recipe)
-            return StepResult(reward=0.0, done=True, observations=(t.ended,), state=state,
+            # `done` means solved (evaluation counts it as success), not merely over.
+            return StepResult(reward=0.0, done=state.solved, observations=(t.ended,),
+                              state=state,
                               components=_components(False, False, False), info=info)
         correct, last_code, ended = False, state.last_code, False
         if act.kind == "answer":
@@ -209,7 +212,7 @@ class ToolEnv(Environment):
         info["correct"] = correct
         child = ToolBranchState(task=task, turn=turn, ended=ended, last_code=last_code,
                                 solved=correct)
-        return StepResult(reward=float(correct), done=ended, observations=(observation,),
+        return StepResult(reward=float(correct), done=correct, observations=(observation,),
                           state=child, info=info,
                           components=_components(correct, act.kind == "call",
                                                  bool(info["invalid_calls"])))
