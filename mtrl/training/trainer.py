@@ -38,6 +38,7 @@ from mtrl.training.config import TrainConfig, sft_config, train_config
 from mtrl.training.evaluation import evaluate
 from mtrl.training.keys import RunKeys
 from mtrl.training.answer_probs import fill_answer_logprobs, scores_answers
+from mtrl.training.episode_end import drop_ended
 from mtrl.training.methods import ESTIMATORS
 from mtrl.training.methods import token_advantages as method_token_advantages
 from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
@@ -305,6 +306,7 @@ class Trainer:
             batch = make_batch(tree, length=c.rollout.max_context)  # one train-step shape
             # filters.void_turns, loss.kl_in=reward, filters.overlong_cache (filters.py)
             batch, penalty = shape_batch(c, self.graphdef, state, batch, tree, len(tasks))
+            batch = drop_ended(batch, tree)  # turns after an episode's end (episode_end.py)
             advantages = method_token_advantages(c.credit, batch, tree, c.rollout.discount,
                                                  penalty)
             rows, kept = ts.policy_minibatch(batch, advantages), batch.num_rows

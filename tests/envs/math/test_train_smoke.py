@@ -1,5 +1,8 @@
 """One RL step of `experiments/configs/math.py` (shrunk: tests/envs/math/smoke.py) runs
-in process through the trainer, and writes readable transcripts to the workdir."""
+in process through the trainer, and writes readable transcripts to the workdir. It
+trains with IGPO (`--config.credit.estimator=igpo`): the math environment reports
+only the truth, so the step fails unless the trainer scores it (answer_probs.py);
+the config's own UFO runs in the method smoke table (scripts/bench_envs.py)."""
 
 import json
 
@@ -9,9 +12,12 @@ from tests.envs.math.smoke import minimal
 
 def test_one_step_of_the_math_config(tmp_path):
     c = minimal("math")
+    assert c.credit.estimator == "ufo"
+    c.credit.estimator = "igpo"
+    c.filters.void_turns = True
     trainer = Trainer(c, tmp_path, show_progress=False)
     try:
-        assert trainer.c.credit.estimator == "ufo"
+        assert trainer.scores_answers
         result = trainer.run()
     finally:
         trainer.close()
