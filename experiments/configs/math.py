@@ -42,6 +42,9 @@ def get_config():
     c.env.templates = "default"
     c.rollout.num_turns = 3
     c.rollout.num_generations = 4
+    # A node whose every joint action solved the task stops expanding (its children
+    # would all be played after the end and dropped from the loss).
+    c.rollout.termination_threshold = 0.99
     c.rollout.max_new_tokens = 96
     c.rollout.max_context = 768  # prompt <= ~400 bytes, + 3 turns of 96 + feedback
     c.credit.estimator = "ufo"

@@ -50,6 +50,9 @@ def get_config(suite: str = "gsm8k"):
     c.env.options = dict(max_output_chars=300)
     c.rollout.num_turns = 3
     c.rollout.num_generations = 4
+    # A node whose every joint action solved the task stops expanding (its children
+    # would all be played after the end and dropped from the loss).
+    c.rollout.termination_threshold = 0.99
     c.rollout.max_new_tokens = 128
     c.rollout.max_context = 1024
     c.credit.estimator = "grpo"
