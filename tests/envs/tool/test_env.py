@@ -112,3 +112,20 @@ def test_malformed_actions_get_a_clear_observation_and_no_reward(env, completion
 def test_the_turn_limit_ends_the_episode(env):
     r1, r2, r3 = play(env, MATH, ["hmm", "hmm", "hmm"])
     assert not r2.state.ended and r3.state.ended and not r3.done
+
+
+def test_mbpp_suite_tasks_accept_their_canonical_solution(env, shared_data):
+    from mtrl.data.suite import DataConfig, build_suite
+    suite = build_suite(DataConfig(name="mbpp_sanitized", path=str(shared_data / "mbpp"),
+                                   train_split="train", eval_split="validation",
+                                   num_eval=2), 0)
+    tasks = suite.tasks("validation")[:2]
+    states, actions = [], []
+    for task in tasks:
+        state, (prompt,) = env.reset(task)
+        assert task.entry_point in prompt and "\\boxed{submit}" in prompt
+        states.append(state)
+        actions.append((f"```python\n{task.canonical_solution}\n```\n\\boxed{{submit}}",))
+    results = env.step(states, actions, 1)
+    assert [r.reward for r in results] == [1.0, 1.0]
+    assert all(r.info["progress"] == 1.0 for r in results)
