@@ -40,6 +40,11 @@ class MathTask:
             raise ValueError(f"MathTask.answer must be a plain number, got {self.answer!r}")
 
     @property
+    def prompt(self) -> str:
+        """The question (the name transcripts show a task's prompt under)."""
+        return self.question
+
+    @property
     def answer_value(self) -> float:
         return float(self.answer)
 

@@ -171,5 +171,11 @@ def _family(data: DataConfig, seed: int) -> Any:
     return FamilySuite(data, seed)
 
 
+@SUITES.register("gsm8k")
+def _gsm8k(data: DataConfig, seed: int) -> Any:
+    from mtrl.data.gsm8k_suite import GSM8KSuite  # math tasks: not a code data set
+    return GSM8KSuite(data, seed)
+
+
 def build_suite(data: DataConfig, seed: int) -> TaskSuite:
     return SUITES.get(data.name)(data, seed)

@@ -238,7 +238,9 @@ def check_method(credit: CreditConfig, loss: str, num_generations: int, env,
         raise ValueError(f"config.loss.kl_in: 'reward' penalizes tree returns; estimators "
                          f"{', '.join(TREE_ESTIMATORS)} take it, not {credit.estimator!r}")
     needs = ESTIMATORS.get(credit.estimator).needs
-    missing = sorted(needs - frozenset(getattr(env, "info_keys", ())))
+    from mtrl.training.answer_probs import derived_info_keys  # what the trainer adds
+    reported = frozenset(getattr(env, "info_keys", ()))
+    missing = sorted(needs - reported - derived_info_keys(reported))
     if missing:
         raise ValueError(f"config.credit.estimator: {credit.estimator!r} reads step info "
                          f"{missing}, which {type(env).__name__} does not report "

@@ -37,6 +37,9 @@ from mtrl.training.checkpointing import CheckpointKeeper
 from mtrl.training.config import TrainConfig, sft_config, train_config
 from mtrl.training.evaluation import evaluate
 from mtrl.training.keys import RunKeys
+from mtrl.training.answer_probs import fill_answer_logprobs, scores_answers
+from mtrl.training.episode_end import drop_ended
+from mtrl.training.methods import ESTIMATORS
 from mtrl.training.methods import token_advantages as method_token_advantages
 from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
 from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
@@ -94,6 +97,9 @@ class Trainer:
         self.keys = RunKeys.from_seed(config.seed)
         self.step_tasks = StepTasks(c.train_tasks, self.train_config.tasks_per_step,
                                     config.seed, c.curriculum)
+        # IGPO on an environment that reports the truth: score it after each rollout.
+        self.scores_answers = scores_answers(ESTIMATORS.get(c.credit.estimator).needs,
+                                             frozenset(c.env.info_keys))
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -286,11 +292,15 @@ class Trainer:
                            c.turn_format)
             if c.recipe is not None:  # reward.recipe (recipe.py)
                 tree = apply_recipe(c.recipe, tree)
+            if self.scores_answers:  # IGPO's answer log-probs (answer_probs.py)
+                tree = fill_answer_logprobs(tree, self.graphdef, self.policy_states(state),
+                                            c.tokenizer, c.turn_format)
             t1 = time.perf_counter()
             batch = make_batch(tree, length=c.rollout.max_context)  # one train-step shape
             # filters.void_turns, loss.kl_in=reward, filters.overlong_cache (filters.py)
             batch, penalty = shape_batch(c, self.graphdef, state, batch, tree, len(tasks),
                                          step)
+            batch = drop_ended(batch, tree)  # turns after an episode's end (episode_end.py)
             advantages = method_token_advantages(c.credit, batch, tree, c.rollout.discount,
                                                  penalty)
             rows, kept = ts.policy_minibatch(batch, advantages), batch.num_rows

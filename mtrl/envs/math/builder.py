@@ -1,0 +1,36 @@
+"""`env.name = "math"`: the math environment over a math suite (gsm8k).
+
+Reads env.num_agents, env.feedback_mode (unary | correctness | plain),
+env.history_mode (full | last) and env.templates ("default"); env.options may set
+`max_completion_chars`. It runs no sandbox."""
+
+from __future__ import annotations
+
+from mtrl.envs.math.env import MathEnv, MathEnvConfig
+from mtrl.training.config import as_dict, build
+from mtrl.training.environment import ENV_BUILDERS, BuiltEnv, EnvRequest
+
+_OPTIONS = ("max_completion_chars",)
+
+
+@ENV_BUILDERS.register("math")
+def build_math_env(request: EnvRequest) -> BuiltEnv:
+    e = request.config.env
+    options = dict(as_dict(e.get("options", {})))
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ValueError(f"config.env.options: unknown {unknown} for the math environment; "
+                         f"valid: {list(_OPTIONS)}")
+    if e.get("expert", ""):
+        raise ValueError("config.env.expert: the math environment has no expert feedback")
+    try:
+        templates = request.suite.templates(e.templates)
+    except (ValueError, AttributeError) as error:
+        raise ValueError(f"config.env.templates: {error}") from None
+    if not hasattr(templates, "try_again"):
+        raise ValueError(f"config.data.name: the math environment needs a math suite "
+                         f"(gsm8k), got {request.config.data.name!r}")
+    config = build(MathEnvConfig, "env", num_agents=e.num_agents,
+                   feedback_mode=e.feedback_mode, history_mode=e.history_mode,
+                   templates=templates, **options)
+    return BuiltEnv(MathEnv(config))

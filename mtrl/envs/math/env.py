@@ -1,0 +1,160 @@
+"""Multi-turn math environment (GSM8K-style word problems), one or N agents.
+
+A step, for a batch of branches (one joint action each):
+1. each agent's completion is cleaned (bounded, valid UTF-8) and its final answer
+   extracted (answer.py: \\boxed{}, `####`, last number; normalised);
+2. the team's answer is the plurality of the agents' answers, ties going to the
+   highest-numbered agent (with one agent: its answer). As in CodeEnv, where the
+   last agent writes the entry point, the last agent has the final word;
+3. reward = 1 if the team's answer equals the ground truth exactly (after
+   normalisation), else 0;
+4. the episode ends at the first correct answer (UFO's rule; `done`); a branch that
+   the generator continues after its end (its siblings still expand) gets reward 0,
+   an observation saying it is over and info `ended`;
+5. each agent's next observation comes from the feedback mode (prompts.py); history
+   mode "full" appends it, "last" sends a fresh prompt with the previous response.
+
+Step info (docs/methods.md): `correct` (UFO, reward recipe), `answer_id` (UFO's
+repeat penalty), `void` per agent (no answer found: SimpleTIR's filter), `truth`
+(the ground-truth answer text: the trainer scores it for IGPO, answer_probs.py),
+plus `answers`, `team_answer`, `ended` for transcripts.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import zlib
+from typing import Any, Sequence
+
+from mtrl.data.gsm8k import MathTask
+from mtrl.envs.base import Environment, StepResult
+from mtrl.envs.code.extraction import decode_completion
+from mtrl.envs.math.answer import extract_answer, normalize_number
+from mtrl.envs.math.prompts import MATH_FEEDBACK, FeedbackInput, MathTemplates, first_prompt
+
+MATH_HISTORY_MODES = ("full", "last")
+# Answers live at the end of a completion; a cap keeps regex work bounded on 100 KB
+# of garbage while never cutting a completion the sampler can produce.
+MAX_MATH_COMPLETION_CHARS = 16_000
+
+
+@dataclasses.dataclass(frozen=True)
+class MathEnvConfig:
+    num_agents: int = 1
+    feedback_mode: str = "unary"  # a name in MATH_FEEDBACK: unary | correctness | plain
+    history_mode: str = "full"  # "full" | "last"
+    templates: MathTemplates = MathTemplates()
+    max_completion_chars: int = MAX_MATH_COMPLETION_CHARS
+
+    def __post_init__(self):
+        if isinstance(self.num_agents, bool) or not isinstance(self.num_agents, int) \
+                or self.num_agents < 1:
+            raise ValueError(f"num_agents must be an int >= 1, got {self.num_agents!r}")
+        if self.feedback_mode not in MATH_FEEDBACK:
+            raise ValueError(f"feedback_mode: unknown {self.feedback_mode!r}; valid: "
+                             f"{', '.join(MATH_FEEDBACK.names())}")
+        if self.history_mode not in MATH_HISTORY_MODES:
+            raise ValueError(f"history_mode must be one of {MATH_HISTORY_MODES}, "
+                             f"got {self.history_mode!r}")
+        if self.max_completion_chars < 1:
+            raise ValueError("max_completion_chars must be positive")
+
+
+@dataclasses.dataclass(frozen=True)
+class MathBranchState:
+    """One branch. Immutable: children share their parent's."""
+
+    task: MathTask
+    turn: int  # turns completed (0 after reset)
+    solved: bool = False  # a correct team answer was given on this branch
+    answers: tuple[tuple[str | None, ...], ...] = ()  # [turn][agent] extracted answers
+
+
+def team_answer(answers: Sequence[str | None]) -> str | None:
+    """Plurality of the non-missing answers; ties go to the highest-numbered agent."""
+    given = [(a, ans) for a, ans in enumerate(answers) if ans is not None]
+    if not given:
+        return None
+    counts = collections.Counter(ans for _, ans in given)
+    top = max(counts.values())
+    return next(ans for _, ans in reversed(given) if counts[ans] == top)
+
+
+def answer_id(answer: str | None) -> int:
+    return zlib.crc32(answer.encode()) if answer is not None else 0
+
+
+class MathEnv(Environment):
+    """Math environment (module docstring)."""
+
+    info_keys = frozenset({"correct", "answer_id", "void", "truth"})
+
+    def __init__(self, config: MathEnvConfig = MathEnvConfig()):
+        self.config = config
+        self.num_agents = config.num_agents
+        self._feedback = MATH_FEEDBACK.get(config.feedback_mode)
+
+    def reset(self, task: MathTask) -> tuple[MathBranchState, tuple[str, ...]]:
+        if not isinstance(task, MathTask):
+            raise TypeError(f"MathEnv.reset expects a MathTask, got {type(task).__name__}")
+        return MathBranchState(task=task, turn=0), self._first(task)
+
+    def _first(self, task: MathTask) -> tuple[str, ...]:
+        return tuple(first_prompt(self.config.templates, task.question, a, self.num_agents)
+                     for a in range(self.num_agents))
+
+    def step(self, states: Sequence[MathBranchState], actions: Sequence[tuple[str, ...]],
+             turn: int) -> list[StepResult]:
+        if len(states) != len(actions):
+            raise ValueError(f"{len(states)} states but {len(actions)} joint actions")
+        return [self._step_one(state, action, turn) for state, action in zip(states, actions)]
+
+    def _step_one(self, state: MathBranchState, action: tuple[str, ...], turn: int
+                  ) -> StepResult:
+        if not isinstance(state, MathBranchState):
+            raise TypeError(f"state is {type(state).__name__}, not MathBranchState")
+        if len(action) != self.num_agents:
+            raise ValueError(f"a joint action has {len(action)} completions for "
+                             f"{self.num_agents} agents")
+        if state.turn != turn - 1:
+            raise ValueError(f"branch has completed {state.turn} turns; cannot play {turn}")
+        cfg = self.config
+        texts = tuple(decode_completion(a, cfg.max_completion_chars) for a in action)
+        answers = tuple(extract_answer(t) for t in texts)
+        team = team_answer(answers)
+        truth = normalize_number(state.task.answer)
+        correct = team is not None and team == truth
+        ended = state.solved
+        child = MathBranchState(task=state.task, turn=turn, solved=state.solved or correct,
+                                answers=state.answers + (answers,))
+        info: dict[str, Any] = {
+            "correct": correct or ended, "answer_id": answer_id(team),
+            "void": tuple(a is None for a in answers), "truth": state.task.answer,
+            "answers": answers, "team_answer": team, "ended": ended,
+        }
+        if ended:  # the episode ended at an earlier turn (module docstring, item 4)
+            info["void"] = (False,) * self.num_agents
+            feedback = (cfg.templates.solved,) * self.num_agents
+            reward = 0.0
+        elif correct:
+            feedback = (cfg.templates.solved,) * self.num_agents
+            reward = 1.0
+        else:
+            feedback = tuple(self._feedback(FeedbackInput(agent=a, answers=answers,
+                                                          correct=False,
+                                                          templates=cfg.templates))
+                             for a in range(self.num_agents))
+            reward = 0.0
+        if cfg.history_mode == "last":
+            first = self._first(state.task)
+            observations = tuple(cfg.templates.last.format(first=first[a], response=texts[a],
+                                                           feedback=feedback[a])
+                                 for a in range(self.num_agents))
+        else:
+            observations = feedback
+        components = {"correct": float(correct),
+                      "answered": sum(a is not None for a in answers) / self.num_agents}
+        return StepResult(reward=reward, done=correct or ended, observations=observations,
+                          state=child, components=components, info=info,
+                          reset_context=cfg.history_mode == "last")
