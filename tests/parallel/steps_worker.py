@@ -2,11 +2,14 @@
 what the equality tests compare. Run as a subprocess: the device count (XLA_FLAGS) and
 jax.distributed must be set before jax starts, which the pytest process already did.
 
-    python steps_worker.py --out F.npz --mesh none|auto|d,f,t [--packing none|tree]
-        [--sample] [--coordinator HOST:PORT --num_processes P --process_id I]
-        [--save DIR]
+    python steps_worker.py --out F.npz --mesh none|auto|d,f,t [--mesh ...]
+        [--packing none|tree] [--sample] [--save DIR]
+        [--coordinator HOST:PORT --num_processes P --process_id I]
 
---mesh none: the plain single-device code path (no plan), the reference.
+Each --mesh runs in turn in this process (keys of the .npz are prefixed "<mesh>/");
+--mesh none: the plain single-device code path (no plan), the reference. --save
+checkpoints the last mesh's final state; --restore DIR instead restores DIR's
+checkpoint onto each mesh's fresh state and reports its parameters (no steps).
 With --num_processes > 1 every process feeds only its own rows (a contiguous share of
 the global batch) and the step assembles them (ShardingPlan.global_rows).
 """
@@ -24,22 +27,39 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
-    parser.add_argument("--mesh", default="none")
+    parser.add_argument("--mesh", action="append")
     parser.add_argument("--packing", default="none")
     parser.add_argument("--sample", action="store_true")
     parser.add_argument("--coordinator", default="")
     parser.add_argument("--num_processes", type=int, default=1)
     parser.add_argument("--process_id", type=int, default=0)
     parser.add_argument("--save", default="")
+    parser.add_argument("--restore", default="")
     return parser.parse_args()
 
 
 def main() -> None:
     args = parse()
+    results = {}
+    meshes = args.mesh or ["none"]
+    for i, mesh in enumerate(meshes):
+        save = args.save if i == len(meshes) - 1 else ""
+        results.update({f"{mesh}/{k}": v for k, v in run(args, mesh, save).items()})
+    if args.process_id == 0:
+        import numpy as np
+        np.savez(args.out, **results)
+
+
+_INITIALIZED = []
+
+
+def run(args, mesh: str, save: str) -> dict:
     from mtrl.parallel.distributed import DistributedConfig, initialize
-    initialize(DistributedConfig(coordinator_address=args.coordinator,
-                                 num_processes=args.num_processes,
-                                 process_id=args.process_id))
+    if not _INITIALIZED:
+        initialize(DistributedConfig(coordinator_address=args.coordinator,
+                                     num_processes=args.num_processes,
+                                     process_id=args.process_id))
+        _INITIALIZED.append(True)
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -80,8 +100,8 @@ def main() -> None:
                                       kl=KLPenaltyConfig("k3", 0.05))
     state = init_train_state(params, optim, shared=False, keep_reference=True)
     plan = None
-    if args.mesh != "none":
-        plan = ShardingPlan.build(MeshConfig(args.mesh), config)
+    if mesh != "none":
+        plan = ShardingPlan.build(MeshConfig(mesh), config)
         state = plan.shard_tree(state)
     step = make_train_step(graphdef, objective, optim, num_agents=n, shared=False,
                            packing=args.packing, shardings=plan)
@@ -91,8 +111,12 @@ def main() -> None:
         batch = plan.global_rows(jax.tree.map(lambda x: x[:, rows], full))
     else:
         batch = full
+    if args.restore:
+        from mtrl.training.checkpointing import CheckpointKeeper
+        with CheckpointKeeper(args.restore, keep_best=1) as keeper:
+            state = keeper.restore("latest", target={"train": state}).state["train"]
     losses, grad_norms = [], []
-    for _ in range(3):
+    for _ in range(0 if args.restore else 3):
         state, metrics = step(state, batch)
         losses.append([float(metrics[f"loss/agent{a}"]) for a in range(n)])
         grad_norms.append([float(metrics[f"grad_norm/agent{a}"]) for a in range(n)])
@@ -113,12 +137,11 @@ def main() -> None:
                                       SamplingConfig(greedy=True, max_new_tokens=12,
                                                      pad_id=256))
         out["greedy"] = np.asarray(generation.output.tokens)
-    if args.save:
+    if save:
         from mtrl.training.checkpointing import CheckpointKeeper
-        with CheckpointKeeper(args.save, keep_best=1) as keeper:
+        with CheckpointKeeper(save, keep_best=1) as keeper:
             keeper.save_eval(3, {"train": state}, {"heldout_success": 0.5}, {"step": 3})
-    if args.process_id == 0:
-        np.savez(args.out, **out)
+    return out
 
 
 if __name__ == "__main__":
