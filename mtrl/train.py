@@ -6,6 +6,11 @@ Flags:
   --workdir  where checkpoints, metrics.jsonl, TensorBoard events, transcripts and
              the learning curve go (default: ./workdir/<config name>).
   --out      optional JSON file for the run's summary (minutes, success numbers).
+  --coordinator_address, --num_processes, --process_id, --distributed_auto
+             join a multi-process run (jax.distributed; mtrl/parallel/distributed.py):
+             explicit on GPU nodes and local CPU processes, --distributed_auto on TPU
+             pod slices (every host runs the same command). The mesh over all
+             processes' devices is config.mesh.shape.
 
 A bad command line (a config file that does not exist or fails to load, an override of
 a field the config does not have, a value of the wrong type) ends with one line naming
@@ -30,6 +35,13 @@ DEFAULT_CONFIG = str(pathlib.Path(__file__).resolve().parents[1] / "experiments"
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory of the run.")
 _OUT = flags.DEFINE_string("out", None, "Write the run summary as JSON here.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show the progress bar / lines.")
+_COORDINATOR = flags.DEFINE_string("coordinator_address", "",
+                                   "host:port of process 0 (multi-process runs).")
+_NUM_PROCESSES = flags.DEFINE_integer("num_processes", 1, "Processes in the run.")
+_PROCESS_ID = flags.DEFINE_integer("process_id", 0, "This process's index.")
+_DISTRIBUTED_AUTO = flags.DEFINE_bool("distributed_auto", False,
+                                      "jax.distributed.initialize() with auto-detection "
+                                      "(TPU pod slices, SLURM).")
 _CONFIG = None  # defined by run(): ml_collections reads the overrides at definition
 
 
@@ -95,6 +107,13 @@ def main(argv) -> None:
         sys.exit(f"error: {config_error(e, sys.argv)}")
     name = pathlib.Path(config_flags.get_config_filename(flags.FLAGS["config"])).stem
     workdir = _WORKDIR.value or os.path.join("workdir", name)
+    from mtrl.parallel.distributed import DistributedConfig, initialize
+    try:
+        distributed = DistributedConfig(_COORDINATOR.value, _NUM_PROCESSES.value,
+                                        _PROCESS_ID.value, _DISTRIBUTED_AUTO.value)
+    except ValueError as e:
+        sys.exit(f"error: --num_processes/--process_id/--coordinator_address: {e}")
+    initialize(distributed)  # before the trainer creates any jax array
     from mtrl.training.trainer import Trainer  # heavy imports after flag parsing
     try:
         trainer = Trainer(config, workdir, show_progress=_PROGRESS.value)

@@ -97,8 +97,14 @@ class Sampler:
     training step) swaps weights without recompiling.
     """
 
-    def __init__(self, model: nnx.Module, *, buckets: BucketPolicy = BucketPolicy()):
+    def __init__(self, model: nnx.Module, *, buckets: BucketPolicy = BucketPolicy(),
+                 shardings=None):
         self.graphdef, self.state = nnx.split(model)
+        # A mtrl.parallel.ShardingPlan: parameters laid out by its rules (pass states
+        # so laid out to set_state), prompt rows split over data/fsdp; None: one device.
+        self.shardings = shardings
+        if shardings is not None:
+            self.state = shardings.shard_tree(self.state)
         self.model_config = model.config
         self.buckets = buckets
         self.traces = TraceCounter()
@@ -146,8 +152,8 @@ class Sampler:
             chunk_rows = [p for p in prompts for _ in range(num_samples)]
             fanout = np.arange(len(chunk_rows), dtype=np.int32)
         length = self.buckets.length(max(len(p) for p in chunk_rows))
-        tokens, mask = pad_token_rows(chunk_rows, self.buckets.batch(len(chunk_rows)), length,
-                                      config.pad_id)
+        tokens, mask = self._place(*pad_token_rows(chunk_rows, self.buckets.batch(len(chunk_rows)),
+                                                   length, config.pad_id))
         cache, last_logits = self._start(self.graphdef, self.state, tokens, mask,
                                          model_config=self.model_config)
         self._count_prefill(chunk_rows)
@@ -178,7 +184,7 @@ class Sampler:
         index = int(jax.device_get(cache.index))
         max_len = max(cache.max_len, self.buckets.cache_len(index + length))
         batch = self.buckets.batch(len(new_tokens))
-        tokens, mask = pad_token_rows(new_tokens, batch, length, config.pad_id)
+        tokens, mask = self._place(*pad_token_rows(new_tokens, batch, length, config.pad_id))
         child_cache, last_logits = self._extend(
             self.graphdef, self.state, cache, pad_leading(parents, batch, parents[0]),
             np.arange(batch) < len(parents), tokens, mask, max_len=max_len)
@@ -188,6 +194,13 @@ class Sampler:
                                         config, limits)
 
     # -- internals ---------------------------------------------------------------------
+
+    def _place(self, *rows: np.ndarray):
+        """Row arrays split over the plan's data/fsdp axes (kept as given without one);
+        the programs' caches and outputs follow by GSPMD propagation."""
+        if self.shardings is None:
+            return rows
+        return tuple(self.shardings.shard_batch(x, row_axis=0) for x in rows)
 
     @staticmethod
     def _check_requests(requests: list[list[int]], num_samples: int, name: str) -> None:

@@ -64,6 +64,9 @@ def base_config() -> ml_collections.ConfigDict:
                  schedule="cosine", adam_b2=0.95, fraction=1.0, revision_fraction=0.1,
                  first_guess="", resubmit_fraction=0.0, first_phase="first_turn",
                  first_phase_steps=0, max_len=256, checkpoint_every=50)
+    # The device mesh (mtrl/parallel): "auto" = every device on data, or "d,f,t" over
+    # the data, fsdp and tensor axes (docs: BUILD.md, "Scale-out").
+    c.mesh = dict(shape="auto")
     return c
 
 

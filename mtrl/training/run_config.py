@@ -20,6 +20,7 @@ CONFIG_FILE = "config.json"
 RESUMABLE_CHANGES = frozenset({
     "train.steps", "train.eval_interval", "train.save_interval", "train.budget_minutes",
     "train.num_transcripts", "train.restore", "sft.checkpoint_every", "train.init_from",
+    "mesh.shape",  # a checkpoint restores onto any mesh (8 devices -> 1 is tested)
 })
 
 

@@ -210,27 +210,46 @@ class TrainStep:
     """
 
     def __init__(self, fn: Callable, *, num_agents: int, shared: bool, packing: str = "none",
-                 min_budget: int = 0, skip_zero_advantage: bool = False):
+                 min_budget: int = 0, skip_zero_advantage: bool = False, shardings: Any = None):
         self.num_agents, self.shared = num_agents, shared
         self.packing, self.min_budget = packing, min_budget
         self.skip_zero_advantage = skip_zero_advantage
         self.traces = TraceCounter()
-        self._jitted = jax.jit(self.traces.wrap("train_step", fn), donate_argnums=0)
+        self.shardings = shardings  # a mtrl.parallel.ShardingPlan, or None: one device
+        self._fn = self.traces.wrap("train_step", fn)
+        self._jitted = jax.jit(self._fn, donate_argnums=0)
+        self._sharded: dict[Any, Callable] = {}
         self.last_packing: dict[str, float] = {}
+
+    def _program(self, state: TrainState) -> Callable:
+        """The jitted step; with shardings, its outputs keep the state's layout (params
+        and moments per the rules, metrics replicated), so a step never gathers them."""
+        if self.shardings is None:
+            return self._jitted
+        structure = jax.tree.structure(state)
+        if structure not in self._sharded:
+            out = (self.shardings.tree_shardings(state), self.shardings.replicated)
+            self._sharded[structure] = jax.jit(self._fn, donate_argnums=0, out_shardings=out)
+        return self._sharded[structure]
 
     def __call__(self, state: TrainState, minibatch: PolicyMinibatch
                  ) -> tuple[TrainState, dict[str, jax.Array]]:
+        program = self._program(state)
         if self.packing == "none":
-            return self._jitted(state, minibatch, None)
+            if self.shardings is not None:
+                minibatch = self.shardings.shard_batch(minibatch)
+            return program(state, minibatch, None)
         minibatch.validate(self.num_agents)
+        host = host_rows(minibatch)
         skip = None
         if self.skip_zero_advantage:
-            loss_mask = np.asarray(minibatch.loss_mask)
-            skip = ~np.any(loss_mask & (np.asarray(minibatch.advantages) != 0), axis=2)
-        packed = pack_rows(minibatch.tokens, minibatch.token_mask, minibatch.loss_mask,
+            skip = ~np.any(host.loss_mask & (host.advantages != 0), axis=2)
+        packed = pack_rows(host.tokens, host.token_mask, host.loss_mask,
                            self.packing, self.min_budget, skip)
-        self.last_packing = packing_counts(packed, minibatch.token_mask)
-        return self._jitted(state, minibatch, packed)
+        self.last_packing = packing_counts(packed, host.token_mask)
+        if self.shardings is not None:
+            minibatch, packed = self.shardings.shard_batch((minibatch, packed))
+        return program(state, minibatch, packed)
 
     @property
     def num_compiles(self) -> int:
@@ -240,7 +259,8 @@ class TrainStep:
 def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
                     optimizer: optax.GradientTransformation, *, num_agents: int, shared: bool,
                     learning_rate_fn: optax.Schedule | None = None, packing: str = "none",
-                    remat: str = "none", min_budget: int = 0) -> TrainStep:
+                    remat: str = "none", min_budget: int = 0,
+                    shardings: Any = None) -> TrainStep:
     """The jitted update of the module docstring.
 
     Args:
@@ -257,6 +277,8 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
       remat: per-layer activation rematerialisation, "none" | "full" | "dots".
       min_budget: the smallest bin size in tokens for packed modes (a larger bin lets a
         tree share more prefixes, at a quadratic attention cost).
+      shardings: a mtrl.parallel.ShardingPlan (state laid out by plan.shard_tree):
+        rows split over data/fsdp, outputs keep the state's layout; None: one device.
 
     Packed modes leave out of the forward the rows whose advantage is 0 on every loss
     token when that is exact (zero_advantage_is_exact): such a row's loss term and
@@ -327,7 +349,7 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
         return new_state, out
 
     return TrainStep(step, num_agents=num_agents, shared=shared, packing=packing,
-                     min_budget=min_budget,
+                     min_budget=min_budget, shardings=shardings,
                      skip_zero_advantage=zero_advantage_is_exact(objective))
 
 
@@ -339,6 +361,15 @@ def zero_advantage_is_exact(objective: PolicyObjectiveConfig) -> bool:
     """True when rows with A = 0 add nothing to the loss or its gradient: an
     advantage-linear loss and no KL term (a KL penalty reaches every row)."""
     return objective.loss in _ADVANTAGE_LINEAR_LOSSES and objective.kl.coef == 0
+
+
+def host_rows(minibatch: PolicyMinibatch) -> PolicyMinibatch:
+    """The minibatch as host numpy (the packer's input); a batch spread over several
+    processes is gathered from all of them first."""
+    if all(getattr(x, "is_fully_addressable", True) for x in jax.tree.leaves(minibatch)):
+        return jax.tree.map(np.asarray, minibatch)
+    from jax.experimental import multihost_utils
+    return jax.tree.map(np.asarray, multihost_utils.process_allgather(minibatch, tiled=True))
 
 
 def packing_counts(packed: PackedRows, token_mask: Any) -> dict[str, float]:

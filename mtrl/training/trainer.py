@@ -27,6 +27,7 @@ import jax
 import numpy as np
 from flax import nnx
 
+from mtrl.parallel.from_config import mesh_config, plan_for
 from mtrl.rollout import make_batch, rollout
 from mtrl.rollout.sampler_backend import SamplerBackend
 from mtrl.sampling.sampler import Sampler
@@ -64,6 +65,7 @@ class Trainer:
         # Typed sections, validated before any work (one-line errors).
         s = self.sft = sft_config(config)  # SFTSection
         self.train_config: TrainConfig = train_config(config)
+        mesh_config(config)  # config.mesh.shape checked before any work
         check_resumable(self.workdir, config)  # before any work: one line if it differs
         self.c: Components = build_components(config)
         self.config_record = write_config(self.workdir, config)
@@ -78,7 +80,9 @@ class Trainer:
             raise ValueError("config.sft.first_phase: shared parameters train one policy, "
                              f"so give one kind, got {s.first_phase!r}")
         self.graphdef = nnx.split(c.models[0])[0]
-        self.sampler = Sampler(c.models[0])
+        # The device mesh (config.mesh, mtrl/parallel): None on a single device.
+        self.plan = plan_for(config, c.models[0].config)
+        self.sampler = Sampler(c.models[0], shardings=self.plan)
         tok = c.tokenizer
         self.sampling = c.rollout.sampling_config(stop_token_ids=(tok.eos_id,), pad_id=tok.pad_id)
         greedy = dataclasses.replace(self.sampling, greedy=True)
@@ -91,7 +95,8 @@ class Trainer:
                                           learning_rate_fn=make_schedule(c.optim),
                                           packing=self.train_config.packing,
                                           remat=self.train_config.remat,
-                                          min_budget=self.train_config.pack_budget)
+                                          min_budget=self.train_config.pack_budget,
+                                          shardings=self.plan)
         self.keeper = CheckpointKeeper(self.workdir / "checkpoints",
                                        keep_best=self.train_config.keep_best)
         self.keys = RunKeys.from_seed(config.seed)
@@ -106,9 +111,11 @@ class Trainer:
     def init_state(self, params: list):
         """A step-0 TrainState; shared mode holds the one policy for all N agents."""
         per_agent = params * self.num_agents if self.shared else params
-        return init_train_state(per_agent, self.optimizer, shared=self.shared,
-                                keep_reference=self.c.objective.kl.coef > 0
-                                or self.c.reward_kl is not None)
+        state = init_train_state(per_agent, self.optimizer, shared=self.shared,
+                                 keep_reference=self.c.objective.kl.coef > 0
+                                 or self.c.reward_kl is not None)
+        # On a mesh: laid out per the rules (a restore into it keeps that layout).
+        return state if self.plan is None else self.plan.shard_tree(state)
 
     def policy_states(self, state) -> list:
         return [agent_params(state, a) for a in range(1 if self.shared else self.num_agents)]

@@ -1,0 +1,45 @@
+"""The `mesh` section of an experiment config -> the run's ShardingPlan.
+
+    c.mesh = dict(shape="auto")     # or "d,f,t", e.g. --config.mesh.shape=2,4,1
+
+With one device and shape "auto" there is nothing to split: no plan (None), and the
+train step and sampler run their single-device programs unchanged. Every error is one
+line naming config.mesh.shape.
+"""
+
+from __future__ import annotations
+
+import jax
+
+from mtrl.models.config import ModelConfig
+from mtrl.parallel.mesh import MeshConfig, parse_shape
+from mtrl.parallel.shardings import ShardingPlan
+
+
+def mesh_config(config) -> MeshConfig:
+    """The validated `mesh` section (a config without one means "auto")."""
+    section = config.get("mesh", None) if hasattr(config, "get") else None
+    if section is None:
+        values = {}
+    else:
+        values = section.to_dict() if hasattr(section, "to_dict") else dict(section)
+    unknown = sorted(set(values) - {"shape"})
+    if unknown:
+        raise ValueError(f"config.mesh: unknown field(s) {unknown}; valid: ['shape']")
+    try:
+        return MeshConfig(**values)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"config.mesh.shape: {e}") from None
+
+
+def plan_for(config, model: ModelConfig, devices: list | None = None) -> ShardingPlan | None:
+    """The plan of `config.mesh` over `devices` (default: all global devices), or None
+    when there is a single device and the shape is "auto"."""
+    mesh = mesh_config(config)
+    devices = list(jax.devices() if devices is None else devices)
+    if len(devices) == 1 and parse_shape(mesh.shape) is None:
+        return None
+    try:
+        return ShardingPlan.build(mesh, model, devices)
+    except ValueError as e:
+        raise ValueError(f"config.mesh.shape: {e}") from None
