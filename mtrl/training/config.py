@@ -36,7 +36,8 @@ def base_config() -> ml_collections.ConfigDict:
     c.rollout = dict(num_turns=2, num_generations=4, joint_mode="align",
                      termination_threshold=placeholder(float), discount=1.0, max_new_tokens=48,
                      max_context=288, temperature=1.0, top_p=1.0, top_k=0,
-                     max_nodes_per_turn=4096, agent_params="separate")
+                     max_nodes_per_turn=4096, agent_params="separate",
+                     env_groups=1)
     # credit / loss: fields of training/methods.py CreditConfig and build_objective
     # (docs/methods.md); eps_* unset means the chosen loss's own default.
     c.credit = dict(estimator="magrpo", baseline="mean", credit="sum", normalize_std=False,
