@@ -194,13 +194,14 @@ def flops(config, params: int, counts: dict) -> dict:
             "useful": 6 * params * counts["tokens"]}
 
 
-def compare(name, config, graphdef, params, rows, min_budget, repeats, modes=MODES) -> dict:
+def compare(name, config, graphdef, params, rows, min_budget, repeats, modes=MODES,
+            remat="none") -> dict:
     n_params = param_count(params)
     out = {"params": n_params, "rows": int(np.sum(np.any(np.asarray(rows.loss_mask), axis=2))),
            "modes": {}}
     for mode in modes:
         counts = layout_counts(rows, mode, min_budget)
-        result = bench_update(graphdef, params, rows, mode, min_budget, repeats)
+        result = bench_update(graphdef, params, rows, mode, min_budget, repeats, remat)
         result.update(counts, flops=flops(config, n_params, counts))
         out["modes"][mode] = result
         print(name, mode, json.dumps(result), flush=True)
@@ -258,6 +259,9 @@ def main() -> None:
     parser.add_argument("--b-model", default="100m", choices=sorted(B_MODELS))
     parser.add_argument("--b-modes", default="none,rows,tree")
     parser.add_argument("--skip", default="", help="comma list of parts to skip: a,b,memory")
+    parser.add_argument("--b-remat", default="none",
+                        help="remat policy of (b)'s updates, every mode alike (the padded "
+                             "update's dense attention over 2048 slots needs ~114 GB without)")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     result = {"command": "python scripts/bench_train_step.py " + " ".join(
@@ -284,7 +288,8 @@ def main() -> None:
         graphdef, params = nnx.split(Transformer(config, rngs=nnx.Rngs(0)))
         rows = humaneval_rows(args.b_tasks, args.b_agents, args.b_max_context)
         modes = tuple(args.b_modes.split(","))
-        b = compare("b", config, graphdef, params, rows, args.tree_budget, args.repeats, modes)
+        b = compare("b", config, graphdef, params, rows, args.tree_budget, args.repeats, modes,
+                    remat=args.b_remat)
         b["model"] = args.b_model
         result["b_humaneval"] = b
         compiles["b"] = {m: b["modes"][m]["compiles"] for m in modes}

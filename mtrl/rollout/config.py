@@ -31,6 +31,10 @@ class RolloutConfig:
       anything is generated so a too-large tree fails with a message, not an OOM.
     agent_params: `separate` (one parameter set per agent, stacked) or `shared`
       (one policy; agents differ by their role prompts).
+    env_groups: K, groups of whole tasks generated one after another at each turn;
+      with K > 1 each group's environment work (sandbox runs, expert calls) is
+      submitted with `step_async` as soon as its completions exist and runs while the
+      device generates the next group (1: one batched call per agent, no overlap).
     """
 
     num_turns: int = 2
@@ -46,10 +50,11 @@ class RolloutConfig:
     top_k: int = 0
     max_nodes_per_turn: int = 4096
     agent_params: str = "separate"
+    env_groups: int = 1
 
     def __post_init__(self):
         positive = ("num_turns", "num_generations", "num_agents", "max_new_tokens",
-                    "max_context", "max_nodes_per_turn")
+                    "max_context", "max_nodes_per_turn", "env_groups")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"RolloutConfig.{name} must be >= 1, got {getattr(self, name)}")

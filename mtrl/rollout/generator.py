@@ -14,6 +14,8 @@ re-encoding the history.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import time
 from typing import Any, Sequence
 
@@ -22,7 +24,7 @@ import numpy as np
 
 from mtrl.credit import joint_action_index, termination_mask
 from mtrl.envs.base import Environment
-from mtrl.rollout.backend import Contexts, PolicyBackend
+from mtrl.rollout.backend import PolicyBackend
 from mtrl.rollout.config import RolloutConfig
 from mtrl.rollout.formatting import PlainFormat
 from mtrl.rollout.history import first_ids, next_ids
@@ -31,7 +33,15 @@ from mtrl.rollout.tree import TreeRollout, TurnRecord
 
 def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, tokenizer,
             config: RolloutConfig, key: jax.Array, turn_format=None) -> TreeRollout:
-    """Grows one tree per task for up to `config.num_turns` turns."""
+    """Grows one tree per task for up to `config.num_turns` turns.
+
+    With config.env_groups = K > 1 the tasks are split into K contiguous groups; per
+    turn each group is generated (one backend call per agent) and its joint actions go
+    to `env.step_async` at once, so the environment scores group k while the device
+    generates group k+1. Nodes keep their order, so the tree is the one a synchronous
+    environment would give for the same groups (a group's keys are folded with its
+    index; K = 1 is one batched call per agent and `env.step`, as before).
+    """
     if env.num_agents != config.num_agents:
         raise ValueError(f"environment has {env.num_agents} agents, "
                          f"RolloutConfig.num_agents={config.num_agents}")
@@ -43,54 +53,52 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
     joint = np.asarray(joint_action_index(config.joint_mode, n, g), np.int32)
     j_count = joint.shape[0]
     stop_ids = {tokenizer.eos_id}
+    timer = _Timer()
 
     started = [env.reset(task) for task in tasks]
-    node_states = [s for s, _ in started]
-    node_index = np.arange(len(tasks), dtype=np.int64)
-    device_s = env_s = 0.0
-
-    t0 = time.perf_counter()
-    contexts = []
-    for a in range(n):
-        prompts = [first_ids(tokenizer, fmt, obs[a]) for _, obs in started]
-        for p, prompt in enumerate(prompts):
+    prompts = [[first_ids(tokenizer, fmt, obs[a]) for a in range(n)] for _, obs in started]
+    for p, per_agent in enumerate(prompts):
+        for a, prompt in enumerate(per_agent):
             if len(prompt) >= config.max_context:
                 raise ValueError(f"task {p}: agent {a}'s prompt has {len(prompt)} tokens, "
                                  f"RolloutConfig.max_context={config.max_context}")
-        contexts.append(backend.begin(a, prompts))
-    device_s += time.perf_counter() - t0
+    groups = []
+    with timer.device():
+        for task_ids in np.array_split(np.arange(len(tasks)),
+                                       min(config.env_groups, len(tasks))):
+            groups.append(_Group(
+                contexts=[backend.begin(a, [prompts[p][a] for p in task_ids]) for a in range(n)],
+                states=[started[p][0] for p in task_ids], node_index=task_ids.astype(np.int64),
+                context_cut=np.zeros((n, len(task_ids)), bool)))
+    overlap = len(groups) > 1
 
     turns: list[TurnRecord] = []
-    context_cut = np.zeros((n, len(tasks)), bool)
     for turn in range(1, config.num_turns + 1):
-        m_count = len(node_index)
         turn_key = jax.random.fold_in(key, turn)
-        t0 = time.perf_counter()
-        samples, after, cut_short = [], [], []
-        for a in range(n):
-            budgets = [min(config.max_new_tokens, config.max_context - len(row))
-                       for row in contexts[a].tokens]
-            s, c = backend.generate(a, contexts[a], g, budgets,
-                                    jax.random.fold_in(turn_key, a))
-            samples.append(s)
-            after.append(c)
-            # Cut by the context budget (not by the per-turn budget or a stop token).
-            cut_short.append(np.array(
-                [budgets[r // g] < config.max_new_tokens and len(toks) >= budgets[r // g]
-                 and not _stopped(toks, stop_ids) for r, toks in enumerate(s.tokens)], bool))
-        device_s += time.perf_counter() - t0
-
-        texts = [[tokenizer.decode(_strip_stop(row, stop_ids)) for row in s.tokens]
-                 for s in samples]
-        truncated = np.stack([cut_short[a] | np.repeat(context_cut[a], g) for a in range(n)])
-        states, actions = [], []
-        for m in range(m_count):
-            for j in range(j_count):
-                states.append(node_states[m])
-                actions.append(tuple(texts[a][m * g + joint[j, a]] for a in range(n)))
-        t0 = time.perf_counter()
-        results = env.step(states, actions, turn)
-        env_s += time.perf_counter() - t0
+        pending = []  # per group: (generated, future or results)
+        for k, group in enumerate(groups):
+            with timer.device():
+                made = _generate(group, backend, config, turn_key, k if overlap else None,
+                                 tokenizer, stop_ids)
+            states, actions = [], []
+            for m in range(len(group.node_index)):
+                for j in range(j_count):
+                    states.append(group.states[m])
+                    actions.append(tuple(made.texts[a][m * g + joint[j, a]] for a in range(n)))
+            if overlap:  # scored in the background while the next group generates
+                pending.append((made, env.step_async(states, actions, turn)))
+            else:
+                with timer.env():
+                    pending.append((made, env.step(states, actions, turn)))
+        per_group = []
+        for made, out in pending:
+            if overlap:
+                with timer.env():  # only the wait the device did not hide
+                    out = out.result()
+            per_group.append((made, list(out)))
+        results = [r for _, out in per_group for r in out]
+        node_index = np.concatenate([grp.node_index for grp in groups])
+        m_count = len(node_index)
 
         rewards = np.array([r.reward for r in results], np.float32).reshape(m_count, j_count)
         # The credit library's rule: expand iff mean_j r <= threshold (equality expands).
@@ -98,13 +106,16 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
         if turn == config.num_turns:
             expands[:] = False
         names = sorted(results[0].components) if results else []
-        components = {k: np.array([r.components.get(k, 0.0) for r in results],
-                                  np.float32).reshape(m_count, j_count) for k in names}
+        components = {name: np.array([r.components.get(name, 0.0) for r in results],
+                                     np.float32).reshape(m_count, j_count) for name in names}
+        cat = lambda f: [x for made, _ in per_group for x in f(made)]
         turns.append(TurnRecord(
             turn=turn, node_index=node_index,
-            contexts=[contexts[a].tokens for a in range(n)],
-            completions=[s.tokens for s in samples],
-            logprobs=[s.logprobs for s in samples], truncated=truncated, texts=texts,
+            contexts=[cat(lambda d, a=a: d.contexts[a]) for a in range(n)],
+            completions=[cat(lambda d, a=a: d.samples[a].tokens) for a in range(n)],
+            logprobs=[cat(lambda d, a=a: d.samples[a].logprobs) for a in range(n)],
+            truncated=np.concatenate([d.truncated for d, _ in per_group], axis=1),
+            texts=[cat(lambda d, a=a: d.texts[a]) for a in range(n)],
             rewards=rewards, expanded=expands,
             done=np.array([r.done for r in results], bool).reshape(m_count, j_count),
             components=components,
@@ -113,37 +124,118 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
         if not expands.any():
             break
 
-        # Children: one per joint action of each expanding node.
-        parents = np.flatnonzero(expands)
-        child_index = (node_index[parents][:, None] * j_count + np.arange(j_count)).ravel()
-        child_results = [results[m * j_count + j] for m in parents for j in range(j_count)]
-        reset = any(r.reset_context for r in child_results)
-        t0 = time.perf_counter()
-        contexts, context_cut = [], np.zeros((n, len(child_results)), bool)
-        for a in range(n):
-            rows = [m * g + joint[j, a] for m in parents for j in range(j_count)]
-            if reset:
-                new = [first_ids(tokenizer, fmt, r.observations[a]) for r in child_results]
-            else:
-                new = [next_ids(tokenizer, fmt, r.observations[a],
-                                _stopped(samples[a].tokens[row], stop_ids))
-                       for r, row in zip(child_results, rows)]
-            base = [0 if reset else len(after[a].tokens[row]) for row in rows]
-            for i, (b, toks) in enumerate(zip(base, new)):
-                room = config.max_context - 1 - b  # leave room for one sampled token
-                if len(toks) > room:
-                    new[i] = toks[:max(room, 0)]
-                    context_cut[a, i] = True
-            contexts.append(backend.begin(a, new) if reset
-                            else backend.extend(a, after[a], rows, new))
-        device_s += time.perf_counter() - t0
-        node_states = [r.state for r in child_results]
-        node_index = child_index
+        children, offset = [], 0
+        for group, (made, out) in zip(groups, per_group):
+            size = len(group.node_index)
+            grows = expands[offset:offset + size]
+            offset += size
+            if grows.any():
+                with timer.device():
+                    children.append(_children(group, made, out, grows, joint, config,
+                                              backend, tokenizer, fmt, stop_ids))
+        groups = children
 
     tree = TreeRollout(config=config, num_tasks=len(tasks), joint_index=joint, turns=turns,
                        metrics={})
-    tree.metrics.update(_metrics(tree, device_s, env_s))
+    tree.metrics.update(_metrics(tree, timer.device_s, timer.env_s))
+    tree.metrics["rollout/env_groups"] = float(config.env_groups)
     return tree
+
+
+@dataclasses.dataclass
+class _Group:
+    """Nodes of a contiguous range of tasks, generated in one backend call per agent."""
+
+    contexts: list  # [N] Contexts, one row per node
+    states: list  # [M] environment branch states
+    node_index: np.ndarray  # [M] int64 flat node index in [P] + [J]*(turn-1)
+    context_cut: np.ndarray  # [N, M] bool observation cut by the context budget
+
+
+@dataclasses.dataclass
+class _Generated:
+    """One group's samples at one turn (rows = node·G + g)."""
+
+    contexts: list  # [N][M] token histories the samples continue
+    samples: list  # [N] Samples
+    after: list  # [N] Contexts extended by the samples
+    texts: list  # [N][M·G] decoded completions (stop token stripped)
+    truncated: np.ndarray  # [N, M·G] bool cut by the context budget
+
+
+def _generate(group: _Group, backend, config, turn_key, index, tokenizer, stop_ids
+              ) -> _Generated:
+    g = config.num_generations
+    samples, after, cut_short = [], [], []
+    for a, contexts in enumerate(group.contexts):
+        budgets = [min(config.max_new_tokens, config.max_context - len(row))
+                   for row in contexts.tokens]
+        key = jax.random.fold_in(turn_key, a)
+        if index is not None:
+            key = jax.random.fold_in(key, index)
+        s, c = backend.generate(a, contexts, g, budgets, key)
+        samples.append(s)
+        after.append(c)
+        # Cut by the context budget (not by the per-turn budget or a stop token).
+        cut_short.append(np.array(
+            [budgets[r // g] < config.max_new_tokens and len(toks) >= budgets[r // g]
+             and not _stopped(toks, stop_ids) for r, toks in enumerate(s.tokens)], bool))
+    texts = [[tokenizer.decode(_strip_stop(row, stop_ids)) for row in s.tokens]
+             for s in samples]
+    truncated = np.stack([cut_short[a] | np.repeat(group.context_cut[a], g)
+                          for a in range(len(samples))])
+    return _Generated(contexts=[c.tokens for c in group.contexts], samples=samples,
+                      after=after, texts=texts, truncated=truncated)
+
+
+def _children(group: _Group, made: _Generated, results, grows, joint, config, backend,
+              tokenizer, fmt, stop_ids) -> _Group:
+    """One child per joint action of each expanding node; histories appended (the
+    backend extends the parent's cache) or, with reset_context, fresh prompts."""
+    n, g = config.num_agents, config.num_generations
+    j_count = joint.shape[0]
+    parents = np.flatnonzero(grows)
+    child_index = (group.node_index[parents][:, None] * j_count + np.arange(j_count)).ravel()
+    child_results = [results[m * j_count + j] for m in parents for j in range(j_count)]
+    reset = any(r.reset_context for r in child_results)
+    contexts, context_cut = [], np.zeros((n, len(child_results)), bool)
+    for a in range(n):
+        rows = [m * g + joint[j, a] for m in parents for j in range(j_count)]
+        if reset:
+            new = [first_ids(tokenizer, fmt, r.observations[a]) for r in child_results]
+        else:
+            new = [next_ids(tokenizer, fmt, r.observations[a],
+                            _stopped(made.samples[a].tokens[row], stop_ids))
+                   for r, row in zip(child_results, rows)]
+        base = [0 if reset else len(made.after[a].tokens[row]) for row in rows]
+        for i, (b, toks) in enumerate(zip(base, new)):
+            room = config.max_context - 1 - b  # leave room for one sampled token
+            if len(toks) > room:
+                new[i] = toks[:max(room, 0)]
+                context_cut[a, i] = True
+        contexts.append(backend.begin(a, new) if reset
+                        else backend.extend(a, made.after[a], rows, new))
+    return _Group(contexts=contexts, states=[r.state for r in child_results],
+                  node_index=child_index, context_cut=context_cut)
+
+
+class _Timer:
+    """Wall seconds on the device side and blocked on the environment."""
+
+    def __init__(self):
+        self.device_s = self.env_s = 0.0
+
+    @contextlib.contextmanager
+    def device(self):
+        start = time.perf_counter()
+        yield
+        self.device_s += time.perf_counter() - start
+
+    @contextlib.contextmanager
+    def env(self):
+        start = time.perf_counter()
+        yield
+        self.env_s += time.perf_counter() - start
 
 
 def _strip_stop(tokens: list[int], stop_ids: set) -> list[int]:

@@ -15,6 +15,7 @@ import ml_collections
 from ml_collections.config_dict import placeholder
 
 from mtrl.models.remat import REMAT_POLICIES
+from mtrl.training.async_rollout import OFF_POLICY_LAGS
 from mtrl.training.packing import BUDGETS, PACKING_MODES
 
 
@@ -36,7 +37,8 @@ def base_config() -> ml_collections.ConfigDict:
     c.rollout = dict(num_turns=2, num_generations=4, joint_mode="align",
                      termination_threshold=placeholder(float), discount=1.0, max_new_tokens=48,
                      max_context=288, temperature=1.0, top_p=1.0, top_k=0,
-                     max_nodes_per_turn=4096, agent_params="separate")
+                     max_nodes_per_turn=4096, agent_params="separate",
+                     env_groups=1)
     # credit / loss: fields of training/methods.py CreditConfig and build_objective
     # (docs/methods.md); eps_* unset means the chosen loss's own default.
     c.credit = dict(estimator="magrpo", baseline="mean", credit="sum", normalize_std=False,
@@ -59,7 +61,7 @@ def base_config() -> ml_collections.ConfigDict:
                    eval_interval=20, save_interval=20, keep_best=2, eval_samples=0,
                    num_transcripts=2, dynamic_sampling=False, export_best=True,
                    restore="latest", budget_minutes=0.0, init_from="", packing="tree",
-                   remat="none", pack_budget=0)
+                   remat="none", pack_budget=0, off_policy=0)
     c.sft = dict(enabled=True, steps=400, batch_size=32, learning_rate=2e-3,
                  schedule="cosine", adam_b2=0.95, fraction=1.0, revision_fraction=0.1,
                  first_guess="", resubmit_fraction=0.0, first_phase="first_turn",
@@ -127,6 +129,9 @@ class TrainConfig:
       shared prefix once), "rows" (rows packed into bins) or "none" (padded rows).
     remat: per-layer activation rematerialisation, "none" | "dots" | "full".
     pack_budget: the smallest packed bin in tokens (0: the longest row's bucket).
+    off_policy: 1 grows step k+1's rollout in the background while step k's update
+      runs (one step stale; the sampler's log-probabilities are π_old), 0 on-policy
+      (training/async_rollout.py).
     """
 
     steps: int = 300
@@ -146,6 +151,7 @@ class TrainConfig:
     packing: str = "tree"
     remat: str = "none"
     pack_budget: int = 0
+    off_policy: int = 0
 
     def __post_init__(self):
         counts = dict(steps=0, tasks_per_step=1, ppo_epochs=1, minibatches=1, eval_interval=1,
@@ -170,6 +176,10 @@ class TrainConfig:
                 or not 0 <= self.pack_budget <= BUDGETS[-1]:
             raise ValueError(f"pack_budget must be an int in [0, {BUDGETS[-1]}], "
                              f"got {self.pack_budget!r}")
+        if isinstance(self.off_policy, bool) or not isinstance(self.off_policy, int) \
+                or self.off_policy not in OFF_POLICY_LAGS:
+            raise ValueError(f"off_policy must be one of {OFF_POLICY_LAGS}, "
+                             f"got {self.off_policy!r}")
         if not isinstance(self.init_from, str):
             raise ValueError(f"init_from must be a path or '', got {self.init_from!r}")
 

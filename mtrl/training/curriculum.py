@@ -19,6 +19,7 @@ tcod (Wang et al. 2026, TCOD): the turns trained at RL step s (1-based),
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any
 
 import jax.numpy as jnp
@@ -138,31 +139,41 @@ class BandSampler:
 
 class StepTasks:
     """The trainer's task chooser: step s (1-based) takes tasks_per_step tasks of the
-    seeded order, through the learnable band when it is on."""
+    seeded order, through the learnable band when it is on. `choose(s)` may run in a
+    background thread (train.off_policy grows step s+1 while step s records), so the
+    chosen ids are kept per step and the band is locked."""
 
     def __init__(self, tasks: list, per_step: int, seed: int, config: CurriculumConfig):
         self.tasks, self.per_step, self.seed = tasks, per_step, seed
         self.band = BandSampler(len(tasks), seed, config) if config.learnable_band else None
-        self.ids: list[int] = []
+        self._ids: dict[int, list[int]] = {}
+        self._lock = threading.Lock()
 
     def choose(self, step: int) -> list:
-        if self.band is not None:
-            self.ids = self.band.next_ids(self.per_step)
-        else:
-            start = (step - 1) * self.per_step
-            self.ids = [seeded_order(len(self.tasks), self.seed, p)
-                        for p in range(start, start + self.per_step)]
-        return [self.tasks[i] for i in self.ids]
+        with self._lock:
+            if self.band is not None:
+                ids = self.band.next_ids(self.per_step)
+            else:
+                start = (step - 1) * self.per_step
+                ids = [seeded_order(len(self.tasks), self.seed, p)
+                       for p in range(start, start + self.per_step)]
+            self._ids[step] = ids
+        return [self.tasks[i] for i in ids]
 
-    def record(self, tree) -> dict[str, float]:
-        """Feeds the step's outcomes to the band; its metrics (none when off)."""
-        if self.band is None:
-            return {}
-        self.band.record(self.ids, path_successes(tree))
-        return {"curriculum/in_band_fraction": self.band.in_band_fraction()}
+    def record(self, step: int, tree) -> dict[str, float]:
+        """Feeds step `step`'s outcomes to the band; its metrics (none when off)."""
+        with self._lock:
+            ids = self._ids.pop(step, None)
+            if self.band is None:
+                return {}
+            if ids is None:
+                raise ValueError(f"step {step}: no tasks were chosen for it")
+            self.band.record(ids, path_successes(tree))
+            return {"curriculum/in_band_fraction": self.band.in_band_fraction()}
 
     def state(self) -> dict[str, Any]:
-        return {} if self.band is None else {"band": self.band.state()}
+        with self._lock:
+            return {} if self.band is None else {"band": self.band.state()}
 
     def restore(self, extra: dict[str, Any]) -> None:
         if self.band is not None and "band" in extra:

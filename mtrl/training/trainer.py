@@ -20,6 +20,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import threading
 import time
 from typing import Any
 
@@ -32,6 +33,7 @@ from mtrl.rollout import make_batch, rollout
 from mtrl.rollout.sampler_backend import SamplerBackend
 from mtrl.sampling.sampler import Sampler
 from mtrl.training import train_step as ts
+from mtrl.training.async_rollout import OffPolicyRollouts, SerializedBackend
 from mtrl.training.budget import Budget
 from mtrl.training.build import Components, build_components
 from mtrl.training.checkpointing import CheckpointKeeper
@@ -105,6 +107,15 @@ class Trainer:
         # IGPO on an environment that reports the truth: score it after each rollout.
         self.scores_answers = scores_answers(ESTIMATORS.get(c.credit.estimator).needs,
                                              frozenset(c.env.info_keys))
+        # train.off_policy: the next step's tree grows in a background thread; backends
+        # over the one sampler take turns (async_rollout.py).
+        self.ahead = None
+        if self.train_config.off_policy:
+            lock = threading.Lock()
+            self.backend, self.eval_backend = (SerializedBackend(b, lock)
+                                               for b in (self.backend, self.eval_backend))
+            self.ahead = OffPolicyRollouts(self._grow, lambda params: SerializedBackend(
+                SamplerBackend(self.sampler, params, self.sampling), lock))
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -124,6 +135,14 @@ class Trainer:
         states = self.policy_states(state)
         self.backend.set_states(states)
         self.eval_backend.set_states(states)
+
+    def _grow(self, step: int, backend) -> Any:
+        """Step `step`'s tree: its tasks rolled out with `backend` (and reward.recipe)."""
+        c = self.c
+        tasks = self.step_tasks.choose(step)  # curriculum.py (learnable band)
+        tree = rollout(tasks, c.env, backend, c.tokenizer, c.rollout, self.keys.rollout(step),
+                       c.turn_format)
+        return apply_recipe(c.recipe, tree) if c.recipe is not None else tree
 
     def evaluate(self, step: int, split: str = "validation") -> dict[str, float]:
         """Greedy (and, with train.eval_samples, sampled) episodes of the current
@@ -294,19 +313,21 @@ class Trainer:
         step = start
         for step in range(start + 1, cfg.steps + 1):
             t0 = time.perf_counter()
-            tasks = self.step_tasks.choose(step)  # curriculum.py (learnable band)
-            tree = rollout(tasks, c.env, self.backend, c.tokenizer, c.rollout, self.keys.rollout(step),
-                           c.turn_format)
-            if c.recipe is not None:  # reward.recipe (recipe.py)
-                tree = apply_recipe(c.recipe, tree)
+            staleness = 0
+            if self.ahead is None:
+                tree = self._grow(step, self.backend)
+            else:  # this step's tree was grown during the last update; start the next
+                tree, staleness = self.ahead.take(step, self.policy_states(state))
+                if step < cfg.steps:
+                    self.ahead.prefetch(step + 1, self.policy_states(state))
             if self.scores_answers:  # IGPO's answer log-probs (answer_probs.py)
                 tree = fill_answer_logprobs(tree, self.graphdef, self.policy_states(state),
                                             c.tokenizer, c.turn_format)
             t1 = time.perf_counter()
             batch = make_batch(tree, length=c.rollout.max_context)  # one train-step shape
             # filters.void_turns, loss.kl_in=reward, filters.overlong_cache (filters.py)
-            batch, penalty = shape_batch(c, self.graphdef, state, batch, tree, len(tasks),
-                                         step)
+            batch, penalty = shape_batch(c, self.graphdef, state, batch, tree,
+                                         cfg.tasks_per_step, step)
             batch = drop_ended(batch, tree)  # turns after an episode's end (episode_end.py)
             advantages = method_token_advantages(c.credit, batch, tree, c.rollout.discount,
                                                  penalty)
@@ -331,7 +352,7 @@ class Trainer:
             metrics = ({k: float(v) for k, v in jax.device_get(update_metrics[-1]).items()}
                        if update_metrics else {"skipped_update": 1.0})
             metrics.update(self._rollout_metrics(tree))
-            metrics.update(self.step_tasks.record(tree))
+            metrics.update(self.step_tasks.record(step, tree))
             metrics["train_rows"] = float(kept)
             metrics.update({f"packing/{k}": v for k, v in self.step_fn.last_packing.items()})
             metrics.update({"time/rollout_s": t1 - t0 - tree.metrics["rollout/env_seconds"],
@@ -339,6 +360,10 @@ class Trainer:
                             "time/update_s": t2 - t1, "step_time_s": t2 - t0,
                             "sampler_compiles": float(self.sampler.num_compiles),
                             "train_step_compiles": float(self.step_fn.num_compiles)})
+            if self.ahead is not None:  # the tree grew in the background: its own clocks
+                metrics.update({"off_policy/staleness": float(staleness),
+                                "time/rollout_s": tree.metrics["rollout/device_seconds"],
+                                "time/rollout_wait_s": t1 - t0})
             extra = {**extra, "step": step, **self.step_tasks.state()}
             last = step == cfg.steps
             evaluated = step % cfg.eval_interval == 0 or last
@@ -357,6 +382,8 @@ class Trainer:
                             reward=metrics.get("reward_mean"))
             budget.check(step, cfg.steps)
         progress.close()
+        if self.ahead is not None:
+            self.ahead.close()
         self.keeper.wait()
         logger.close()
         return self._finish(step, started, extra, budget)
@@ -421,5 +448,7 @@ class Trainer:
         return str(out)
 
     def close(self) -> None:
+        if self.ahead is not None:
+            self.ahead.close()
         self.keeper.close()
         self.c.close()

@@ -40,7 +40,7 @@ def test_plain_order_is_the_seeded_permutation_per_epoch():
     first_epoch = np.random.default_rng([3, 7, 0]).permutation(5).tolist()
     assert drawn[:5] == first_epoch
     assert drawn[5] == seeded_order(5, 3, 5)
-    assert chooser.record(None) == {}
+    assert chooser.record(1, None) == {}
 
 
 def test_band_skips_solved_and_unsolvable_tasks_and_round_trips():
