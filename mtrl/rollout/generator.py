@@ -38,7 +38,7 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
     if not tasks:
         raise ValueError("rollout needs at least one task")
     config.check_capacity(len(tasks))
-    fmt = turn_format or PlainFormat()
+    fmts = per_agent_formats(turn_format, config.num_agents)
     n, g = config.num_agents, config.num_generations
     joint = np.asarray(joint_action_index(config.joint_mode, n, g), np.int32)
     j_count = joint.shape[0]
@@ -52,7 +52,7 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
     t0 = time.perf_counter()
     contexts = []
     for a in range(n):
-        prompts = [first_ids(tokenizer, fmt, obs[a]) for _, obs in started]
+        prompts = [first_ids(tokenizer, fmts[a], obs[a]) for _, obs in started]
         for p, prompt in enumerate(prompts):
             if len(prompt) >= config.max_context:
                 raise ValueError(f"task {p}: agent {a}'s prompt has {len(prompt)} tokens, "
@@ -123,9 +123,9 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
         for a in range(n):
             rows = [m * g + joint[j, a] for m in parents for j in range(j_count)]
             if reset:
-                new = [first_ids(tokenizer, fmt, r.observations[a]) for r in child_results]
+                new = [first_ids(tokenizer, fmts[a], r.observations[a]) for r in child_results]
             else:
-                new = [next_ids(tokenizer, fmt, r.observations[a],
+                new = [next_ids(tokenizer, fmts[a], r.observations[a],
                                 _stopped(samples[a].tokens[row], stop_ids))
                        for r, row in zip(child_results, rows)]
             base = [0 if reset else len(after[a].tokens[row]) for row in rows]
@@ -144,6 +144,18 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
                        metrics={})
     tree.metrics.update(_metrics(tree, device_s, env_s))
     return tree
+
+
+def per_agent_formats(turn_format, num_agents: int) -> tuple:
+    """One turn format per agent: None -> PlainFormat, one format -> shared, or a
+    sequence with one per agent (e.g. chat formats with per-agent system prompts)."""
+    if turn_format is None:
+        turn_format = PlainFormat()
+    if not isinstance(turn_format, (list, tuple)):
+        return (turn_format,) * num_agents
+    if len(turn_format) != num_agents:
+        raise ValueError(f"{len(turn_format)} turn formats for {num_agents} agents")
+    return tuple(turn_format)
 
 
 def _strip_stop(tokens: list[int], stop_ids: set) -> list[int]:

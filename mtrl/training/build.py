@@ -194,7 +194,7 @@ def build_components(config) -> Components:
                   **as_dict(config.optim))
     model = model_config(config)
     tokenizer = build_tokenizer(config, model)
-    fmt = (ChatTemplateFormat.from_tokenizer(tokenizer, tokenizer.decode([tokenizer.eos_id]))
+    fmt = (ChatTemplateFormat.from_tokenizer(tokenizer, tokenizer.eos_text)
            if tokenizer.has_chat_template else PlainFormat())
     num_policies = 1 if rollout.agent_params == "shared" else rollout.num_agents
     models, from_hf = build_models(config, model, num_policies)
