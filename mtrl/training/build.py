@@ -16,10 +16,11 @@ from mtrl.envs.base import Environment
 from mtrl.training.environment import build_environment
 from mtrl.losses import KLPenaltyConfig, POLICY_LOSSES, PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
-from mtrl.rollout import ChatTemplateFormat, PlainFormat, RolloutConfig
+from mtrl.rollout import RolloutConfig
 from mtrl.tokenizers import ByteTokenizer, load_tokenizer
 from mtrl.training.config import (ModelSection, as_dict, build, known_fields, model_config,
                                   resolve_path)
+from mtrl.training.chat import build_turn_format, chat_section
 from mtrl.training.keys import RunKeys
 from mtrl.credit import RewardRecipe
 from mtrl.training.filters import FilterConfig, filter_config
@@ -219,8 +220,7 @@ def build_components(config) -> Components:
                   **as_dict(config.optim))
     model = model_config(config)
     tokenizer = build_tokenizer(config, model)
-    fmt = (ChatTemplateFormat.from_tokenizer(tokenizer, tokenizer.eos_text)
-           if tokenizer.has_chat_template else PlainFormat())
+    fmt = build_turn_format(chat_section(config), tokenizer, rollout.num_agents)
     num_policies = 1 if rollout.agent_params == "shared" else rollout.num_agents
     models, from_hf = build_models(config, model, num_policies)
     check_tokenizer(tokenizer, models[0].config, from_hf)

@@ -38,6 +38,7 @@ from mtrl.training.config import TrainConfig, sft_config, train_config
 from mtrl.training.evaluation import evaluate
 from mtrl.training.keys import RunKeys
 from mtrl.training.methods import token_advantages as method_token_advantages
+from mtrl.rollout.generator import per_agent_formats
 from mtrl.training.hf_export import model_report
 from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
 from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
@@ -222,8 +223,9 @@ class Trainer:
                 if not chosen:
                     raise ValueError(f"config.sft.first_phase: agent {a} has no {kind!r} "
                                      "demonstrations (see sft.revision_fraction)")
-                examples = sft_examples(self.c.tokenizer, chosen, self.c.turn_format,
-                                        s.max_len)
+                examples = sft_examples(self.c.tokenizer, chosen,
+                                        per_agent_formats(self.c.turn_format,
+                                                          self.num_agents)[a], s.max_len)
 
                 def log_and_show(i, m, done=done):
                     log(f"sft/agent{a}", done + i, m)
