@@ -1,4 +1,5 @@
-"""The SmolLM2 configs (experiments/configs/smollm2_*.py) run one training step on a tiny
+"""The SmolLM2 configs (experiments/configs/smollm2_*.py) build (and the two-agent one
+runs one training step) on a tiny
 random checkpoint with a ChatML tokenizer beside it (as tests/training/test_configs.py
 does for the others), with their per-agent system prompts and the learnable-band
 task-id file; the files they need are written here."""
@@ -51,7 +52,7 @@ def test_smollm2_config_runs_one_step(path, tmp_path, chat_checkpoint, shared_da
     c.train.eval_samples = 0
     c.rollout.num_generations = 2
     c.rollout.max_new_tokens = 8
-    c.rollout.max_context = 2048  # the test tokenizer's BPE knows few merges
+    c.rollout.max_context = 1024  # the test tokenizer's BPE knows few merges
     c.env.workers = 1
     trainer = Trainer(c, tmp_path / "run", show_progress=False)
     try:
@@ -62,6 +63,8 @@ def test_smollm2_config_runs_one_step(path, tmp_path, chat_checkpoint, shared_da
                    for f in formats)
         for fmt, system in zip(formats, c.chat.system_prompts):
             assert system in fmt.first("x")  # each agent's own system prompt
+        if path.stem != "smollm2_coop":
+            return  # one full step (the two-agent config) keeps this file fast
         result = trainer.run()
     finally:
         trainer.close()
