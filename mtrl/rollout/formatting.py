@@ -39,6 +39,13 @@ class ChatTemplateFormat:
     the generation prompt). When the agent's completion already ended with the
     end-of-turn token (the usual stop token), `strip_prefix` removes it from the
     delta so it is not written twice.
+
+    `system` (one agent's system prompt) opens every rendering with a system
+    message; None leaves the template's own default (SmolLM2's inserts one).
+    Earlier turns are never re-rendered, so a template that rewrites past assistant
+    messages (e.g. drops their <think> blocks) renders a whole conversation
+    differently from the history the policy saw and is trained on
+    (tests/rollout/test_chat_continuity.py pins the difference).
     """
 
     first_template: str  # with "{}" where the prompt goes
@@ -46,14 +53,22 @@ class ChatTemplateFormat:
     strip_prefix: str = ""
 
     @classmethod
-    def from_tokenizer(cls, tokenizer, stop_text: str = "") -> "ChatTemplateFormat":
+    def from_tokenizer(cls, tokenizer, stop_text: str | None = None,
+                       system: str | None = None) -> "ChatTemplateFormat":
+        """stop_text: the end-of-turn text the sampler stops on (default: the
+        tokenizer's eos_text)."""
+        if stop_text is None:
+            stop_text = tokenizer.eos_text
         render = tokenizer.apply_chat_template
-        first = render([{"role": "user", "content": _USER_A}])
+        opening = [] if system is None else [{"role": "system", "content": system}]
+        first = render(opening + [{"role": "user", "content": _USER_A}])
         if first is None:
             raise ValueError("tokenizer has no chat template; use PlainFormat")
-        full = render([{"role": "user", "content": _USER_A},
-                       {"role": "assistant", "content": _ASSISTANT_B},
-                       {"role": "user", "content": _USER_C}])
+        if "{}" in first.replace(_USER_A, ""):
+            raise ValueError("the chat template or system prompt contains '{}'")
+        full = render(opening + [{"role": "user", "content": _USER_A},
+                                 {"role": "assistant", "content": _ASSISTANT_B},
+                                 {"role": "user", "content": _USER_C}])
         if _ASSISTANT_B not in full or _USER_C not in full:
             raise ValueError("chat template drops message contents; cannot derive turn deltas")
         tail = full[full.index(_ASSISTANT_B) + len(_ASSISTANT_B):]

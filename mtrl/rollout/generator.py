@@ -48,7 +48,7 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
     if not tasks:
         raise ValueError("rollout needs at least one task")
     config.check_capacity(len(tasks))
-    fmt = turn_format or PlainFormat()
+    fmts = per_agent_formats(turn_format, config.num_agents)
     n, g = config.num_agents, config.num_generations
     joint = np.asarray(joint_action_index(config.joint_mode, n, g), np.int32)
     j_count = joint.shape[0]
@@ -56,7 +56,7 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
     timer = _Timer()
 
     started = [env.reset(task) for task in tasks]
-    prompts = [[first_ids(tokenizer, fmt, obs[a]) for a in range(n)] for _, obs in started]
+    prompts = [[first_ids(tokenizer, fmts[a], obs[a]) for a in range(n)] for _, obs in started]
     for p, per_agent in enumerate(prompts):
         for a, prompt in enumerate(per_agent):
             if len(prompt) >= config.max_context:
@@ -132,7 +132,7 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
             if grows.any():
                 with timer.device():
                     children.append(_children(group, made, out, grows, joint, config,
-                                              backend, tokenizer, fmt, stop_ids))
+                                              backend, tokenizer, fmts, stop_ids))
         groups = children
 
     tree = TreeRollout(config=config, num_tasks=len(tasks), joint_index=joint, turns=turns,
@@ -189,7 +189,7 @@ def _generate(group: _Group, backend, config, turn_key, index, tokenizer, stop_i
 
 
 def _children(group: _Group, made: _Generated, results, grows, joint, config, backend,
-              tokenizer, fmt, stop_ids) -> _Group:
+              tokenizer, fmts, stop_ids) -> _Group:
     """One child per joint action of each expanding node; histories appended (the
     backend extends the parent's cache) or, with reset_context, fresh prompts."""
     n, g = config.num_agents, config.num_generations
@@ -202,9 +202,9 @@ def _children(group: _Group, made: _Generated, results, grows, joint, config, ba
     for a in range(n):
         rows = [m * g + joint[j, a] for m in parents for j in range(j_count)]
         if reset:
-            new = [first_ids(tokenizer, fmt, r.observations[a]) for r in child_results]
+            new = [first_ids(tokenizer, fmts[a], r.observations[a]) for r in child_results]
         else:
-            new = [next_ids(tokenizer, fmt, r.observations[a],
+            new = [next_ids(tokenizer, fmts[a], r.observations[a],
                             _stopped(made.samples[a].tokens[row], stop_ids))
                    for r, row in zip(child_results, rows)]
         base = [0 if reset else len(made.after[a].tokens[row]) for row in rows]
@@ -236,6 +236,18 @@ class _Timer:
         start = time.perf_counter()
         yield
         self.env_s += time.perf_counter() - start
+
+
+def per_agent_formats(turn_format, num_agents: int) -> tuple:
+    """One turn format per agent: None -> PlainFormat, one format -> shared, or a
+    sequence with one per agent (e.g. chat formats with per-agent system prompts)."""
+    if turn_format is None:
+        turn_format = PlainFormat()
+    if not isinstance(turn_format, (list, tuple)):
+        return (turn_format,) * num_agents
+    if len(turn_format) != num_agents:
+        raise ValueError(f"{len(turn_format)} turn formats for {num_agents} agents")
+    return tuple(turn_format)
 
 
 def _strip_stop(tokens: list[int], stop_ids: set) -> list[int]:

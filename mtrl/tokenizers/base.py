@@ -54,6 +54,12 @@ class Tokenizer(abc.ABC):
         """Beginning-of-sequence id, or None when the tokenizer has none."""
 
     @property
+    def eos_text(self) -> str:
+        """The text of the eos token as a chat template writes it (e.g. "<|im_end|>");
+        decode([eos_id]) is empty because decode drops special tokens."""
+        return self.decode([self.eos_id])
+
+    @property
     def has_chat_template(self) -> bool:
         return False
 

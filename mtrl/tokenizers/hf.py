@@ -86,6 +86,11 @@ class HFTokenizer(Tokenizer):
         return self._bos
 
     @property
+    def eos_text(self) -> str:
+        # The token's own content: decode() skips specials, which eos always is.
+        return str(self._tokenizer.convert_ids_to_tokens(self._eos))
+
+    @property
     def has_chat_template(self) -> bool:
         return bool(getattr(self._tokenizer, "chat_template", None))
 

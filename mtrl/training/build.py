@@ -16,10 +16,11 @@ from mtrl.envs.base import Environment
 from mtrl.training.environment import build_environment
 from mtrl.losses import KLPenaltyConfig, POLICY_LOSSES, PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
-from mtrl.rollout import ChatTemplateFormat, PlainFormat, RolloutConfig
-from mtrl.tokenizers import load_tokenizer
+from mtrl.rollout import RolloutConfig
+from mtrl.tokenizers import ByteTokenizer, load_tokenizer
 from mtrl.training.config import (ModelSection, as_dict, build, known_fields, model_config,
                                   resolve_path)
+from mtrl.training.chat import build_turn_format, chat_section
 from mtrl.training.keys import RunKeys
 from mtrl.credit import RewardRecipe
 from mtrl.training.curriculum import CurriculumConfig, curriculum_config
@@ -61,10 +62,32 @@ def build_tokenizer(config, m: ModelSection):
     spec = config.tokenizer
     if spec != "byte":
         spec = resolve_path(spec, "tokenizer")
+        if os.path.isdir(spec) and not any(os.path.exists(os.path.join(spec, name))
+                                           for name in TOKENIZER_FILES):
+            raise ValueError(f"config.tokenizer: {spec} has no tokenizer files "
+                             f"({', '.join(TOKENIZER_FILES)})")
     elif m.hf_checkpoint and os.path.exists(
             os.path.join(os.path.expanduser(m.hf_checkpoint), "tokenizer_config.json")):
         spec = os.path.expanduser(m.hf_checkpoint)
     return load_tokenizer(spec)
+
+
+# Files a Hugging Face tokenizer directory has at least one of.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+
+
+def check_tokenizer(tokenizer, model_config, from_hf: str | None) -> None:
+    """The tokenizer fits the model; a checkpoint without tokenizer files whose
+    vocabulary is not the byte tokenizer's is an error, not a silent byte fallback."""
+    if tokenizer.vocab_size > model_config.vocab_size:
+        raise ValueError(f"config.tokenizer: vocabulary {tokenizer.vocab_size} exceeds the "
+                         f"model's {model_config.vocab_size}")
+    if from_hf and isinstance(tokenizer, ByteTokenizer) and \
+            tokenizer.vocab_size != model_config.vocab_size:
+        raise ValueError(f"config.tokenizer: {from_hf} has no tokenizer files "
+                         f"({', '.join(TOKENIZER_FILES)}) and its {model_config.vocab_size}-token "
+                         f"vocabulary is not the byte tokenizer's; set config.tokenizer to the "
+                         f"model's tokenizer directory")
 
 
 def build_models(config, m: ModelSection, num_policies: int
@@ -72,6 +95,9 @@ def build_models(config, m: ModelSection, num_policies: int
     path = resolve_path(m.hf_checkpoint, "model.hf_checkpoint")
     overrides = dict(m.overrides)
     if path is not None:
+        # model.dtype is the compute dtype, as for presets; the weights keep the
+        # checkpoint's storage dtype (param_dtype) unless model.overrides say otherwise.
+        overrides.setdefault("dtype", m.dtype)
         try:
             model = load_hf_checkpoint(path, **overrides)
         except (ValueError, FileNotFoundError) as e:
@@ -197,13 +223,10 @@ def build_components(config) -> Components:
                   **as_dict(config.optim))
     model = model_config(config)
     tokenizer = build_tokenizer(config, model)
-    fmt = (ChatTemplateFormat.from_tokenizer(tokenizer, tokenizer.decode([tokenizer.eos_id]))
-           if tokenizer.has_chat_template else PlainFormat())
+    fmt = build_turn_format(chat_section(config), tokenizer, rollout.num_agents)
     num_policies = 1 if rollout.agent_params == "shared" else rollout.num_agents
     models, from_hf = build_models(config, model, num_policies)
-    if tokenizer.vocab_size > models[0].config.vocab_size:
-        raise ValueError(f"config.tokenizer: vocabulary {tokenizer.vocab_size} exceeds the "
-                         f"model's {models[0].config.vocab_size}")
+    check_tokenizer(tokenizer, models[0].config, from_hf)
     try:
         suite = build_suite(data_config(config), config.seed)
     except ValueError as e:  # the family's own checks (FamilyConfig) name no field

@@ -24,6 +24,8 @@ def base_config() -> ml_collections.ConfigDict:
     c.seed = 0
     c.model = dict(preset="tiny", hf_checkpoint="", dtype="float32", overrides={})
     c.tokenizer = "byte"  # "byte", or a local Hugging Face tokenizer directory
+    # Per-agent system prompts for chat templates (training/chat.py; () : the template's).
+    c.chat = dict(system_prompts=())
     # A task suite (mtrl.data.suite): train, validation (eval_split: chooses the best
     # checkpoint) and test ("" : none; evaluated once at the end) splits.
     c.data = dict(name="intfn", path="", train_split="train", eval_split="heldout",

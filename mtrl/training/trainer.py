@@ -44,6 +44,8 @@ from mtrl.training.answer_probs import fill_answer_logprobs, scores_answers
 from mtrl.training.episode_end import drop_ended
 from mtrl.training.methods import ESTIMATORS
 from mtrl.training.methods import token_advantages as method_token_advantages
+from mtrl.rollout.generator import per_agent_formats
+from mtrl.training.hf_export import model_report
 from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
 from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
 from mtrl.training.plots import plot_learning_curve
@@ -72,6 +74,7 @@ class Trainer:
         self.c: Components = build_components(config)
         self.config_record = write_config(self.workdir, config)
         c = self.c
+        print(model_report(c.models[0], c.from_hf), flush=True)  # dtypes in effect
         self.num_agents = c.rollout.num_agents
         self.first_phase = first_phase_kinds(s.first_phase, self.num_agents)
         for field in ("revision_fraction", "resubmit_fraction"):
@@ -244,8 +247,9 @@ class Trainer:
                 if not chosen:
                     raise ValueError(f"config.sft.first_phase: agent {a} has no {kind!r} "
                                      "demonstrations (see sft.revision_fraction)")
-                examples = sft_examples(self.c.tokenizer, chosen, self.c.turn_format,
-                                        s.max_len)
+                examples = sft_examples(self.c.tokenizer, chosen,
+                                        per_agent_formats(self.c.turn_format,
+                                                          self.num_agents)[a], s.max_len)
 
                 def log_and_show(i, m, done=done):
                     log(f"sft/agent{a}", done + i, m)
@@ -439,12 +443,13 @@ class Trainer:
 
     def export(self, step: int) -> str:
         """Writes the best step's parameters as Hugging Face checkpoints, one per agent."""
-        from mtrl.models import save_hf_checkpoint
+        from mtrl.training.hf_export import export_hf_directory
         fresh = self.init_state([nnx.split(m)[1] for m in self.c.models])
         state = self.keeper.restore(step, target={"train": fresh}).state["train"]
         out = self.workdir / "export"
         for a, params in enumerate(self.policy_states(state)):
-            save_hf_checkpoint(nnx.merge(self.graphdef, params), out / f"agent{a}")
+            export_hf_directory(nnx.merge(self.graphdef, params), self.c.tokenizer,
+                                out / f"agent{a}")
         return str(out)
 
     def close(self) -> None:

@@ -84,3 +84,15 @@ def test_without_template_or_pad(tmp_path):
     assert tok.pad_id == tok.eos_id  # pad falls back to eos
     with pytest.raises(FileNotFoundError):
         HFTokenizer.from_pretrained(tmp_path / "missing")
+
+
+def test_eos_text_is_the_special_tokens_content(tmp_path):
+    """decode drops special tokens, so the end-of-turn text must come from the token
+    itself; otherwise a chat history writes the end marker twice."""
+    from tests.tokenizers.chatml import build_chatml_tokenizer
+
+    build_chatml_tokenizer().save_pretrained(tmp_path)
+    tok = HFTokenizer.from_pretrained(tmp_path)
+    assert tok.decode([tok.eos_id]) == ""
+    assert tok.eos_text == "<|im_end|>"
+    assert tok.encode(tok.eos_text) == [tok.eos_id]

@@ -11,7 +11,9 @@ Rules, in order:
    `max_chars` (before any parsing, so enormous outputs cost bounded time).
 2. Fenced blocks (``` or ~~~, tagged python/py/python3 or untagged; an unterminated
    last fence runs to the end of the text): the first block that defines the wanted
-   function, else the first block with any `def`, else the first block.
+   function (one that parses before a broken draft), else the first block with any
+   `def`, else the first block; functions, classes and imports it uses from the
+   other blocks (a helper shown in a block of its own) are put before it.
 3. No fenced Python block: bare code. Chunks start at column-0 `def`, `class`,
    `import`, `from x import` or decorator lines and end at the next column-0 line
    that is not code (prose, example calls, stray fences). A chunk that does not
@@ -75,7 +77,10 @@ def extract_code(completion: str | bytes, function_name: str | None = None,
         return ""
     blocks, outside = _scan_fences(text)
     if blocks:
-        return _clean_fenced(_choose_block(blocks, function_name))
+        chosen = _choose_block(blocks, function_name)
+        code = _clean_fenced(chosen)
+        helpers = _helpers_from_other_blocks(code, [b for b in blocks if b is not chosen])
+        return "\n\n".join(helpers + [code]) if helpers and code else code
     return _extract_bare(outside)
 
 
@@ -124,13 +129,47 @@ def _scan_fences(text: str) -> tuple[list[str], list[str]]:
 
 def _choose_block(blocks: list[str], function_name: str | None) -> str:
     if function_name is not None:
-        for block in blocks:
-            if defines_function(block, function_name):
+        defining = [b for b in blocks if defines_function(b, function_name)]
+        # A chatty answer may show a broken draft before its fix: prefer code that parses.
+        for block in defining:
+            if try_parse(block) is not None:
                 return block
+        if defining:
+            return defining[0]
     for block in blocks:
         if re.search(r"^[ \t]*(?:async[ \t]+)?def[ \t]", block, re.MULTILINE):
             return block
     return blocks[0]
+
+
+def _helpers_from_other_blocks(code: str, others: list[str]) -> list[str]:
+    """Functions, classes and imports from the other fenced blocks that `code` uses but
+    does not define (instruct models put a helper in its own block), in block order;
+    nothing when `code` does not parse."""
+    tree = try_parse(code) if code else None
+    if tree is None:
+        return []
+    defined = {n.name for n in tree.body
+               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    defined |= {(a.asname or a.name).split(".")[0] for n in tree.body
+                if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - defined
+    helpers: list[str] = []
+    for block in others:
+        other = try_parse(block)
+        if other is None:
+            continue
+        for node in other.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = {node.name}
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = {(a.asname or a.name).split(".")[0] for a in node.names}
+            else:
+                continue
+            if names & used:
+                helpers.append(ast.get_source_segment(block, node) or "")
+                used -= names
+    return [h for h in helpers if h]
 
 
 def _clean_fenced(block: str) -> str:

@@ -19,7 +19,9 @@ is the history mode's business, see `compose_observation`).
 test, 0 / None / "all" every test, -k the last k. The reward always uses every
 test. "Tests passed p/n" counts the shown tests only (so hidden tests do not leak
 their number) unless `FeedbackOptions.count_hidden_tests` is set, when p/n counts
-every test while failure lines still come from the shown tests only. The task's
+every test while failure lines still come from the shown tests only. When a test that
+is neither shown nor counted fails, level_feedback says that hidden tests fail
+(without showing them): otherwise "1/1 passed" plus "revise" gives nothing to act on. The task's
 full test code, run after its asserts for the reward (Verdict.full_check), is never
 shown; it counts as one more test in that p/n.
 """
@@ -147,6 +149,8 @@ def _test_lines(ctx: FeedbackContext) -> list[str]:
         return [f"- Tests: not run ({reason})."]
     passed, total, failures = _shown_results(ctx)
     lines = [f"- Tests: {passed}/{total} passed."]
+    if _hidden_tests_fail(ctx):
+        lines.append("- Hidden tests fail (not shown).")
     lines += [f"  {word}: {_cap(source, options.max_test_chars)} -> {error}"
               for word, source, error in failures]
     if verdict.result.error:
@@ -170,6 +174,17 @@ def _shown_results(ctx: FeedbackContext) -> tuple[int, int, list[tuple[str, str,
         failures.append((_STATUS_WORDS.get(test.status, test.status.upper()), test.source,
                          error))
     return sum(test.status == "passed" for test in counted), len(counted), failures
+
+
+def _hidden_tests_fail(ctx: FeedbackContext) -> bool:
+    """A test the feedback does not show (or count) failed: the shown p/n can read
+    "1/1" while the reward says otherwise, so the agent must at least be told."""
+    verdict, options = ctx.verdict, ctx.options
+    if options.count_hidden_tests or not verdict.tests_run:
+        return False  # p/n already counts every test, or nothing ran
+    shown = select_shown_tests(verdict.feedback_tests, options.sandbox_slice)
+    return any(test.status != "passed" for test in verdict.result.tests
+               if all(test is not s for s in shown))
 
 
 def _helper_use(ctx: FeedbackContext) -> str:
@@ -247,6 +262,8 @@ def _compact_level_feedback(ctx: FeedbackContext) -> tuple[str, ...]:
     if verdict.tests_run:
         passed, total, failures = _shown_results(ctx)
         words.append(f"tests {passed}/{total}")
+        if _hidden_tests_fail(ctx):
+            words.append("hidden tests fail")
         lines += [f"{word} {_cap(source.removeprefix('assert ').strip(), options.max_test_chars)}"
                   + ("" if error == "AssertionError" else f": {error}")
                   for word, source, error in failures]

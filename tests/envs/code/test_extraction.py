@@ -30,7 +30,9 @@ def test_block_defining_the_wanted_function_wins():
     completion = ("```python\ndef helper(x):\n    return x\n```\n"
                   "```bash\npip install nothing\n```\n"
                   "```py\ndef solve(x):\n    return helper(x) + 1\n```\n")
-    assert extract_code(completion, "solve") == "def solve(x):\n    return helper(x) + 1"
+    # The helper it calls, from its own block, comes along (issue 15; it used to be dropped).
+    assert extract_code(completion, "solve") == ("def helper(x):\n    return x\n\n"
+                                                 "def solve(x):\n    return helper(x) + 1")
     assert extract_code(completion, "helper") == "def helper(x):\n    return x"
     # Without a wanted name, the first block with a definition.
     assert extract_code(completion) == "def helper(x):\n    return x"

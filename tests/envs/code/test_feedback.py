@@ -232,3 +232,22 @@ def test_compact_level_feedback_syntax_error_missing_function_and_first_test_onl
 def test_feedback_style_is_validated():
     with pytest.raises(ValueError, match="style"):
         FeedbackOptions(style="terse")
+
+
+@pytest.mark.parametrize("style", ["full", "compact"])
+def test_slice_one_states_that_hidden_tests_fail_without_showing_them(style):
+    """sandbox_slice=1 with the first test passing and a later one failing: the agent
+    is told "1/1" and asked to revise, so the feedback must say hidden tests fail."""
+    options = FeedbackOptions(style=style)  # sandbox_slice 1: the first test only
+    (text,) = FEEDBACK_MODES.get("level_feedback")(make_ctx((MAIN_ALONE,), mode_options=options))
+    assert "1/1" in text
+    assert "hidden tests fail" in text.lower()
+    for hidden in TASK.tests[1:]:
+        assert hidden not in text and hidden.removeprefix("assert ") not in text
+    every = ExecutionResult(tests=tuple(TR(t, "passed") for t in TASK.tests))
+    (ok,) = FEEDBACK_MODES.get("level_feedback")(make_ctx((MAIN_ALONE,), result=every,
+                                                          mode_options=options))
+    assert "hidden" not in ok.lower()
+
+
+MAIN_ALONE = "def f(xs):\n    return sum(x * x for x in xs)"

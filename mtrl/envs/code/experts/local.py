@@ -49,7 +49,7 @@ def sampler_generate(model: Any, tokenizer: "Tokenizer", *,
     if sampling is None:
         sampling = SamplingConfig(greedy=True, max_new_tokens=max_new_tokens,
                                   stop_token_ids=(tokenizer.eos_id,), pad_id=tokenizer.pad_id)
-    fmt = (ChatTemplateFormat.from_tokenizer(tokenizer, tokenizer.decode([tokenizer.eos_id]))
+    fmt = (ChatTemplateFormat.from_tokenizer(tokenizer, tokenizer.eos_text)
            if tokenizer.has_chat_template else PlainFormat())
     sampler = Sampler(model)
     max_prompt = max(1, model.config.max_position_embeddings - sampling.max_new_tokens)

@@ -1,0 +1,61 @@
+"""SmolLM2-135M-Instruct, one agent, multi-turn MBPP (sanitized) with level_feedback over
+T = 2 turns: GRPO with PPO clipping and a small KL to the base model, on the tasks of the
+learnable band (base-model pass rate neither 0 nor 1). README "Real models":
+
+    python scripts/get_smollm2.py --out models/smollm2-135m-instruct
+    python scripts/select_learnable_tasks.py --config=experiments/configs/smollm2_mbpp.py \
+        --samples=4 --out=models/smollm2_mbpp_learnable.json
+    python -m mtrl.train --config=experiments/configs/smollm2_mbpp.py
+
+Splits (standard MBPP task ids): train 601-974 filtered to the learnable band
+(data.options.train_ids_file; "" trains on every train task), validation 511-600
+(chooses the best checkpoint), test 11-510 (once, at the end; data.num_test tasks).
+Sized for a CPU (2 tasks x G = 4 x T = 2, 128 new tokens, tree packing, full remat);
+on a GPU raise tasks_per_step, max_new_tokens and use model.dtype=bfloat16.
+"""
+
+from mtrl.training.config import base_config
+
+
+def get_config():
+    c = base_config()
+    c.model.preset = ""
+    c.model.hf_checkpoint = "models/smollm2-135m-instruct"  # scripts/get_smollm2.py --out
+    c.model.dtype = "float32"  # compute dtype; bfloat16 is slower than float32 on CPU XLA
+    # tokenizer "byte" + a checkpoint with tokenizer files: the checkpoint's tokenizer.
+    c.chat.system_prompts = ("You are a careful Python programmer. Answer with one "
+                             "```python code block.",)
+    c.data.name = "mbpp_sanitized"
+    c.data.path = "../shared/data/mbpp"
+    c.data.train_split = "train"
+    c.data.eval_split = "validation"
+    c.data.num_eval = 16
+    c.data.test_split = "test"
+    c.data.num_test = 32
+    c.data.options = {"train_ids_file": "models/smollm2_mbpp_learnable.json"}
+    c.env.num_agents = 1
+    c.env.templates = "default"
+    c.env.feedback_mode = "level_feedback"
+    c.env.feedback_style = "full"
+    c.env.sandbox_slice = 1
+    c.env.reward = "pass_rate"
+    c.rollout.num_turns = 2
+    c.rollout.num_generations = 4
+    c.rollout.max_new_tokens = 128
+    c.rollout.max_context = 512
+    c.rollout.termination_threshold = 0.9
+    c.credit.estimator = "grpo"
+    c.loss.policy_loss = "ppo"
+    c.loss.aggregation = "seq-mean-token-mean"
+    c.loss.kl_coef = 0.01
+    c.optim.learning_rate = 1e-6
+    c.optim.warmup_steps = 2
+    c.train.steps = 30
+    c.train.tasks_per_step = 2
+    c.train.eval_interval = 5
+    c.train.save_interval = 5
+    c.train.eval_samples = 2  # pass@2 beside greedy success by turn
+    c.train.packing = "tree"
+    c.train.remat = "full"
+    c.sft.enabled = False
+    return c

@@ -1,0 +1,89 @@
+"""Estimate the base model's pass rate on training tasks and keep the learnable band.
+
+    python scripts/select_learnable_tasks.py --config=experiments/configs/smollm2_mbpp.py \
+        --samples=4 --out=models/smollm2_mbpp_learnable.json [--num_tasks=40]
+
+For each of the config's train tasks (the first --num_tasks; 0: all), --samples
+first-turn answers are sampled from the config's model (its sampling settings, the
+config's seed) and scored by its environment; the pass rate is the fraction that solve
+the task. Tasks with a rate strictly between 0 and 1 are written as the task-id list
+that `data.options.train_ids_file` reads (mtrl/data/task_filter.py), with every rate.
+The config's own train_ids_file is ignored here (it is what this script writes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from absl import app, flags  # noqa: E402
+from ml_collections import config_flags  # noqa: E402
+
+_CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file.")
+_SAMPLES = flags.DEFINE_integer("samples", 4, "Sampled answers per task.")
+_NUM_TASKS = flags.DEFINE_integer("num_tasks", 0, "Train tasks to score (0: all).")
+_CHUNK = flags.DEFINE_integer("chunk", 4, "Tasks per rollout call (bounds memory).")
+_OUT = flags.DEFINE_string("out", None, "The task-id file to write.")
+
+
+def pass_rates(trainer, tasks, samples: int, chunk: int) -> dict[str, float]:
+    """{task_id: fraction of `samples` first-turn answers that solve it}."""
+    import jax
+    import numpy as np
+
+    from mtrl.rollout import rollout
+
+    c = trainer.c
+    config = dataclasses.replace(c.rollout, num_turns=1, num_generations=samples,
+                                 joint_mode="align", termination_threshold=None)
+    rates: dict[str, float] = {}
+    key = jax.random.key(trainer.config.seed)
+    for start in range(0, len(tasks), chunk):
+        part = tasks[start:start + chunk]
+        tree = rollout(part, c.env, trainer.backend, c.tokenizer, config,
+                       jax.random.fold_in(key, start), c.turn_format)
+        done = np.asarray(tree.turns[0].done, bool).reshape(len(part), -1)
+        for task, row in zip(part, done):
+            rates[str(task.task_id)] = float(row.mean())
+        print(f"{start + len(part)}/{len(tasks)} tasks, {sum(0 < r < 1 for r in rates.values())}"
+              f" in the band so far", flush=True)
+    return rates
+
+
+def main(argv) -> None:
+    del argv
+    from mtrl.data.task_filter import write_task_ids
+    from mtrl.training.trainer import Trainer
+
+    if _OUT.value is None:
+        sys.exit("error: --out is required")
+    config = _CONFIG.value
+    config.data.options = {k: v for k, v in dict(config.data.options).items()
+                           if k != "train_ids_file"}
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as workdir:
+        trainer = Trainer(config, workdir, show_progress=False)
+        try:
+            tasks = trainer.c.train_tasks
+            tasks = tasks[:_NUM_TASKS.value] if _NUM_TASKS.value else tasks
+            rates = pass_rates(trainer, tasks, _SAMPLES.value, _CHUNK.value)
+        finally:
+            trainer.close()
+    kept = write_task_ids(_OUT.value, rates, _SAMPLES.value,
+                          config=flags.FLAGS["config"].value,
+                          model=config.model.hf_checkpoint or config.model.preset,
+                          seconds=round(time.perf_counter() - started, 1))
+    print(json.dumps({"scored": len(rates), "kept": len(kept),
+                      "solved_always": sum(r == 1 for r in rates.values()),
+                      "solved_never": sum(r == 0 for r in rates.values()),
+                      "out": _OUT.value}, indent=2))
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,82 @@
+"""The SmolLM2 configs (experiments/configs/smollm2_*.py) build (and the two-agent one
+runs one training step) on a tiny
+random checkpoint with a ChatML tokenizer beside it (as tests/training/test_configs.py
+does for the others), with their per-agent system prompts and the learnable-band
+task-id file; the files they need are written here."""
+
+import importlib.util
+import json
+import pathlib
+
+import pytest
+from flax import nnx
+
+from mtrl.models import PRESETS, Transformer, save_hf_checkpoint
+from mtrl.rollout import ChatTemplateFormat
+from mtrl.training.trainer import Trainer
+from tests.tokenizers.chatml import build_chatml_tokenizer
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CONFIGS = sorted((ROOT / "experiments" / "configs").glob("smollm2_*.py"))
+TINY = dict(num_layers=1, hidden_size=32, intermediate_size=64, num_heads=2, num_kv_heads=1,
+            head_dim=16, vocab_size=512)
+TRAIN_IDS = ["mbpp_sanitized/602", "mbpp_sanitized/603"]  # train split: ids 601-974
+
+
+def load_config(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.get_config()
+
+
+@pytest.fixture(scope="module")
+def chat_checkpoint(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tiny_chat")
+    save_hf_checkpoint(Transformer(PRESETS.get("tiny").replace(**TINY), rngs=nnx.Rngs(0)), path)
+    build_chatml_tokenizer().save_pretrained(path)
+    return str(path)
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_smollm2_config_runs_one_step(path, tmp_path, chat_checkpoint, shared_data):
+    c = load_config(path)
+    assert c.data.options["train_ids_file"] and c.data.test_split and c.data.eval_split
+    ids_file = tmp_path / "learnable.json"
+    ids_file.write_text(json.dumps({"task_ids": TRAIN_IDS, "pass_rates": {}, "samples": 4}))
+    c.model.hf_checkpoint = chat_checkpoint
+    c.data.path = str(shared_data / "mbpp")
+    c.data.options = {"train_ids_file": str(ids_file)}
+    c.data.num_eval = c.data.num_test = 1
+    c.train.steps, c.train.eval_interval, c.train.save_interval = 1, 1, 1
+    c.train.eval_samples = 0
+    c.rollout.num_generations = 2
+    c.rollout.max_new_tokens = 8
+    c.rollout.max_context = 1024  # the test tokenizer's BPE knows few merges
+    c.env.workers = 1
+    trainer = Trainer(c, tmp_path / "run", show_progress=False)
+    try:
+        assert sorted(t.task_id for t in trainer.c.train_tasks) == TRAIN_IDS
+        formats = trainer.c.turn_format
+        formats = formats if isinstance(formats, tuple) else (formats,)
+        assert all(isinstance(f, ChatTemplateFormat) and f.strip_prefix == "<|im_end|>"
+                   for f in formats)
+        for fmt, system in zip(formats, c.chat.system_prompts):
+            assert system in fmt.first("x")  # each agent's own system prompt
+        if path.stem != "smollm2_coop":
+            return  # one full step (the two-agent config) keeps this file fast
+        result = trainer.run()
+    finally:
+        trainer.close()
+    assert result["steps"] == 1 and result["test_success"] is not None
+    exported = pathlib.Path(result["exported_hf"]) / "agent0"
+    assert (exported / "tokenizer.json").exists() and (exported / "generation_config.json").exists()
+
+
+def test_missing_task_id_file_is_a_one_line_error(tmp_path, chat_checkpoint, shared_data):
+    c = load_config(CONFIGS[0])
+    c.model.hf_checkpoint = chat_checkpoint
+    c.data.path = str(shared_data / "mbpp")
+    c.data.options = {"train_ids_file": str(tmp_path / "none.json")}
+    with pytest.raises(ValueError, match="train_ids_file: .* does not exist .*select_learnable"):
+        Trainer(c, tmp_path / "run", show_progress=False)
