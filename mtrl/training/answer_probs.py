@@ -28,6 +28,7 @@ from typing import Sequence
 import jax.numpy as jnp
 import numpy as np
 
+from mtrl.rollout.generator import per_agent_formats
 from mtrl.rollout.history import next_ids
 from mtrl.rollout.tree import TreeRollout
 from mtrl.training.train_step import sequence_logprobs
@@ -134,7 +135,8 @@ def fill_answer_logprobs(tree: TreeRollout, graphdef, agent_params: Sequence, to
     step_sum = prior_sum = where = None
     for a in range(n):
         params = agent_params[a if len(agent_params) > 1 else 0]
-        steps, where, priors = answer_queries(tree, tokenizer, turn_format, a)
+        fmt = per_agent_formats(turn_format, n)[a]  # chat formats may differ per agent
+        steps, where, priors = answer_queries(tree, tokenizer, fmt, a)
         values = mean_answer_logprobs(graphdef, params, steps + priors, tokenizer.pad_id,
                                       batch_rows)
         step_part, prior_part = values[:len(steps)], values[len(steps):]
