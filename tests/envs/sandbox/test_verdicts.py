@@ -167,7 +167,10 @@ def test_program_wall_clock_limit(pool):
 
 
 def test_cpu_limit_ends_a_busy_candidate(pool):
-    limits = Limits(wall_s_per_test=3.0, wall_s_total=4.0, cpu_s=1.0, memory_bytes=512 << 20)
+    # Wall limits far above the CPU limit: on a loaded machine 1 s of CPU takes many
+    # seconds of wall time, and the CPU limit must still be the one that ends it.
+    limits = Limits(wall_s_per_test=30.0, wall_s_total=40.0, cpu_s=1.0,
+                    memory_bytes=512 << 20)
     code = "def burn():\n    while True:\n        pass\n"
     result = run(pool, code, ["assert burn()"], limits=limits)
     assert statuses(result) == [("timeout", "CPUTimeLimitExceeded")]
