@@ -14,10 +14,6 @@ from typing import Any
 import ml_collections
 from ml_collections.config_dict import placeholder
 
-from mtrl.models.remat import REMAT_POLICIES
-from mtrl.training.async_rollout import OFF_POLICY_LAGS
-from mtrl.training.packing import BUDGETS, PACKING_MODES
-
 
 def base_config() -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
@@ -170,6 +166,10 @@ class TrainConfig:
         if isinstance(self.budget_minutes, bool) or not isinstance(
                 self.budget_minutes, (int, float)) or not self.budget_minutes >= 0:
             raise ValueError(f"budget_minutes must be a number >= 0, got {self.budget_minutes!r}")
+        # Imported here: loading a config file must not import jax (--help stays fast).
+        from mtrl.models.remat import REMAT_POLICIES
+        from mtrl.training.async_rollout import OFF_POLICY_LAGS
+        from mtrl.training.packing import BUDGETS, PACKING_MODES
         if self.packing not in PACKING_MODES:
             raise ValueError(f"packing must be one of {PACKING_MODES}, got {self.packing!r}")
         if self.remat not in REMAT_POLICIES:
