@@ -62,7 +62,7 @@ def get_config(suite: str = "gsm8k"):
     c.train.tasks_per_step = 2
     c.train.eval_interval = 25
     c.train.save_interval = 25
-    # GSM8K's demonstrations end in \\boxed{n} (an answer here); the MBPP suite's are
+    # GSM8K's demonstrations end in \boxed{n} (an answer here); the MBPP suite's are
     # bare code blocks (tool calls, never a submission), so MBPP starts without SFT.
     c.sft = dict(c.sft.to_dict(), steps=200, batch_size=16, max_len=1024,
                  revision_fraction=0.0, enabled=suite == "gsm8k")
