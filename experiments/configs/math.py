@@ -46,7 +46,9 @@ def get_config():
     # would all be played after the end and dropped from the loss).
     c.rollout.termination_threshold = 0.99
     c.rollout.max_new_tokens = 96
-    c.rollout.max_context = 768  # prompt <= ~400 bytes, + 3 turns of 96 + feedback
+    # Prompt <= ~400 bytes, + 3 turns of 96 + feedback (two agents: teammates answers);
+    # the generator cannot continue a history that fills the context, so leave room.
+    c.rollout.max_context = 1024
     c.credit.estimator = "ufo"
     c.credit.ufo_gamma = 0.9
     c.credit.ufo_penalty = 0.5

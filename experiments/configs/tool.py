@@ -47,14 +47,15 @@ def get_config(suite: str = "gsm8k"):
     c.env.templates = "default"
     c.env.workers = 2
     c.env.wall_s_per_test = 2.0
-    c.env.options = dict(max_output_chars=300)
+    c.env.options = dict(max_output_chars=200)
     c.rollout.num_turns = 3
     c.rollout.num_generations = 4
     # A node whose every joint action solved the task stops expanding (its children
     # would all be played after the end and dropped from the loss).
     c.rollout.termination_threshold = 0.99
     c.rollout.max_new_tokens = 128
-    c.rollout.max_context = 1024
+    # Prompt <= ~530 bytes + 3 turns of 128 + 2 tool outputs of <= ~230: 1,374.
+    c.rollout.max_context = 1536
     c.credit.estimator = "grpo"
     c.reward.recipe = "recipe"
     c.filters.void_turns = True
@@ -62,7 +63,9 @@ def get_config(suite: str = "gsm8k"):
     c.train.tasks_per_step = 2
     c.train.eval_interval = 25
     c.train.save_interval = 25
+    # GSM8K's demonstrations end in \boxed{n} (an answer here); the MBPP suite's are
+    # bare code blocks (tool calls, never a submission), so MBPP starts without SFT.
     c.sft = dict(c.sft.to_dict(), steps=200, batch_size=16, max_len=1024,
-                 revision_fraction=0.0)
+                 revision_fraction=0.0, enabled=suite == "gsm8k")
     c.optim.learning_rate = 1e-4
     return c

@@ -16,4 +16,18 @@ def _code_env(config=None, **kwargs):
 
 ENVIRONMENTS.register("code")(_code_env)
 
+
+def _math_env(config=None, **kwargs):
+    from mtrl.envs.math import MathEnv, MathEnvConfig
+    return MathEnv(config or MathEnvConfig(), **kwargs)
+
+
+def _tool_env(config=None, **kwargs):
+    from mtrl.envs.tool import ToolEnv, ToolEnvConfig  # the sandbox starts on first call
+    return ToolEnv(config or ToolEnvConfig(), **kwargs)
+
+
+ENVIRONMENTS.register("math")(_math_env)
+ENVIRONMENTS.register("tool")(_tool_env)
+
 __all__ = ["ENVIRONMENTS", "Environment", "StepResult"]

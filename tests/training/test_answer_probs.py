@@ -53,6 +53,7 @@ def test_batched_answer_logprobs_equal_a_direct_per_node_forward(num_agents):
     g, joint = config.num_generations, tree.joint_index
     prefix = tokenizer.encode(ANSWER_PREFIX)
     checked = 0
+    prior_cache = {}
     for t, record in enumerate(filled.turns):
         for m, node in enumerate(record.node_index):
             task = int(node) // tree.joint_actions ** t
@@ -65,10 +66,12 @@ def test_batched_answer_logprobs_equal_a_direct_per_node_forward(num_agents):
                     cue = tokenizer.encode(fmt.next(ANSWER_INSTRUCTION))
                     history = list(record.contexts[a][m]) + list(completion) + cue + prefix
                     values.append(direct(models[a], tokenizer, history, truth))
-                    first = filled.turns[0]
-                    root = int(np.flatnonzero(first.node_index == task)[0])
-                    priors.append(direct(models[a], tokenizer,
-                                         list(first.contexts[a][root]) + prefix, truth))
+                    if (task, a) not in prior_cache:
+                        first = filled.turns[0]
+                        root = int(np.flatnonzero(first.node_index == task)[0])
+                        prior_cache[task, a] = direct(
+                            models[a], tokenizer, list(first.contexts[a][root]) + prefix, truth)
+                    priors.append(prior_cache[task, a])
                 np.testing.assert_allclose(info["answer_logprob"], np.mean(values),
                                            rtol=1e-4, atol=1e-4)
                 np.testing.assert_allclose(info["answer_logprob_prior"], np.mean(priors),

@@ -26,20 +26,27 @@ BOXED = "\\boxed{"
 
 
 def boxed_contents(text: str) -> list[str]:
-    """The contents of every `\\boxed{...}` with balanced braces, in order; an
-    unclosed box is ignored."""
-    out, start = [], 0
-    while True:
-        i = text.find(BOXED, start)
-        if i < 0:
-            return out
-        depth, j = 1, i + len(BOXED)
-        while j < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[j], 0)
-            j += 1
-        if depth == 0:
-            out.append(text[i + len(BOXED):j - 1])
-        start = i + len(BOXED)
+    """The contents of every `\\boxed{...}` with balanced braces, in order of their
+    openings; an unclosed box is ignored. One pass over the text (a completion full
+    of unclosed boxes costs linear time, not quadratic)."""
+    found, open_boxes = [], []  # (content start, brace depth inside the box)
+    depth, i, n = 0, 0, len(text)
+    while i < n:
+        if text.startswith(BOXED, i):
+            depth += 1
+            open_boxes.append((i + len(BOXED), depth))
+            i += len(BOXED)
+            continue
+        char = text[i]
+        if char == "{":
+            depth += 1
+        elif char == "}" and depth > 0:
+            if open_boxes and open_boxes[-1][1] == depth:
+                start, _ = open_boxes.pop()
+                found.append((start, text[start:i]))
+            depth -= 1
+        i += 1
+    return [content for _, content in sorted(found)]
 
 
 def normalize_number(text: str) -> str | None:

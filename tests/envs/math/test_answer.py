@@ -45,3 +45,9 @@ def test_answers_match_normalises_both_sides():
     assert answers_match("0.5", "1/2")
     assert not answers_match(None, "3")
     assert not answers_match("3", "4")
+
+
+def test_nested_and_many_unclosed_boxes():
+    assert boxed_contents("\\boxed{a \\boxed{1} b}") == ["a \\boxed{1} b", "1"]
+    assert boxed_contents("} \\boxed{2}") == ["2"]
+    assert boxed_contents("\\boxed{" * 20_000 + "5") == []  # linear time, no answer box

@@ -24,7 +24,7 @@ def test_the_configs_build_their_environments():
     try:
         assert isinstance(env.env, ToolEnv) and env.pool is not None
         assert env.env.config.max_turns == 2  # rollout.num_turns of the shrunk config
-        assert env.env.config.max_output_chars == 300
+        assert env.env.config.max_output_chars == 200
     finally:
         env.close()
 
