@@ -105,6 +105,11 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
         expands = np.array(termination_mask(rewards, config.termination_threshold)[:, 0])
         if turn == config.num_turns:
             expands[:] = False
+        elif not any(r.reset_context for r in results):
+            # A node whose histories leave no room for one observation token and one
+            # sampled token ends its branches here, as at the last turn.
+            expands &= ~np.concatenate([_full(made, config.max_context)
+                                        for made, _ in per_group])
         names = sorted(results[0].components) if results else []
         components = {name: np.array([r.components.get(name, 0.0) for r in results],
                                      np.float32).reshape(m_count, j_count) for name in names}
@@ -186,6 +191,17 @@ def _generate(group: _Group, backend, config, turn_key, index, tokenizer, stop_i
                           for a in range(len(samples))])
     return _Generated(contexts=[c.tokens for c in group.contexts], samples=samples,
                       after=after, texts=texts, truncated=truncated)
+
+
+def _full(made: _Generated, max_context: int) -> np.ndarray:
+    """[M] bool: some agent's history after a sample of the node is >= max_context − 1."""
+    n = len(made.after)
+    m_count = len(made.contexts[0])
+    full = np.zeros(m_count, bool)
+    for a in range(n):
+        lengths = np.array([len(row) for row in made.after[a].tokens]).reshape(m_count, -1)
+        full |= (lengths >= max_context - 1).any(axis=1)
+    return full
 
 
 def _children(group: _Group, made: _Generated, results, grows, joint, config, backend,

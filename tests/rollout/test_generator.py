@@ -182,3 +182,24 @@ def test_prompt_longer_than_context_is_an_error():
                            max_context=5)
     with pytest.raises(ValueError, match="max_context=5"):
         run(config)
+
+
+class StrictBackend(ScriptedBackend):
+    """The real sampler's contract: every extension adds at least one token."""
+
+    def extend(self, agent, contexts, rows, new_tokens):
+        if any(len(t) == 0 for t in new_tokens):
+            raise ValueError("every entry of new_tokens needs at least one token")
+        return super().extend(agent, contexts, rows, new_tokens)
+
+
+@pytest.mark.parametrize("max_context", range(24, 44, 2))
+def test_a_full_history_ends_its_branch_instead_of_an_empty_extension(max_context):
+    config = RolloutConfig(num_turns=3, num_generations=2, num_agents=2, max_new_tokens=8,
+                           max_context=max_context)
+    tree = rollout([0, 1], ScriptedEnv(2), StrictBackend(), TOK, config, jax.random.key(0))
+    for record in tree.turns:
+        for a in range(2):
+            for ctx in record.contexts[a]:
+                assert len(ctx) <= config.max_context - 1
+    make_batch(tree)
