@@ -43,6 +43,7 @@ ENV_BUILDERS: Registry[Callable[[EnvRequest], BuiltEnv]] = Registry("environment
 # Modules whose import registers a builder; one line per environment package.
 BUILDER_MODULES = (
     "mtrl.envs.code.builder",
+    "mtrl.envs.textworld.builder",
 )
 
 
