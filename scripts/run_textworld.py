@@ -14,8 +14,8 @@ The JSON holds, per seed: `minutes` (the trainer's, SFT and RL), `steps` (RL ste
 (the same at the checkpoint validation chose), `validation_win_before_rl` /
 `validation_win_best`, one RL step's time split (median seconds in rollout,
 environment and update) and the environment's share of the step, and the
-environment's own rate: `env_steps_per_s` (StepResults per second of environment
-time, memo hits included) and `engine_steps_per_s` (engine commands executed per
+environment's own rate: `env_steps_per_s` (StepResults per second of the
+rollouts' environment time, memo hits included) and `engine_steps_per_s` (engine commands executed per
 second, replays included, measured by playing every test game's walkthrough and
 refused commands with a cold engine). Over seeds: mean and population std.
 """
@@ -93,7 +93,7 @@ def prepare_games(overrides: list[str]) -> dict:
             "engine_steps_per_s": engine_steps / seconds}
 
 
-def step_numbers(workdir: pathlib.Path) -> dict[str, float]:
+def step_numbers(workdir: pathlib.Path, generations: int) -> dict[str, float]:
     records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()
                if line.strip()]
     out = {}
@@ -103,8 +103,11 @@ def step_numbers(workdir: pathlib.Path) -> dict[str, float]:
     parts = [out[k] for k in SPLIT]
     if all(p is not None for p in parts) and sum(parts) > 0:
         out["env_share_of_step"] = out["step_env_s"] / sum(parts)
-    env_s = sum(r.get("time/env_s") or 0.0 for r in records)
-    env_steps = sum(r.get("env/steps") or 0.0 for r in records)
+    # Environment steps of a rollout: every joint action of every node (J = G, one agent).
+    env_s = sum(r.get("rollout/env_seconds") or 0.0 for r in records)
+    env_steps = sum(generations * sum(v for k, v in r.items()
+                                      if k.startswith("rollout/turn") and k.endswith("_nodes"))
+                    for r in records)
     out["env_steps_per_s"] = env_steps / env_s if env_s > 0 and env_steps else None
     return out
 
@@ -130,7 +133,7 @@ def run_seed(seed: int, root: pathlib.Path, overrides: list[str]) -> dict:
               "best_checkpoint": summary.get("best_checkpoint"),
               "learning_curve": summary.get("learning_curve"),
               "wall_minutes_with_startup": (time.perf_counter() - started) / 60}
-    result.update(step_numbers(workdir))
+    result.update(step_numbers(workdir, load_config(overrides).rollout.num_generations))
     return result
 
 
