@@ -4,7 +4,7 @@ scratch on a CPU, to win held-out simple games (mtrl.envs.textworld).
 Games: coin collector levels 1-2 ("take coin"; "go <the exit the goal names>",
 "take coin") and treasure hunter level 1 (take the object the goal names, not the
 decoy beside it, which loses the game), generated offline from seeds and cached;
-96 train, 24 validation and 48 test games, disjoint in content. One agent, T = 3
+96 train, 24 validation and 48 test games, disjoint in content. One agent, T = 2
 moves (walkthroughs take 1-2), each turn a fresh prompt: goal, the game's latest
 text, the admissible commands (history "last").
 
@@ -37,9 +37,12 @@ def get_config():
     c.rollout = dict(c.rollout.to_dict(), num_turns=2, num_generations=4, max_new_tokens=20,
                      max_context=544, temperature=1.0)
     c.credit = dict(c.credit.to_dict(), estimator="gigpo", gigpo_omega=1.0)
-    c.sft = dict(c.sft.to_dict(), steps=300, batch_size=32, learning_rate=2e-3, max_len=544,
-                 revision_fraction=0.0)
-    c.train = dict(c.train.to_dict(), steps=60, tasks_per_step=4, eval_interval=10,
-                   save_interval=10, dynamic_sampling=True, budget_minutes=10.0)
-    c.optim.learning_rate = 1e-4
+    # SFT rows are padded to max_len (the longest prompt is ~500 bytes): SFT is most of
+    # a run's compute, so it is short; 80 x 16 rows is ~10 passes over the 128
+    # walkthrough steps of the 96 train games.
+    c.sft = dict(c.sft.to_dict(), steps=80, batch_size=16, learning_rate=2e-3, max_len=544,
+                 revision_fraction=0.0, checkpoint_every=40)
+    c.train = dict(c.train.to_dict(), steps=24, tasks_per_step=4, eval_interval=4,
+                   save_interval=4, dynamic_sampling=True, budget_minutes=10.0)
+    c.optim.learning_rate = 2e-4
     return c
