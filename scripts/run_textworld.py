@@ -32,6 +32,7 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's mtrl (for the games), as the trainer runs
 CONFIG = "experiments/configs/textworld.py"
 NUMBERS = ("minutes", "steps", "test_win_before_rl", "test_win_after_rl",
            "validation_win_before_rl", "validation_win_best", "step_rollout_s", "step_env_s",
