@@ -182,5 +182,11 @@ def _gsm8k(data: DataConfig, seed: int) -> Any:
     return GSM8KSuite(data, seed)
 
 
+@SUITES.register("textworld")
+def _textworld(data: DataConfig, seed: int) -> Any:
+    from mtrl.envs.textworld.suite import TextWorldSuite  # imports textworld on demand
+    return TextWorldSuite(data, seed)
+
+
 def build_suite(data: DataConfig, seed: int) -> TaskSuite:
     return SUITES.get(data.name)(data, seed)

@@ -45,6 +45,7 @@ BUILDER_MODULES = (
     "mtrl.envs.code.builder",
     "mtrl.envs.math.builder",
     "mtrl.envs.tool.builder",
+    "mtrl.envs.textworld.builder",
 )
 
 

@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import re
 import threading
+import warnings
 
 _ROOM = re.compile(r"-= .+? =-")
 _SCORE_LINE = re.compile(r"^(?:>.*|.*Your score has just gone up.*|\s*\*\*\* The End \*\*\*"
@@ -70,7 +71,10 @@ class GameEngine:
         import textworld
         infos = textworld.EnvInfos(admissible_commands=True, facts=True, won=True, lost=True,
                                    score=True, max_score=True, moves=True)
-        self._env = textworld.start(self.path, request_infos=infos)
+        with warnings.catch_warnings():
+            # jericho does not know TextWorld's games; TextWorld tracks score and moves.
+            warnings.filterwarnings("ignore", message=".*not fully supported")
+            self._env = textworld.start(self.path, request_infos=infos)
 
     def play(self, history: tuple[str, ...]) -> Outcome:
         with self._lock:

@@ -102,7 +102,7 @@ class TextWorldEnv(Environment):
         outcome = self.outcome(state)
         text = text[:self.config.feedback_chars]
         if outcome.won or outcome.lost or state.out_of_moves:
-            return f"{text}\nThe game is over."
+            return text if text.endswith("The game is over.") else f"{text}\nThe game is over."
         shown = [c for c in outcome.admissible
                  if c.split(" ", 1)[0] not in self.config.hidden_verbs]
         return f"{text}\nCommands: {' | '.join(shown)}"

@@ -1,0 +1,177 @@
+"""The TextWorld experiment (experiments/configs/textworld.py) once per seed, with a
+summary.
+
+    python scripts/run_textworld.py --seeds 0 --out textworld.json
+    python scripts/run_textworld.py --seeds 0,1,2 --out textworld.json
+
+Each seed is `python -m mtrl.train --config=experiments/configs/textworld.py` in its
+own process and workdir (`--workdir-root/seed<S>`), sequentially (the 2-core
+machine is the budget). The games are generated once into the cache before the
+first seed (`games_minutes`, not part of any seed's `minutes`).
+
+The JSON holds, per seed: `minutes` (the trainer's, SFT and RL), `steps` (RL steps),
+`test_win_before_rl` (greedy test win rate right after SFT), `test_win_after_rl`
+(the same at the checkpoint validation chose), `validation_win_before_rl` /
+`validation_win_best`, one RL step's time split (median seconds in rollout,
+environment and update) and the environment's share of the step, and the
+environment's own rate: `env_steps_per_s` (StepResults per second of the
+rollouts' environment time, memo hits included) and `engine_steps_per_s` (engine commands executed per
+second, replays included, measured by playing every test game's walkthrough and
+refused commands with a cold engine). Over seeds: mean and population std.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's mtrl (for the games), as the trainer runs
+CONFIG = "experiments/configs/textworld.py"
+NUMBERS = ("minutes", "steps", "test_win_before_rl", "test_win_after_rl",
+           "validation_win_before_rl", "validation_win_best", "step_rollout_s", "step_env_s",
+           "step_update_s", "env_share_of_step", "env_steps_per_s")
+SPLIT = {"step_rollout_s": "time/rollout_s", "step_env_s": "time/env_s",
+         "step_update_s": "time/update_s"}
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="0", help="comma-separated seeds, run in order")
+    parser.add_argument("--out", required=True, help="JSON output file")
+    parser.add_argument("--workdir-root", default="workdir/run_textworld",
+                        help="each seed writes to <root>/seed<S> (emptied first)")
+    parser.add_argument("--override", action="append", default=[],
+                        help="extra trainer flag, e.g. --override=--config.train.steps=10")
+    return parser.parse_args()
+
+
+def load_config(overrides: list[str]):
+    """The experiment's config with --config.a.b=v overrides applied (for the games)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("twconfig", ROOT / CONFIG)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = module.get_config()
+    for item in overrides:
+        if item.startswith("--config.data.") and "=" in item:
+            key, value = item[len("--config."):].split("=", 1)
+            section, field = key.split(".", 1)
+            if "." not in field:
+                current = config[section][field]
+                config[section][field] = type(current)(value) if current is not None else value
+    return config
+
+
+def prepare_games(overrides: list[str]) -> dict:
+    """Generates (or finds cached) every game of the three splits; measures the
+    environment on the test games with cold engines."""
+    from mtrl.envs.textworld.env import TextWorldEnv, play
+    from mtrl.training.build import data_config
+    from mtrl.data.suite import build_suite
+    config = load_config(overrides)
+    started = time.perf_counter()
+    suite = build_suite(data_config(config), config.seed)
+    splits = {s: suite.tasks(s) for s in ("train", "validation", "test")}
+    games_minutes = (time.perf_counter() - started) / 60
+    env = TextWorldEnv()
+    steps, started = 0, time.perf_counter()
+    for game in splits["test"]:
+        for commands in (game.walkthrough, ("look", "xyzzy", *game.walkthrough)):
+            steps += len(play(env, game, commands))
+    seconds = time.perf_counter() - started
+    engine_steps = env.engine_steps
+    env.close()
+    return {"games_minutes": games_minutes,
+            "games": {s: len(t) for s, t in splits.items()},
+            "cold_env_steps_per_s": steps / seconds,
+            "engine_steps_per_s": engine_steps / seconds}
+
+
+def step_numbers(workdir: pathlib.Path, generations: int) -> dict[str, float]:
+    records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()
+               if line.strip()]
+    out = {}
+    for name, key in SPLIT.items():
+        values = [r[key] for r in records if r.get(key) is not None]
+        out[name] = statistics.median(values) if values else None
+    parts = [out[k] for k in SPLIT]
+    if all(p is not None for p in parts) and sum(parts) > 0:
+        out["env_share_of_step"] = out["step_env_s"] / sum(parts)
+    # Environment steps of a rollout: every joint action of every node (J = G, one agent).
+    env_s = sum(r.get("rollout/env_seconds") or 0.0 for r in records)
+    env_steps = sum(generations * sum(v for k, v in r.items()
+                                      if k.startswith("rollout/turn") and k.endswith("_nodes"))
+                    for r in records)
+    out["env_steps_per_s"] = env_steps / env_s if env_s > 0 and env_steps else None
+    return out
+
+
+def run_seed(seed: int, root: pathlib.Path, overrides: list[str]) -> dict:
+    workdir = root / f"seed{seed}"
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    summary_file = workdir / "summary.json"
+    command = [sys.executable, "-m", "mtrl.train", f"--config={CONFIG}",
+               f"--workdir={workdir}", f"--out={summary_file}", f"--config.seed={seed}",
+               "--noprogress", *overrides]
+    print(f"[seed {seed}] {' '.join(command)}", flush=True)
+    started = time.perf_counter()
+    subprocess.run(command, check=True, cwd=ROOT)
+    summary = json.loads(summary_file.read_text())
+    result = {"seed": seed, "minutes": summary["minutes"], "steps": summary["steps"],
+              "test_win_before_rl": summary.get("post_sft_test_success"),
+              "test_win_after_rl": summary.get("test_success"),
+              "validation_win_before_rl": summary.get("post_sft_success"),
+              "validation_win_best": summary.get("final_best_success"),
+              "best_checkpoint": summary.get("best_checkpoint"),
+              "learning_curve": summary.get("learning_curve"),
+              "wall_minutes_with_startup": (time.perf_counter() - started) / 60}
+    result.update(step_numbers(workdir, load_config(overrides).rollout.num_generations))
+    return result
+
+
+def aggregate(runs: list[dict]) -> dict[str, dict[str, float]]:
+    out = {}
+    for name in NUMBERS:
+        values = [r[name] for r in runs if r.get(name) is not None]
+        if values:
+            out[name] = {"mean": statistics.fmean(values), "std": statistics.pstdev(values),
+                         "min": min(values), "max": max(values)}
+    return out
+
+
+def main() -> None:
+    args = parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    root = pathlib.Path(args.workdir_root).resolve()
+    games = prepare_games(args.override)
+    print(f"games: {games}", flush=True)
+    runs = [run_seed(seed, root, args.override) for seed in seeds]
+    summary = {"seeds": seeds, "command": " ".join(sys.argv), "config": CONFIG, **games,
+               "runs": runs, "over_seeds": aggregate(runs)}
+    if len(runs) == 1:
+        summary.update({k: v for k, v in runs[0].items() if k not in summary})
+    pathlib.Path(args.out).write_text(json.dumps(summary, indent=2))
+    print(f"\n{'seed':>4} {'min':>6} {'steps':>5} {'test_before':>11} {'test_after':>10} "
+          f"{'val_best':>8} {'env_share':>9}")
+    for r in runs:
+        def fmt(x, w):
+            return f"{x:>{w}.3f}" if isinstance(x, (int, float)) else f"{'-':>{w}}"
+        print(f"{r['seed']:>4} {r['minutes']:>6.2f} {r['steps']:>5} "
+              f"{fmt(r['test_win_before_rl'], 11)} {fmt(r['test_win_after_rl'], 10)} "
+              f"{fmt(r['validation_win_best'], 8)} {fmt(r.get('env_share_of_step'), 9)}")
+    for name, stats in summary["over_seeds"].items():
+        print(f"{name:>26}: {stats['mean']:.3f} ± {stats['std']:.3f}")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
