@@ -76,7 +76,7 @@ def main(argv) -> None:
         finally:
             trainer.close()
     kept = write_task_ids(_OUT.value, rates, _SAMPLES.value,
-                          config=flags.FLAGS["config"].value,
+                          config=config_flags.get_config_filename(flags.FLAGS["config"]),
                           model=config.model.hf_checkpoint or config.model.preset,
                           seconds=round(time.perf_counter() - started, 1))
     print(json.dumps({"scored": len(rates), "kept": len(kept),

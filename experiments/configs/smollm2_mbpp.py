@@ -29,9 +29,9 @@ def get_config():
     c.data.path = "../shared/data/mbpp"
     c.data.train_split = "train"
     c.data.eval_split = "validation"
-    c.data.num_eval = 16
+    c.data.num_eval = 8
     c.data.test_split = "test"
-    c.data.num_test = 32
+    c.data.num_test = 20
     c.data.options = {"train_ids_file": "models/smollm2_mbpp_learnable.json"}
     c.env.num_agents = 1
     c.env.templates = "default"
@@ -48,12 +48,12 @@ def get_config():
     c.loss.policy_loss = "ppo"
     c.loss.aggregation = "seq-mean-token-mean"
     c.loss.kl_coef = 0.01
-    c.optim.learning_rate = 1e-6
+    c.optim.learning_rate = 1e-5  # few CPU steps: 1e-6 would not move the policy
     c.optim.warmup_steps = 2
     c.train.steps = 30
     c.train.tasks_per_step = 2
-    c.train.eval_interval = 5
-    c.train.save_interval = 5
+    c.train.eval_interval = 4
+    c.train.save_interval = 4
     c.train.eval_samples = 2  # pass@2 beside greedy success by turn
     c.train.packing = "tree"
     c.train.remat = "full"
