@@ -33,6 +33,10 @@ TEST_REQUIRES = [
     # CPU build, taken from local disk on the project machines; used only by the
     # Hugging Face parity tests and benchmarks, never by mtrl itself.
     "torch==2.13.0",
+    # notebooks/quickstart.ipynb executed by tests/notebooks (a python3 kernel)
+    "nbclient>=0.11,<0.12",
+    "nbformat>=5.11,<6",
+    "ipykernel>=7.4,<8",
 ]
 
 setup(
