@@ -1,0 +1,32 @@
+"""mtrl.train's distributed flags: a bad combination is one line; two processes that
+join a cluster are refused by the trainer in one line (its loop is single-process so
+far, BUILD.md "Scale-out") instead of failing deep inside a rollout."""
+
+import subprocess
+import sys
+
+from tests.parallel.workers import ROOT, free_port, worker_env
+
+
+def train(*args, devices=1, **popen):
+    return subprocess.Popen([sys.executable, "-m", "mtrl.train", *args],
+                            cwd=ROOT, env=worker_env(devices), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **popen)
+
+
+def test_missing_coordinator_is_one_line(tmp_path):
+    out, err = train("--num_processes=2", f"--workdir={tmp_path}").communicate(timeout=120)
+    assert err.strip() == ("error: --num_processes/--process_id/--coordinator_address: "
+                           "num_processes=2 needs coordinator_address 'host:port', got ''")
+
+
+def test_two_processes_are_refused_by_the_trainer(tmp_path):
+    coordinator = f"127.0.0.1:{free_port()}"
+    procs = [train(f"--coordinator_address={coordinator}", "--num_processes=2",
+                   f"--process_id={p}", f"--workdir={tmp_path / str(p)}") for p in range(2)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=180)
+        assert proc.returncode == 1
+        assert err.strip().splitlines()[-1] == (
+            "error: --num_processes: 2 processes joined, but the training loop runs in one "
+            "process only so far (BUILD.md, Scale-out); use one host with all its devices")
