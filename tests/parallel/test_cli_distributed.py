@@ -30,3 +30,14 @@ def test_two_processes_are_refused_by_the_trainer(tmp_path):
         assert err.strip().splitlines()[-1] == (
             "error: --num_processes: 2 processes joined, but the training loop runs in one "
             "process only so far (BUILD.md, Scale-out); use one host with all its devices")
+
+
+def test_a_mesh_that_does_not_fit_the_model_fails_at_build(tmp_path):
+    # 8 simulated devices; the default's model has 4 heads over 2 kv heads.
+    proc = train("--config.mesh.shape=1,1,8", f"--workdir={tmp_path}", devices=8)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1
+    assert err.strip().splitlines()[-1] == (
+        "error: config.mesh.shape: tensor=8 does not divide the model's num_heads (4)")
+    assert not (tmp_path / "checkpoints").exists() or not any(
+        (tmp_path / "checkpoints").iterdir())
