@@ -37,6 +37,10 @@ TEST_REQUIRES = [
     # GGUF -> Hugging Face conversion tests (mtrl/models/gguf_convert.py).
     "gguf>=0.19,<0.20",
     "accelerate>=1.15,<2",
+    # notebooks/quickstart.ipynb executed by tests/notebooks (a python3 kernel)
+    "nbclient>=0.11,<0.12",
+    "nbformat>=5.11,<6",
+    "ipykernel>=7.4,<8",
 ]
 
 # Real models shipped as GGUF (scripts/get_smollm2.py): transformers reads the GGUF with

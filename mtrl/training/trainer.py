@@ -28,6 +28,7 @@ import jax
 import numpy as np
 from flax import nnx
 
+from mtrl.parallel.distributed import check_trainer_processes
 from mtrl.parallel.from_config import mesh_config, plan_for
 from mtrl.rollout import make_batch, rollout
 from mtrl.rollout.sampler_backend import SamplerBackend
@@ -70,6 +71,7 @@ class Trainer:
         s = self.sft = sft_config(config)  # SFTSection
         self.train_config: TrainConfig = train_config(config)
         mesh_config(config)  # config.mesh.shape checked before any work
+        check_trainer_processes()
         check_resumable(self.workdir, config)  # before any work: one line if it differs
         self.c: Components = build_components(config)
         self.config_record = write_config(self.workdir, config)

@@ -7,6 +7,7 @@ jax.distributed must be set before jax starts, which the pytest process already 
         [--coordinator HOST:PORT --num_processes P --process_id I]
 
 Each --mesh runs in turn in this process (keys of the .npz are prefixed "<mesh>/");
+"<mesh>@tree" runs that mesh with tree packing instead of --packing;
 --mesh none: the plain single-device code path (no plan), the reference. --save
 checkpoints the last mesh's final state; --restore DIR instead restores DIR's
 checkpoint onto each mesh's fresh state and reports its parameters (no steps).
@@ -54,6 +55,8 @@ _INITIALIZED = []
 
 
 def run(args, mesh: str, save: str) -> dict:
+    mesh, _, override = mesh.partition("@")
+    packing = override or args.packing
     from mtrl.parallel.distributed import DistributedConfig, initialize
     if not _INITIALIZED:
         initialize(DistributedConfig(coordinator_address=args.coordinator,
@@ -101,7 +104,7 @@ def run(args, mesh: str, save: str) -> dict:
         plan = ShardingPlan.build(MeshConfig(mesh), config)
         state = plan.shard_tree(state)
     step = make_train_step(graphdef, objective, optim, num_agents=n, shared=False,
-                           packing=args.packing, shardings=plan)
+                           packing=packing, shardings=plan)
     if jax.process_count() > 1:
         share = c // jax.process_count()
         rows = slice(args.process_id * share, (args.process_id + 1) * share)
@@ -126,7 +129,7 @@ def run(args, mesh: str, save: str) -> dict:
         out[name] = np.asarray(multihost_utils.process_allgather(leaf, tiled=True))
         if plan is not None and args.process_id == 0:
             out["spec" + jax.tree_util.keystr(path)] = np.array(str(leaf.sharding.spec))
-    if args.sample:
+    if args.sample and not override:
         from mtrl.sampling import Sampler, SamplingConfig
         sampler = Sampler(nnx.merge(graphdef, params[0]), shardings=plan)
         prompts = [[int(t) for t in tokens[0, row, :3 + row % 3]] for row in range(c)]

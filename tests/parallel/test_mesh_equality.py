@@ -12,12 +12,14 @@ from mtrl.parallel import partition_spec
 from tests.parallel.workers import assert_same_run, params_of, run_worker
 
 MESHES = ("8,1,1", "2,4,1", "2,2,2")
+# The trainer's default packing ("tree": packed bins, tree attention) on a mesh too.
+PACKED = ("none@tree", "2,2,2@tree")
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("mesh")
-    out = run_worker(tmp / "runs.npz", ("none",) + MESHES, "--sample", "--save",
+    out = run_worker(tmp / "runs.npz", ("none",) + PACKED + MESHES, "--sample", "--save",
                      tmp / "ckpt", devices=8)
     return out, tmp / "ckpt"
 
@@ -27,6 +29,12 @@ def test_three_steps_match_one_device(results, mesh):
     out, _ = results
     assert_same_run(out, "none", out, mesh)
     assert int(out[f"{mesh}/compiles"]) == 1  # the sharded step compiles once
+
+
+def test_tree_packed_step_on_a_mesh_matches_one_device(results):
+    out, _ = results
+    assert_same_run(out, "none@tree", out, "2,2,2@tree")
+    assert_same_run(out, "none", out, "none@tree")  # packing changes nothing either
 
 
 @pytest.mark.parametrize("mesh", MESHES)

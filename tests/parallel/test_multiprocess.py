@@ -12,14 +12,22 @@ from tests.parallel.workers import assert_same_run, params_of, run_cluster, run_
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cluster")
-    cluster = run_cluster(tmp / "cluster.npz", ("2,2,1",), "--save", tmp / "ckpt")
-    single = run_worker(tmp / "single.npz", ("none",), devices=1)
+    # "@tree": the trainer's default packing, whose host-side packer first gathers the
+    # rows that the processes hold (train_step.host_rows).
+    cluster = run_cluster(tmp / "cluster.npz", ("2,2,1@tree", "2,2,1"), "--save",
+                          tmp / "ckpt")
+    single = run_worker(tmp / "single.npz", ("none", "none@tree"), devices=1)
     return cluster, single, tmp / "ckpt"
 
 
 def test_two_processes_match_one(runs):
     cluster, single, _ = runs
     assert_same_run(single, "none", cluster, "2,2,1")
+
+
+def test_two_processes_match_one_with_tree_packing(runs):
+    cluster, single, _ = runs
+    assert_same_run(single, "none@tree", cluster, "2,2,1@tree")
 
 
 def test_two_process_checkpoint_restores_in_one_process(runs, tmp_path):
