@@ -119,6 +119,7 @@ def main() -> None:
             c.train.steps = args.steps
             c.train.eval_interval = c.train.save_interval = args.steps
             c.train.init_from = warm
+            c.sft.enabled = bool(warm)  # no warm start: the random policy as it is
             for key, value in ARMS[name].items():
                 section, field = key.split(".")
                 c[section][field] = value
