@@ -92,6 +92,15 @@ def summarize(records: list[dict], steps: int) -> dict:
         values = [r[part] for r in timed if part in r]
         if values:
             out[f"median_{part}"] = statistics.median(values)
+    # Steps whose update compiled a new packed shape take tens of seconds more; the
+    # steady state is the steps that reused a compiled program.
+    steady = [r for prev, r in zip(records, records[1:]) if r["step"] >= 3
+              and r["train_step_compiles"] == prev["train_step_compiles"]]
+    out["steady_steps"] = [r["step"] for r in steady]
+    for part in PARTS:
+        values = [r[part] for r in steady if part in r]
+        if values:
+            out[f"steady_median_{part}"] = statistics.median(values)
     return out
 
 
@@ -104,8 +113,20 @@ def main() -> None:
     parser.add_argument("--arms", default=",".join(ARMS))
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--workdir-root", default="")
+    parser.add_argument("--summarize-only", action="store_true",
+                        help="re-read the arms' metrics under --workdir-root, run nothing")
     args = parser.parse_args()
     root = pathlib.Path(args.workdir_root or tempfile.mkdtemp(prefix="bench_rl_step_"))
+    if args.summarize_only:
+        out = {"command": "python scripts/bench_rl_step.py --summarize-only --workdir-root "
+                          f"{root} --steps {args.steps}", "arms": {}}
+        for workdir in sorted(root.glob("*_round*")):
+            lines = [json.loads(x) for x in (workdir / "metrics.jsonl").read_text().splitlines()]
+            records = [r for r in lines if r.get("step", 0) >= 1 and "step_time_s" in r]
+            out["arms"][workdir.name] = summarize(records, args.steps)
+        pathlib.Path(args.out).write_text(json.dumps(out, indent=2))
+        print(json.dumps(out, indent=2))
+        return
     result = {"command": "python scripts/bench_rl_step.py " + " ".join(
                   f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v != ""),
               "machine": platform.machine(), "cpus": os.cpu_count(),
@@ -119,6 +140,7 @@ def main() -> None:
             c.train.steps = args.steps
             c.train.eval_interval = c.train.save_interval = args.steps
             c.train.init_from = warm
+            c.sft.enabled = bool(warm)  # no warm start: the random policy as it is
             for key, value in ARMS[name].items():
                 section, field = key.split(".")
                 c[section][field] = value

@@ -206,12 +206,13 @@ def compare(name, config, graphdef, params, rows, min_budget, repeats, modes=MOD
         out["modes"][mode] = result
         print(name, mode, json.dumps(result), flush=True)
     m = out["modes"]
-    if set(m) != set(MODES):
-        return out
-    out["packed_vs_padded"] = m["none"]["update_s"] / m["rows"]["update_s"]
-    out["tree_vs_packed_time"] = m["rows"]["update_s"] / m["tree"]["update_s"]
-    out["tree_vs_packed_flops"] = m["rows"]["flops"]["computed"] / m["tree"]["flops"]["computed"]
-    out["tree_vs_packed_tokens"] = m["rows"]["tokens"] / m["tree"]["tokens"]
+    if {"none", "rows"} <= set(m):
+        out["packed_vs_padded"] = m["none"]["update_s"] / m["rows"]["update_s"]
+    if {"rows", "tree"} <= set(m):
+        out["tree_vs_packed_time"] = m["rows"]["update_s"] / m["tree"]["update_s"]
+        out["tree_vs_packed_flops"] = (m["rows"]["flops"]["computed"]
+                                       / m["tree"]["flops"]["computed"])
+        out["tree_vs_packed_tokens"] = m["rows"]["tokens"] / m["tree"]["tokens"]
     return out
 
 
@@ -259,6 +260,8 @@ def main() -> None:
     parser.add_argument("--b-model", default="100m", choices=sorted(B_MODELS))
     parser.add_argument("--b-modes", default="none,rows,tree")
     parser.add_argument("--skip", default="", help="comma list of parts to skip: a,b,memory")
+    parser.add_argument("--b-count-only", action="store_true",
+                        help="(b): count every layout's slots and FLOPs, run no update")
     parser.add_argument("--b-remat", default="none",
                         help="remat policy of (b)'s updates, every mode alike (the padded "
                              "update's dense attention over 2048 slots needs ~114 GB without)")
@@ -286,8 +289,19 @@ def main() -> None:
         config = dataclasses.replace(PRESETS.get("tiny"), max_position_embeddings=4096,
                                      **B_MODELS[args.b_model])
         graphdef, params = nnx.split(Transformer(config, rngs=nnx.Rngs(0)))
-        rows = humaneval_rows(args.b_tasks, args.b_agents, args.b_max_context)
         modes = tuple(args.b_modes.split(","))
+        rows = humaneval_rows(args.b_tasks, args.b_agents, args.b_max_context)
+        # Every layout's slots and FLOPs, counted on the host (also for modes not run,
+        # e.g. the padded one where it does not fit in memory).
+        n_params = param_count(params)
+        counted = {m: layout_counts(rows, m, args.tree_budget) for m in MODES}
+        result["b_counted"] = {m: dict(c, flops=flops(config, n_params, c))
+                               for m, c in counted.items()}
+        computed = {m: result["b_counted"][m]["flops"]["computed"] for m in MODES}
+        result["packed_vs_padded_flops"] = computed["none"] / computed["rows"]
+        result["tree_vs_packed_flops"] = computed["rows"] / computed["tree"]
+        if args.b_count_only:
+            modes = ()
         b = compare("b", config, graphdef, params, rows, args.tree_budget, args.repeats, modes,
                     remat=args.b_remat)
         b["model"] = args.b_model
@@ -296,6 +310,8 @@ def main() -> None:
         for key in ("packed_vs_padded", "tree_vs_packed_flops", "tree_vs_packed_time"):
             if key in b:
                 result[key] = b[key]
+    if "b" not in skip and "tree" in result["b_humaneval"]["modes"]:
+        b = result["b_humaneval"]
         tree = b["modes"]["tree"]
         b["mfu"] = tree["flops"]["useful"] / tree["update_s"] / 1e9 / result["matmul_peak_gflops"]
         b["mfu_computed"] = (tree["flops"]["computed"] / tree["update_s"] / 1e9

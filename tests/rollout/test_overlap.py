@@ -131,3 +131,8 @@ def test_overlap_gives_the_synchronous_batch():
     for x, y in zip(jax.tree.leaves(batches[0]), jax.tree.leaves(batches[1])):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
     assert len(jax.tree.leaves(batches[0])) > 10
+
+
+def test_env_groups_must_be_positive():
+    with pytest.raises(ValueError, match="RolloutConfig.env_groups must be >= 1"):
+        _config(env_groups=0)
