@@ -221,7 +221,7 @@ def remat_memory(rows_count: int, length: int) -> dict:
     config = dataclasses.replace(PRESETS.get("tiny"), vocab_size=49152, hidden_size=576,
                                  intermediate_size=1536, num_layers=30, num_heads=9,
                                  num_kv_heads=3, head_dim=64, tie_word_embeddings=True,
-                                 attention_bias=False)
+                                 attention_bias=False, family="llama")
     graphdef, params = nnx.split(nnx.eval_shape(lambda: Transformer(config, rngs=nnx.Rngs(0))))
     optimizer = make_optimizer(OPTIM)
     shape = (1, rows_count, length)
@@ -271,6 +271,10 @@ def main() -> None:
                   f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v != ""),
               "jax": jax.__version__, "machine": platform.machine(), "cpus": os.cpu_count(),
               "load_before": os.getloadavg()}
+    def save():
+        pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(args.out).write_text(json.dumps(result, indent=2))
+
     result["matmul_peak_gflops"] = matmul_peak_gflops()
     print("matmul peak GFLOP/s", result["matmul_peak_gflops"], flush=True)
     compiles = {}
@@ -285,6 +289,8 @@ def main() -> None:
         a["rl_step_speedup"] = a["modes"]["none"]["rl_step_s"] / a["modes"]["tree"]["rl_step_s"]
         result["a_default"] = a
         compiles["a"] = {m: a["modes"][m]["compiles"] for m in MODES}
+        result["compiles"] = compiles
+        save()
     if "b" not in skip:
         config = dataclasses.replace(PRESETS.get("tiny"), max_position_embeddings=4096,
                                      **B_MODELS[args.b_model])
@@ -307,6 +313,8 @@ def main() -> None:
         b["model"] = args.b_model
         result["b_humaneval"] = b
         compiles["b"] = {m: b["modes"][m]["compiles"] for m in modes}
+        result["compiles"] = compiles
+        save()
         for key in ("packed_vs_padded", "tree_vs_packed_flops", "tree_vs_packed_time"):
             if key in b:
                 result[key] = b[key]
@@ -321,8 +329,7 @@ def main() -> None:
         result["remat_peak_memory_smollm2_16x512"] = remat_memory(16, 512)
     result["compiles"] = compiles
     result["load_after"] = os.getloadavg()
-    pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    pathlib.Path(args.out).write_text(json.dumps(result, indent=2))
+    save()
     print(json.dumps({k: v for k, v in result.items() if not isinstance(v, dict)}, indent=2))
 
 
