@@ -109,8 +109,9 @@ def mean_over_processes(metrics: dict[str, float]) -> dict[str, float]:
     return {k: float(v) for k, v in zip(names, values.mean(axis=0))}
 
 
-def check_supported(*, off_policy: bool, band: bool, reward_kl: bool,
-                    answer_scores: bool, init_from: str) -> None:
+def check_supported(*, off_policy: bool = False, band: bool = False,
+                    reward_kl: bool = False, answer_scores: bool = False,
+                    init_from: str = "") -> None:
     """One-line ValueError for a feature the multi-process loop does not run yet
     (each would need state shared between processes that is process-local today)."""
     if not is_multiprocess():

@@ -79,6 +79,8 @@ class Trainer:
         # Several processes (jax.distributed): each rolls out its share of a step's
         # tasks; process 0 alone writes logs (mtrl/parallel/process_rollout.py).
         self.main = is_main_process()
+        check_supported(off_policy=bool(self.train_config.off_policy),
+                        init_from=self.train_config.init_from)  # before any work
         check_resumable(self.workdir, config)  # before any work: one line if it differs
         self.c: Components = build_components(config)
         self.config_record = (write_config(self.workdir, config) if self.main
@@ -122,10 +124,8 @@ class Trainer:
         # IGPO on an environment that reports the truth: score it after each rollout.
         self.scores_answers = scores_answers(ESTIMATORS.get(c.credit.estimator).needs,
                                              frozenset(c.env.info_keys))
-        check_supported(off_policy=self.train_config.off_policy,
-                        band=self.step_tasks.band is not None,
-                        reward_kl=c.reward_kl is not None, answer_scores=self.scores_answers,
-                        init_from=self.train_config.init_from)
+        check_supported(band=self.step_tasks.band is not None,
+                        reward_kl=c.reward_kl is not None, answer_scores=self.scores_answers)
         # train.off_policy: the next step's tree grows in a background thread; backends
         # over the one sampler take turns (async_rollout.py).
         self.ahead = None
