@@ -111,9 +111,10 @@ def mean_over_processes(metrics: dict[str, float]) -> dict[str, float]:
 
 def check_supported(*, off_policy: bool = False, band: bool = False,
                     reward_kl: bool = False, answer_scores: bool = False,
-                    init_from: str = "") -> None:
+                    init_from: str = "", tasks_per_step: int | None = None) -> None:
     """One-line ValueError for a feature the multi-process loop does not run yet
-    (each would need state shared between processes that is process-local today)."""
+    (each would need state shared between processes that is process-local today),
+    or a step's tasks that do not split evenly over the processes."""
     if not is_multiprocess():
         return
     unsupported = [("config.train.off_policy", off_policy),
@@ -125,3 +126,6 @@ def check_supported(*, off_policy: bool = False, band: bool = False,
         if used:
             raise ValueError(f"{name}: not supported with {jax.process_count()} processes "
                              "yet (BUILD.md, Scale-out); run it in one process")
+    if tasks_per_step is not None and tasks_per_step % jax.process_count():
+        raise ValueError(f"config.train.tasks_per_step: {tasks_per_step} tasks do not split "
+                         f"evenly over {jax.process_count()} processes")

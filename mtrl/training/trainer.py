@@ -80,7 +80,8 @@ class Trainer:
         # tasks; process 0 alone writes logs (mtrl/parallel/process_rollout.py).
         self.main = is_main_process()
         check_supported(off_policy=bool(self.train_config.off_policy),
-                        init_from=self.train_config.init_from)  # before any work
+                        init_from=self.train_config.init_from,
+                        tasks_per_step=self.train_config.tasks_per_step)  # before any work
         check_resumable(self.workdir, config)  # before any work: one line if it differs
         self.c: Components = build_components(config)
         self.config_record = (write_config(self.workdir, config) if self.main
