@@ -26,6 +26,7 @@ sharded across processes are gathered once per update.
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import jax
@@ -100,13 +101,24 @@ def local_params(tree: Any) -> Any:
 
 
 def mean_over_processes(metrics: dict[str, float]) -> dict[str, float]:
-    """Each metric averaged over the processes (same keys on every process; equal
-    shares of tasks make the mean of the process means the mean over all tasks)."""
+    """Each metric averaged over the processes (equal shares of tasks make the mean of
+    the process means the mean over all tasks). A name that not every process reports
+    (e.g. turn-2 counts where one process's trees all ended at turn 1) keeps this
+    process's value: the exchange only covers the names all of them have."""
     if not is_multiprocess() or not metrics:
         return metrics
-    names = sorted(metrics)
-    values = allgather(np.array([metrics[k] for k in names], np.float64))
-    return {k: float(v) for k, v in zip(names, values.mean(axis=0))}
+    # 31-bit ids: jax exchanges int32 unless x64 is enabled.
+    ids = {zlib.crc32(name.encode()) & 0x7FFFFFFF: name for name in metrics}
+    most = int(allgather(np.int32(len(ids))).max())
+    mine = np.full(most, -1, np.int32)
+    mine[:len(ids)] = sorted(ids)
+    everyone = allgather(mine)  # [P, most]
+    common = sorted(set.intersection(*(set(row[row >= 0].tolist()) for row in everyone)))
+    out = dict(metrics)
+    if common:
+        values = allgather(np.array([metrics[ids[i]] for i in common], np.float64))
+        out.update({ids[i]: float(v) for i, v in zip(common, values.mean(axis=0))})
+    return out
 
 
 def check_supported(*, off_policy: bool = False, band: bool = False,

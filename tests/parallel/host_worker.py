@@ -49,13 +49,17 @@ def main() -> None:
 
     result = evaluate_across_processes([1.0, 0.0, 0.0], jax.random.key(0), run)
     share, index = local_tasks(list(range(4)))
-    means = mean_over_processes({"reward_mean": float(p)})
+    # "turn2_nodes" only where a process's trees reached turn 2 (here process 1).
+    means = mean_over_processes({"reward_mean": float(p), **({"turn2_nodes": 4.0} if p else {}),
+                                 "train_success_turn1": 1.0 - p})
     if p == 0:
         np.savez(args.out, tokens=got_tokens, mask=got_mask, total=total,
                  success=result.metrics["heldout_success"],
                  reward=result.metrics["heldout_reward_turn1"],
                  transcripts=np.array(result.transcripts), seen=np.array(seen[0]),
-                 share=np.array(share), index=index, reward_mean=means["reward_mean"])
+                 share=np.array(share), index=index, reward_mean=means["reward_mean"],
+                 success_turn1=means["train_success_turn1"],
+                 names=np.array(sorted(means)))
 
 
 if __name__ == "__main__":

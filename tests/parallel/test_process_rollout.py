@@ -37,3 +37,6 @@ def test_task_shares_and_metric_means(got):
     np.testing.assert_array_equal(got["share"], [0, 1])
     assert int(got["index"]) == 0
     np.testing.assert_allclose(got["reward_mean"], 0.5)
+    np.testing.assert_allclose(got["success_turn1"], 0.5)
+    # A name only process 1 reports is left out of the exchange (no deadlock).
+    assert got["names"].tolist() == ["reward_mean", "train_success_turn1"]
