@@ -38,7 +38,8 @@ def evaluate_across_processes(tasks: Sequence, key: jax.Array,
     result = run([tasks[i] for i in share], jax.random.fold_in(key, index))
     names = sorted(result.metrics)
     # Every process must report the same metrics for the sums to line up.
-    if len(set(allgather(np.int32(zlib.crc32("\n".join(names).encode()) & 0x7FFFFFFF)).tolist())) != 1:
+    name_id = np.int32(zlib.crc32("\n".join(names).encode()) & 0x7FFFFFFF)  # jax: int32
+    if len(set(allgather(name_id).tolist())) != 1:
         raise ValueError("processes evaluated different metric names")
     weight = float(len(share))
     rows = allgather(np.array([weight] + [weight * result.metrics[k] for k in names],
