@@ -123,7 +123,8 @@ def main(argv) -> None:
         result = trainer.run()
     finally:
         trainer.close()
-    if _OUT.value:
+    from mtrl.parallel.distributed import is_main_process
+    if _OUT.value and is_main_process():  # one summary per run, not per process
         with open(_OUT.value, "w") as f:
             json.dump(result, f, indent=2)
 

@@ -7,6 +7,8 @@
                    model, train state and batches; placing host data on the mesh
     distributed.py jax.distributed from flags (coordinator, processes, process id;
                    automatic on TPU pods), process-local shares of work
+    process_rollout.py the trainer's host side in several processes: task shares,
+                   rows gathered for the global update, process-local policy copies
 
 The train step (make_train_step(..., shardings=plan)) and the sampler
 (Sampler(model, shardings=plan)) take a plan; nothing here imports the trainer.

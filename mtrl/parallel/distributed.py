@@ -94,19 +94,3 @@ def process_share(items: Sequence[T], process_index: int | None = None,
         raise ValueError(f"{len(items)} items do not split evenly over {count} processes")
     share = len(items) // count
     return list(items[p * share:(p + 1) * share])
-
-
-def check_trainer_processes() -> None:
-    """One-line ValueError when more than one process runs the trainer.
-
-    The pieces of a multi-process loop exist and are tested (the train step over a
-    mesh spanning processes, ShardingPlan.global_rows, process_share, multi-process
-    orbax checkpoints), but Trainer.run still does every host step in every process
-    (rollouts, metrics, transcripts, SFT checkpoints): it would write each file once
-    per process and read back arrays it does not hold. Refused until that is wired.
-    """
-    import jax
-    if jax.process_count() > 1:
-        raise ValueError(f"--num_processes: {jax.process_count()} processes joined, but the "
-                         "training loop runs in one process only so far (BUILD.md, "
-                         "Scale-out); use one host with all its devices")

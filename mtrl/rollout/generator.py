@@ -32,7 +32,8 @@ from mtrl.rollout.tree import TreeRollout, TurnRecord
 
 
 def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, tokenizer,
-            config: RolloutConfig, key: jax.Array, turn_format=None) -> TreeRollout:
+            config: RolloutConfig, key: jax.Array, turn_format=None,
+            first_group: int | None = None) -> TreeRollout:
     """Grows one tree per task for up to `config.num_turns` turns.
 
     With config.env_groups = K > 1 the tasks are split into K contiguous groups; per
@@ -41,6 +42,11 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
     generates group k+1. Nodes keep their order, so the tree is the one a synchronous
     environment would give for the same groups (a group's keys are folded with its
     index; K = 1 is one batched call per agent and `env.step`, as before).
+
+    first_group = o (one process's share of a multi-process step, mtrl/parallel/
+    process_rollout.py): group k's keys are folded with o + k even when K = 1, so
+    process p of P with K groups each grows the trees that one process with P·K
+    groups grows for the same tasks.
     """
     if env.num_agents != config.num_agents:
         raise ValueError(f"environment has {env.num_agents} agents, "
@@ -78,7 +84,8 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
         pending = []  # per group: (generated, future or results)
         for k, group in enumerate(groups):
             with timer.device():
-                made = _generate(group, backend, config, turn_key, k if overlap else None,
+                index = k + first_group if first_group is not None else (k if overlap else None)
+                made = _generate(group, backend, config, turn_key, index,
                                  tokenizer, stop_ids)
             states, actions = [], []
             for m in range(len(group.node_index)):

@@ -28,7 +28,10 @@ import jax
 import numpy as np
 from flax import nnx
 
-from mtrl.parallel.distributed import check_trainer_processes
+from mtrl.parallel.distributed import is_main_process
+from mtrl.parallel.process_rollout import (check_supported, gather_rows, is_multiprocess,
+                                           local_params, local_sampler_plan, local_tasks,
+                                           mean_over_processes)
 from mtrl.parallel.from_config import mesh_config, plan_for
 from mtrl.rollout import make_batch, rollout
 from mtrl.rollout.sampler_backend import SamplerBackend
@@ -39,6 +42,7 @@ from mtrl.training.budget import Budget
 from mtrl.training.build import Components, build_components
 from mtrl.training.checkpointing import CheckpointKeeper
 from mtrl.training.config import TrainConfig, sft_config, train_config
+from mtrl.training.distributed_eval import evaluate_across_processes
 from mtrl.training.evaluation import evaluate
 from mtrl.training.keys import RunKeys
 from mtrl.training.answer_probs import fill_answer_logprobs, scores_answers
@@ -50,11 +54,12 @@ from mtrl.training.hf_export import model_report
 from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
 from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
 from mtrl.training.plots import plot_learning_curve
+from mtrl.training.process_roles import SilentLogger
 from mtrl.training.curriculum import StepTasks
 from mtrl.training.filters import shape_batch
 from mtrl.training.recipe import apply_recipe
 from mtrl.training.row_groups import check_groups, group_size, keep_informative_groups
-from mtrl.training.run_config import check_resumable, read_config, write_config
+from mtrl.training.run_config import check_resumable, config_record, read_config, write_config
 from mtrl.training.sft import SFTConfig, run_sft, sft_examples
 from mtrl.training.sft_checkpoint import SFTCheckpoints
 from mtrl.training.sft_data import first_phase_kinds, per_agent, rows_of_kind
@@ -71,10 +76,16 @@ class Trainer:
         s = self.sft = sft_config(config)  # SFTSection
         self.train_config: TrainConfig = train_config(config)
         mesh_config(config)  # config.mesh.shape checked before any work
-        check_trainer_processes()
+        # Several processes (jax.distributed): each rolls out its share of a step's
+        # tasks; process 0 alone writes logs (mtrl/parallel/process_rollout.py).
+        self.main = is_main_process()
+        check_supported(off_policy=bool(self.train_config.off_policy),
+                        init_from=self.train_config.init_from,
+                        tasks_per_step=self.train_config.tasks_per_step)  # before any work
         check_resumable(self.workdir, config)  # before any work: one line if it differs
         self.c: Components = build_components(config)
-        self.config_record = write_config(self.workdir, config)
+        self.config_record = (write_config(self.workdir, config) if self.main
+                              else config_record(config))
         c = self.c
         print(model_report(c.models[0], c.from_hf), flush=True)  # dtypes in effect
         self.num_agents = c.rollout.num_agents
@@ -89,7 +100,9 @@ class Trainer:
         self.graphdef = nnx.split(c.models[0])[0]
         # The device mesh (config.mesh, mtrl/parallel): None on a single device.
         self.plan = plan_for(config, c.models[0].config)
-        self.sampler = Sampler(c.models[0], shardings=self.plan)
+        # The sampler runs on this process's devices (its own tasks), the step on all.
+        self.sampler = Sampler(c.models[0],
+                               shardings=local_sampler_plan(self.plan, c.models[0].config))
         tok = c.tokenizer
         self.sampling = c.rollout.sampling_config(stop_token_ids=(tok.eos_id,), pad_id=tok.pad_id)
         greedy = dataclasses.replace(self.sampling, greedy=True)
@@ -112,6 +125,8 @@ class Trainer:
         # IGPO on an environment that reports the truth: score it after each rollout.
         self.scores_answers = scores_answers(ESTIMATORS.get(c.credit.estimator).needs,
                                              frozenset(c.env.info_keys))
+        check_supported(band=self.step_tasks.band is not None,
+                        reward_kl=c.reward_kl is not None, answer_scores=self.scores_answers)
         # train.off_policy: the next step's tree grows in a background thread; backends
         # over the one sampler take turns (async_rollout.py).
         self.ahead = None
@@ -137,7 +152,7 @@ class Trainer:
         return [agent_params(state, a) for a in range(1 if self.shared else self.num_agents)]
 
     def set_policy(self, state) -> None:
-        states = self.policy_states(state)
+        states = local_params(self.policy_states(state))  # whole on every process
         self.backend.set_states(states)
         self.eval_backend.set_states(states)
 
@@ -145,8 +160,12 @@ class Trainer:
         """Step `step`'s tree: its tasks rolled out with `backend` (and reward.recipe)."""
         c = self.c
         tasks = self.step_tasks.choose(step)  # curriculum.py (learnable band)
+        first_group = None
+        if is_multiprocess():  # this process's share; keys as one process's env groups
+            tasks, index = local_tasks(tasks)
+            first_group = index * c.rollout.env_groups
         tree = rollout(tasks, c.env, backend, c.tokenizer, c.rollout, self.keys.rollout(step),
-                       c.turn_format)
+                       c.turn_format, first_group=first_group)
         return apply_recipe(c.recipe, tree) if c.recipe is not None else tree
 
     def evaluate(self, step: int, split: str = "validation") -> dict[str, float]:
@@ -157,12 +176,12 @@ class Trainer:
         tasks, prefix = ((self.c.eval_tasks, "heldout") if split == "validation"
                          else (self.c.test_tasks, "test"))
         key = self.keys.eval(step) if split == "validation" else self.keys.test(step)
-        result = evaluate(tasks, self.c.env, self.eval_backend, self.c.tokenizer,
-                          self.c.rollout, key,
-                          sampled_backend=self.backend if cfg.eval_samples else None,
-                          num_samples=cfg.eval_samples, num_transcripts=cfg.num_transcripts,
-                          turn_format=self.c.turn_format, prefix=prefix)
-        if result.transcripts:
+        result = evaluate_across_processes(tasks, key, lambda tasks, key: evaluate(
+            tasks, self.c.env, self.eval_backend, self.c.tokenizer, self.c.rollout, key,
+            sampled_backend=self.backend if cfg.eval_samples else None,
+            num_samples=cfg.eval_samples, num_transcripts=cfg.num_transcripts,
+            turn_format=self.c.turn_format, prefix=prefix))
+        if result.transcripts and self.main:
             write_transcripts(self.workdir, step, result.transcripts, split=prefix)
         return result.metrics
 
@@ -258,6 +277,8 @@ class Trainer:
                     progress.update(done + i, loss=m["loss"])
 
                 def save(state, phase=phase, done=done):
+                    if not self.main:  # every process trains the same SFT; one saves it
+                        return
                     everyone = [*params[:a], state.params, *params[a + 1:]]
                     checkpoints.save(a * s.steps + done + state.update, a, phase, everyone,
                                      state, elapsed())
@@ -288,12 +309,15 @@ class Trainer:
             state, extra = restored.state["train"], dict(restored.extra)
             start = int(extra["step"])
             self.step_tasks.restore(extra)
-            logger = MetricsLogger(self.workdir, resume_step=start)
+            logger = MetricsLogger(self.workdir, resume_step=start) if self.main \
+                else SilentLogger()
         else:
-            logger = MetricsLogger(self.workdir)
+            logger = MetricsLogger(self.workdir) if self.main else SilentLogger()
             sft_log = self.workdir / "sft.jsonl"
 
             def log(tag, i, metrics):
+                if not self.main:
+                    return
                 with open(sft_log, "a") as f:
                     f.write(json.dumps({"tag": tag, "step": i, **{k: float(v) for k, v in
                                                                   metrics.items()}}) + "\n")
@@ -314,7 +338,7 @@ class Trainer:
             self.keeper.save_eval(0, {"train": state}, metrics, extra)
         # train.steps = 0 (a warm start only) shows no RL progress bar.
         progress = Progress(max(1, cfg.steps), initial=min(start, max(1, cfg.steps)),
-                            enabled=self.show_progress and cfg.steps > start)
+                            enabled=self.show_progress and cfg.steps > start and self.main)
         budget = Budget(cfg.budget_minutes, started)
         step = start
         for step in range(start + 1, cfg.steps + 1):
@@ -333,11 +357,13 @@ class Trainer:
             batch = make_batch(tree, length=c.rollout.max_context)  # one train-step shape
             # filters.void_turns, loss.kl_in=reward, filters.overlong_cache (filters.py)
             batch, penalty = shape_batch(c, self.graphdef, state, batch, tree,
-                                         cfg.tasks_per_step, step)
+                                         cfg.tasks_per_step // jax.process_count(), step)
             batch = drop_ended(batch, tree)  # turns after an episode's end (episode_end.py)
             advantages = method_token_advantages(c.credit, batch, tree, c.rollout.discount,
                                                  penalty)
             rows, kept = ts.policy_minibatch(batch, advantages), batch.num_rows
+            if is_multiprocess():  # every process updates on all processes' rows
+                rows, kept = gather_rows(rows)
             unit = group_size(c.objective.loss)  # REFUEL's pairs move whole
             check_groups(batch, unit)
             if cfg.dynamic_sampling:
@@ -357,7 +383,7 @@ class Trainer:
             # No update when no row had a loss token (e.g. every completion truncated).
             metrics = ({k: float(v) for k, v in jax.device_get(update_metrics[-1]).items()}
                        if update_metrics else {"skipped_update": 1.0})
-            metrics.update(self._rollout_metrics(tree))
+            metrics.update(mean_over_processes(self._rollout_metrics(tree)))
             metrics.update(self.step_tasks.record(step, tree))
             metrics["train_rows"] = float(kept)
             metrics.update({f"packing/{k}": v for k, v in self.step_fn.last_packing.items()})
@@ -407,7 +433,7 @@ class Trainer:
         best = self.keeper.best_step()
         best_metrics = self.keeper.metrics(best) if best is not None else {}
         png = plot_learning_curve(self.workdir, self.workdir / "learning_curve.png",
-                                  best_step=best)
+                                  best_step=best) if self.main else None
         exported = None
         if self.c.from_hf and self.train_config.export_best and best is not None:
             exported = self.export(best)
@@ -426,10 +452,11 @@ class Trainer:
             "learning_curve": str(png), "exported_hf": exported,
             "budget_minutes": budget.minutes, "over_budget": budget.exceeded(),
         }
-        print(summary(total_steps=step, best_step=best,
-                      best_success=result["final_best_success"],
-                      best_checkpoint=result["best_checkpoint"],
-                      wall_s=result["minutes"] * 60, learning_curve=png), flush=True)
+        if self.main:
+            print(summary(total_steps=step, best_step=best,
+                          best_success=result["final_best_success"],
+                          best_checkpoint=result["best_checkpoint"],
+                          wall_s=result["minutes"] * 60, learning_curve=png), flush=True)
         return result
 
     def test(self, step: int) -> dict[str, float]:
@@ -439,8 +466,9 @@ class Trainer:
         state = self.keeper.restore(step, target={"train": fresh}).state["train"]
         self.set_policy(state)
         metrics = self.evaluate(step, "test")
-        (self.workdir / "test.json").write_text(json.dumps(
-            {"step": step, "num_tasks": len(self.c.test_tasks), **metrics}, indent=2))
+        if self.main:
+            (self.workdir / "test.json").write_text(json.dumps(
+                {"step": step, "num_tasks": len(self.c.test_tasks), **metrics}, indent=2))
         return metrics
 
     def export(self, step: int) -> str:
@@ -449,9 +477,10 @@ class Trainer:
         fresh = self.init_state([nnx.split(m)[1] for m in self.c.models])
         state = self.keeper.restore(step, target={"train": fresh}).state["train"]
         out = self.workdir / "export"
-        for a, params in enumerate(self.policy_states(state)):
-            export_hf_directory(nnx.merge(self.graphdef, params), self.c.tokenizer,
-                                out / f"agent{a}")
+        for a, params in enumerate(local_params(self.policy_states(state))):
+            if self.main:
+                export_hf_directory(nnx.merge(self.graphdef, params), self.c.tokenizer,
+                                    out / f"agent{a}")
         return str(out)
 
     def close(self) -> None:

@@ -25,16 +25,16 @@ def worker_env(devices: int) -> dict:
     return env
 
 
-def worker_args(out, meshes, *extra) -> list[str]:
-    args = [sys.executable, str(WORKER), "--out", str(out)]
+def worker_args(out, meshes, *extra, script=WORKER) -> list[str]:
+    args = [sys.executable, str(script), "--out", str(out)]
     for mesh in meshes:
         args += ["--mesh", mesh]
     return args + [str(e) for e in extra]
 
 
-def run_worker(out, meshes, *extra, devices: int = 1) -> dict[str, np.ndarray]:
-    """Runs one worker process; returns its .npz as a dict."""
-    done = subprocess.run(worker_args(out, meshes, *extra), env=worker_env(devices),
+def run_worker(out, meshes, *extra, devices: int = 1, script=WORKER) -> dict[str, np.ndarray]:
+    """Runs one worker process (steps_worker.py or `script`); returns its .npz."""
+    done = subprocess.run(worker_args(out, meshes, *extra, script=script), env=worker_env(devices),
                           capture_output=True, text=True, timeout=TIMEOUT_S)
     if done.returncode:
         raise AssertionError(f"worker failed ({done.returncode}):\n{done.stderr[-4000:]}")
@@ -47,8 +47,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_cluster(out, meshes, *extra, processes: int = 2, devices_per_process: int = 2
-                ) -> dict[str, np.ndarray]:
+def run_cluster(out, meshes, *extra, processes: int = 2, devices_per_process: int = 2,
+                script=WORKER) -> dict[str, np.ndarray]:
     """`processes` workers joined by jax.distributed on 127.0.0.1 (gloo collectives);
     process 0's results."""
     coordinator = f"127.0.0.1:{free_port()}"
@@ -56,7 +56,7 @@ def run_cluster(out, meshes, *extra, processes: int = 2, devices_per_process: in
     for p in range(processes):
         args = worker_args(out if p == 0 else f"{out}.{p}", meshes, *extra,
                            "--coordinator", coordinator, "--num_processes", processes,
-                           "--process_id", p)
+                           "--process_id", p, script=script)
         procs.append(subprocess.Popen(args, env=worker_env(devices_per_process),
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))
