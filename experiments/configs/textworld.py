@@ -19,7 +19,10 @@ lost game, −0.05 per refused command.
     python -m mtrl.train --config=experiments/configs/textworld.py --workdir=/tmp/tw
     python scripts/run_textworld.py --seeds 0,1,2 --out textworld.json
 
-Measured: BENCHMARKS.md, "Environments: TextWorld (issue 14)".
+Measured: BENCHMARKS.md, "Environments: TextWorld (issue 14)": flat on three seeds
+(test win 0.312 before and after RL: SFT's policy answers "take coin" everywhere,
+which wins the coin-collector level-1 games only; 12.7-16.1 minutes per seed on the
+loaded shared machine).
 """
 
 from mtrl.training.config import base_config
