@@ -36,7 +36,8 @@ namespaces; the weaker fallbacks below apply only where even that is refused.
   allows it (`pid_namespace`), each candidate is init of its own PID namespace:
   it cannot see or signal the judge, the slot, the pool or any other process
   (kill(-1) included), and everything it started dies with it. RLIMIT_NPROC is set
-  to the user's current task count plus the allowance (a bound, not exact). The
+  to the user's current task count plus the allowance (a bound, not exact: a
+  candidate allowed no process also gets seccomp's no-process filter). The
   judge and slot are not dumpable and the candidate holds no capabilities, so it
   cannot ptrace them. Without a PID namespace, os.kill/os.killpg are replaced by
   guards that only let the candidate signal itself (Python level, bypassable).

@@ -348,8 +348,10 @@ class SandboxPool:
         return finished
 
 
-def _slot_arguments(network_namespace: bool, unsafe: bool) -> tuple[bool, bool, bytes]:
-    """SlotClient arguments: (network namespace, jailed, seccomp filter).
+def _slot_arguments(network_namespace: bool, unsafe: bool
+                    ) -> tuple[bool, bool, bytes, bytes]:
+    """SlotClient arguments: (network namespace, jailed, seccomp filter, the
+    stacked no-process filter).
 
     Raises JailUnavailable (one line, with the fix) when the jail or the filter
     cannot be had and unsafe is False.
@@ -358,13 +360,14 @@ def _slot_arguments(network_namespace: bool, unsafe: bool) -> tuple[bool, bool, 
         "use_network_namespace=False runs outside the jail")
     try:
         filter_program = seccomp.build_program()
+        no_process_program = seccomp.build_no_process_program()
     except (ImportError, OSError, RuntimeError, ValueError) as error:
-        filter_program = b""
+        filter_program = no_process_program = b""
         why = why or f"the seccomp filter cannot be built ({error}); reinstall mtrl"
     if why and not unsafe:
         raise jail.JailUnavailable(f"{why}; or pass unsafe=True to run untrusted code "
                                    "without the jail")
-    return network_namespace, not why, filter_program
+    return network_namespace, not why, filter_program, no_process_program
 
 
 def _claim(job: Job) -> bool:

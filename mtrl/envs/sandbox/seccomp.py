@@ -19,6 +19,13 @@ ways out of the jail that honest solutions never need:
 clone3 fails with ENOSYS so that libc falls back to clone, whose flags the filter
 can inspect (clone3 passes them in memory). System calls of a foreign ABI (32-bit
 x86) are killed by libseccomp's architecture check.
+
+A second, stacked filter (build_no_process_program) is installed in candidates
+whose Limits allow no extra process (max_processes=0, the default): fork, vfork and
+clone without CLONE_THREAD fail with EAGAIN (Python raises BlockingIOError), while
+threads still start. RLIMIT_NPROC alone is exact only with a per-process uid; in
+the jail every slot process shares one uid, so its count is a bound that a task
+still exiting when the limit was set could loosen by one.
 """
 
 from __future__ import annotations
@@ -48,7 +55,11 @@ _PR_SET_DUMPABLE = 4
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 
+_CLONE_THREAD = 0x00010000
+_PROCESS_CALLS = ("fork", "vfork")
+
 _PROGRAM: bytes | None = None
+_NO_PROCESS_PROGRAM: bytes | None = None
 
 
 def build_program() -> bytes:
@@ -72,19 +83,47 @@ def build_program() -> bytes:
         rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
         rules.add_rule(denied, "prctl", sc.Arg(0, sc.EQ, _PR_SET_PDEATHSIG))
         rules.add_rule(denied, "prctl", sc.Arg(0, sc.EQ, _PR_SET_DUMPABLE))
-        read_fd, write_fd = os.pipe()
-        try:
-            with os.fdopen(write_fd, "wb", closefd=True) as sink:
-                rules.export_bpf(sink)
-            chunks = []
-            while chunk := os.read(read_fd, 1 << 16):
-                chunks.append(chunk)
-        finally:
-            os.close(read_fd)
-        _PROGRAM = b"".join(chunks)
-        if not _PROGRAM or len(_PROGRAM) % 8:
-            raise OSError("libseccomp exported an empty or malformed filter")
+        _PROGRAM = _export(rules)
     return _PROGRAM
+
+
+def build_no_process_program() -> bytes:
+    """The stacked filter for candidates allowed no extra process (BPF bytes).
+
+    fork/vfork/clone-without-CLONE_THREAD fail with EAGAIN; clone3 already fails
+    with ENOSYS in build_program's filter, so libc's fallback to clone lands here.
+    """
+    global _NO_PROCESS_PROGRAM
+    if _NO_PROCESS_PROGRAM is None:
+        import pyseccomp as sc
+
+        rules = sc.SyscallFilter(defaction=sc.ALLOW)
+        refused = sc.ERRNO(errno.EAGAIN)
+        for name in _PROCESS_CALLS:
+            try:
+                rules.add_rule(refused, name)
+            except (OSError, ValueError, RuntimeError):
+                continue  # aarch64 has neither: libc forks through clone
+        rules.add_rule(refused, "clone", sc.Arg(0, sc.MASKED_EQ, _CLONE_THREAD, 0))
+        _NO_PROCESS_PROGRAM = _export(rules)
+    return _NO_PROCESS_PROGRAM
+
+
+def _export(rules) -> bytes:
+    """libseccomp's rules as classic BPF bytes."""
+    read_fd, write_fd = os.pipe()
+    try:
+        with os.fdopen(write_fd, "wb", closefd=True) as sink:
+            rules.export_bpf(sink)
+        chunks = []
+        while chunk := os.read(read_fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(read_fd)
+    program = b"".join(chunks)
+    if not program or len(program) % 8:
+        raise OSError("libseccomp exported an empty or malformed filter")
+    return program
 
 
 class _SockFprog(ctypes.Structure):

@@ -81,11 +81,12 @@ class Candidate:
 
 class Slot:
     def __init__(self, report_fd: int, tests_fd: int, results_fd: int,
-                 filter_program: bytes = b""):
+                 filter_program: bytes = b"", no_process_program: bytes = b""):
         self.report_fd, self.tests_fd, self.results_fd = report_fd, tests_fd, results_fd
         self.isolation = isolation.slot_report()
         # Before any program arrives: candidates come from a process that never held one.
-        self.zygote_pid, self.zygote_sock = zygote.start(self.isolation, filter_program)
+        self.zygote_pid, self.zygote_sock = zygote.start(self.isolation, filter_program,
+                                                          no_process_program)
         self.exited: dict[int, tuple[int, Any]] = {}  # reaped early by _reap_orphans
         self.judge_pid = 0
         self.judge_sock: socket.socket | None = None
@@ -368,10 +369,11 @@ class Slot:
 
 
 def main(argv: list[str]) -> None:
-    """argv: CONTROL REPORT TESTS RESULTS [no-netns] [jail] [seccomp=HEX]."""
+    """argv: CONTROL REPORT TESTS RESULTS [no-netns] [jail] [seccomp=HEX] [noproc=HEX]."""
     control_fd, report_fd, tests_fd, results_fd = (int(x) for x in argv[1:5])
     flags = argv[5:]
     filter_program = b"".join(bytes.fromhex(f[8:]) for f in flags if f.startswith("seccomp="))
+    no_process_program = b"".join(bytes.fromhex(f[7:]) for f in flags if f.startswith("noproc="))
     for name in WARM_MODULES:
         __import__(name)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
@@ -380,7 +382,7 @@ def main(argv: list[str]) -> None:
     isolation.scrub_environment()
     isolation._prctl(_PR_SET_CHILD_SUBREAPER, 1)
     os.chdir("/")
-    slot = Slot(report_fd, tests_fd, results_fd, filter_program)
+    slot = Slot(report_fd, tests_fd, results_fd, filter_program, no_process_program)
     slot.start_judge()
     codec.write_fd_frame(report_fd, {"hello": dataclasses.asdict(report), "pid": os.getpid()})
     while True:

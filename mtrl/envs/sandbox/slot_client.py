@@ -92,9 +92,11 @@ class SlotClient:
     """The pool's handle on one slot process and its four pipes."""
 
     def __init__(self, network_namespace: bool = True, jailed: bool = False,
-                 filter_program: bytes = b""):
+                 filter_program: bytes = b"", no_process_program: bytes = b""):
         """jailed: start the slot in the bubblewrap jail (jail.py); filter_program:
-        the candidates' seccomp filter (seccomp.build_program), b"" for none."""
+        the candidates' seccomp filter (seccomp.build_program), b"" for none;
+        no_process_program: the filter stacked on candidates allowed no extra
+        process (seccomp.build_no_process_program)."""
         control_r, self.control_w = os.pipe()
         self.report_r, report_w = os.pipe()
         tests_r, self.tests_w = os.pipe()
@@ -103,6 +105,8 @@ class SlotClient:
         flags = ([] if network_namespace else ["no-netns"]) + (["jail"] if jailed else [])
         if filter_program:
             flags.append("seccomp=" + filter_program.hex())
+        if no_process_program:
+            flags.append("noproc=" + no_process_program.hex())
         inner = [_SLOT_BOOTSTRAP, *map(str, child_fds), *flags]
         launch = jail.Launch(inner, child_fds) if jailed else None
         try:

@@ -34,8 +34,12 @@ from mtrl.envs.sandbox import candidate, codec, isolation, lifecycle, seccomp
 _MESSAGE_BYTES = 4096
 
 
-def start(report: isolation.IsolationReport, filter_program: bytes) -> tuple[int, socket.socket]:
-    """Forks the zygote; returns (its pid, the slot's end of its socket)."""
+def start(report: isolation.IsolationReport, filter_program: bytes,
+          no_process_program: bytes = b"") -> tuple[int, socket.socket]:
+    """Forks the zygote; returns (its pid, the slot's end of its socket).
+
+    filter_program: every candidate's seccomp filter; no_process_program: stacked
+    on it in candidates whose limits allow no extra process (seccomp.py)."""
     slot_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     gc.freeze()
     pid = os.fork()
@@ -45,7 +49,7 @@ def start(report: isolation.IsolationReport, filter_program: bytes) -> tuple[int
             (sock_fd,) = isolation.redirect_stdio(devnull, 2, [zygote_end.fileno()])
             isolation.die_with_parent()
             isolation.harden_trusted_process()
-            serve(socket.socket(fileno=sock_fd), report, filter_program)
+            serve(socket.socket(fileno=sock_fd), report, (filter_program, no_process_program))
         finally:
             os._exit(0)
     zygote_end.close()
@@ -63,7 +67,7 @@ def request(sock: socket.socket, workdir: str, fds: Sequence[int]) -> int:
 
 
 def serve(sock: socket.socket, report: isolation.IsolationReport,
-          filter_program: bytes) -> None:
+          filters: tuple[bytes, bytes]) -> None:
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(sock, _MESSAGE_BYTES, 4)
@@ -74,7 +78,7 @@ def serve(sock: socket.socket, report: isolation.IsolationReport,
         pid = 0
         try:
             if len(fds) == 4:
-                pid = _spawn(report, json.loads(message)["workdir"], fds, filter_program)
+                pid = _spawn(report, json.loads(message)["workdir"], fds, filters)
         except (OSError, ValueError, KeyError):
             pid = 0
         for fd in fds:
@@ -83,7 +87,7 @@ def serve(sock: socket.socket, report: isolation.IsolationReport,
 
 
 def _spawn(report: isolation.IsolationReport, workdir: str, fds: list[int],
-           filter_program: bytes) -> int:
+           filters: tuple[bytes, bytes]) -> int:
     report_r, report_w = os.pipe()
     middle = os.fork()
     if middle == 0:
@@ -94,7 +98,7 @@ def _spawn(report: isolation.IsolationReport, workdir: str, fds: list[int],
             child = os.fork()
             if child == 0:
                 os.close(report_w)
-                _become_candidate(report, workdir, fds, filter_program)
+                _become_candidate(report, workdir, fds, filters)
             os.write(report_w, str(child).encode())
         except BaseException:
             pass
@@ -130,7 +134,7 @@ def _cpu_limit_reached(signum, frame) -> None:
 
 
 def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list[int],
-                      filter_program: bytes) -> None:
+                      filters: tuple[bytes, bytes]) -> None:
     """The candidate process: isolates itself, waits for its program, serves it."""
     try:
         # Not dumpable from birth: no process (a running candidate, a helper) may
@@ -169,6 +173,11 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
 
         def confine() -> None:  # in the candidate and in its helper
             isolation.limit_processes(report, max_processes + bool(helper_names), task_base)
+            filter_program, no_process_program = filters
+            # First: of two filters answering with an errno the newer one wins, so
+            # clone(CLONE_NEW*) keeps the base filter's EPERM.
+            if no_process_program and max_processes == 0:  # exact, where NPROC is a bound
+                seccomp.install(no_process_program)
             if filter_program:
                 seccomp.install(filter_program)
 

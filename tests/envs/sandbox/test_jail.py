@@ -37,6 +37,46 @@ def test_seccomp_program_is_bpf():
     assert len(program) % 8 == 0 and len(program) // 8 > len(seccomp.DENIED)
 
 
+_NO_PROCESS_PROBE = """
+import os, subprocess, sys, threading
+from mtrl.envs.sandbox import isolation, seccomp
+base, no_process = seccomp.build_program(), seccomp.build_no_process_program()
+isolation._prctl(38, 1)  # PR_SET_NO_NEW_PRIVS
+seccomp.install(no_process)  # the order the candidate installs them in
+seccomp.install(base)
+outcomes = []
+try:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    outcomes.append("forked")
+except BlockingIOError:
+    outcomes.append("fork refused")
+try:
+    subprocess.run(["/bin/true"])
+    outcomes.append("spawned")
+except BlockingIOError:
+    outcomes.append("spawn refused")
+ran = []
+thread = threading.Thread(target=lambda: ran.append(1))
+thread.start()
+thread.join()
+outcomes.append("thread ran" if ran else "no thread")
+print(",".join(outcomes))
+"""
+
+
+def test_no_process_filter_refuses_forks_but_not_threads():
+    # Where the jail's RLIMIT_NPROC is only a bound (one uid for the whole slot), a
+    # candidate allowed no process relies on this filter: no RLIMIT here at all.
+    import subprocess
+    import sys
+    answer = subprocess.run([sys.executable, "-c", _NO_PROCESS_PROBE], capture_output=True,
+                            text=True, timeout=120, cwd=os.getcwd())
+    assert answer.returncode == 0, answer.stderr
+    assert answer.stdout.strip() == "fork refused,spawn refused,thread ran"
+
+
 def test_pool_refuses_without_the_jail_unless_unsafe(monkeypatch):
     monkeypatch.setattr(jail, "probe", lambda: "user namespaces are off; " + jail.ENABLE_HINT)
     with pytest.raises(jail.JailUnavailable) as refused:
