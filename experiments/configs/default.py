@@ -34,11 +34,13 @@ def get_config():
     c.data.options = dict(probe_form="difference", heldout_by="function", offset_range=(0, 9),
                           terms=("x", "2x", "3x", "4x", "neg"), probe_xs=(1,),
                           test_xs=(-3, -2, -1, 1, 2, 3, 4),
-                          test_terms=("5x", "6x", "7x"), test_offset_range=(10, 14))
-    # Test split: coefficients 5-7 and offsets 10-14, none of which any agent saw in
-    # SFT or RL (train/validation: k in {1, 2, 3, 4, -1}, b in 0..9), so the prompt's
-    # value and the helper's turn-2 probe are new; evaluated once, for the checkpoint
-    # the validation ("heldout") split chose.
+                          test_terms=("neg2x", "neg3x", "neg4x"), test_offset_range=(0, 9))
+    # Test split: coefficients -2, -3, -4, which no agent saw in SFT or RL (train and
+    # validation: k in {1, 2, 3, 4, -1}), so the helper's turn-2 probe and both agents'
+    # right answers are new; evaluated once, for the checkpoint the validation
+    # ("heldout") split chose. Offsets stay in 0..9: with two-digit offsets (10-14)
+    # and coefficients 5-7 the byte model wrote invalid code for every test task
+    # (0.00 on every arm), a floor that measured nothing about the method.
     c.data.test_split = "test"
     # Revisions: one per train task (whose term is not the teacher's guess) for both.
     # Main's turn-2 prompt (feedback alone) is a format its first turns never show;

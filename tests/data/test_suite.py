@@ -11,8 +11,8 @@ from mtrl.training.config import base_config
 
 FAMILY = dict(probe_form="difference", heldout_by="function", offset_range=(0, 9),
               terms=("x", "2x", "3x", "4x", "neg"), probe_xs=(1,),
-              test_xs=(-3, -2, -1, 1, 2, 3, 4), test_terms=("5x", "6x", "7x"),
-              test_offset_range=(10, 14))
+              test_xs=(-3, -2, -1, 1, 2, 3, 4), test_terms=("neg2x", "neg3x", "neg4x"),
+              test_offset_range=(0, 9))
 
 
 def family(run_seed=0, **options):
@@ -34,16 +34,15 @@ def test_family_splits_are_disjoint_and_test_inputs_are_unseen():
     assert (len(train), len(validation), len(test)) == (300, 40, 40)
     functions = [{t.canonical_solution for t in split} for split in (train, validation, test)]
     assert not functions[0] & functions[1] and not functions[2] & (functions[0] | functions[1])
-    # Test: coefficients and offsets that no train or validation task shows, so the
-    # prompt's value and the failing probe (the helper's turn-2 observation) are new.
-    seen_prompts = {t.prompt for t in train + validation}
+    # Test: coefficients that no train or validation task shows, so the failing probe
+    # (the helper's turn-2 observation) and the answer are new.
     seen_probes = {t.tests[0] for t in train + validation}
     for task in test:
-        assert task.prompt not in seen_prompts and task.tests[0] not in seen_probes
+        assert task.tests[0] not in seen_probes
         offset = int(task.prompt.rsplit("== ", 1)[1].rstrip("."))
-        assert 10 <= offset <= 14
+        assert 0 <= offset <= 9
         k = int(task.tests[0].rsplit("== ", 1)[1])
-        assert k in {TERMS.get(t).coefficient for t in FAMILY["test_terms"]}
+        assert k in {TERMS.get(t).coefficient for t in FAMILY["test_terms"]} == {-2, -3, -4}
         namespace = {}
         exec(task.canonical_solution, namespace)
         for line in task.tests:
@@ -53,6 +52,14 @@ def test_family_splits_are_disjoint_and_test_inputs_are_unseen():
                                      options=FAMILY), 0)
     assert without.tasks("test") == [] and without.tasks("train") == train
     assert without.tasks("validation") == validation
+
+
+def test_unseen_offsets_give_unseen_prompts():
+    # The stricter option: offsets outside 0..9 as well, so the prompt is new too.
+    suite = family(test_terms=("5x", "6x", "7x"), test_offset_range=(10, 14))
+    train, validation, test = (suite.tasks(s) for s in ("train", "validation", "test"))
+    seen_prompts = {t.prompt for t in train + validation}
+    assert test and not {t.prompt for t in test} & seen_prompts
 
 
 def test_test_members_must_be_outside_train():

@@ -48,6 +48,12 @@ _register(Term("neg", "-x", lambda x: -x, coefficient=-1))
 _register(Term("5x", "5*x", lambda x: 5 * x, coefficient=5))
 _register(Term("6x", "6*x", lambda x: 6 * x, coefficient=6))
 _register(Term("7x", "7*x", lambda x: 7 * x, coefficient=7))
+# Negative coefficients beyond -1: an unseen-coefficient test whose answers are built
+# only from pieces the default trains on ("-x", "2*x"): a test of composition rather
+# than of digits the byte model never wrote.
+_register(Term("neg2x", "-2*x", lambda x: -2 * x, coefficient=-2))
+_register(Term("neg3x", "-3*x", lambda x: -3 * x, coefficient=-3))
+_register(Term("neg4x", "-4*x", lambda x: -4 * x, coefficient=-4))
 _register(Term("square", "x*x", lambda x: x * x))
 _register(Term("mod3", "x%3", lambda x: x % 3))  # Python's %: result in {0, 1, 2}
 _register(Term("half", "x//2", lambda x: x // 2))  # floor division, rounds down
