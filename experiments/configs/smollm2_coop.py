@@ -6,8 +6,7 @@ with level_feedback, each agent with its own system prompt, on the learnable ban
         --samples=4 --out=models/smollm2_coop_learnable.json
     python -m mtrl.train --config=experiments/configs/smollm2_coop.py
 
-Splits as in smollm2_mbpp.py. GSM8K with "try again" feedback (smollm2_gsm8k.py) waits
-for the math environment.
+Splits as in smollm2_mbpp.py. GSM8K with "try again" feedback: smollm2_gsm8k.py.
 """
 
 import importlib.util

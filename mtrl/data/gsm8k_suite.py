@@ -9,6 +9,8 @@ a training problem and test is GSM8K's own test set.
 Options (`data.options`): `max_question_chars` (0: all) keeps the problems whose
 question is at most that long, for small byte-level models whose context cannot
 hold the longest questions; it filters inside each slice, so disjointness holds.
+`train_ids_file` keeps only the train problems a learnable-band file names
+(mtrl/data/task_filter.py, written by scripts/select_learnable_tasks.py).
 
 Each split is capped at `data.num_train` / `num_eval` / `num_test` problems (file
 order). SFT demonstrations: the worked solution (calculator annotations `<<...>>`
@@ -22,9 +24,10 @@ import re
 
 from mtrl.data.gsm8k import GSM8K_SPLITS, MathTask, load_gsm8k
 from mtrl.data.suite import DataConfig, check_split, parse_split
+from mtrl.data.task_filter import keep_tasks, read_task_ids
 
 _CALC = re.compile(r"<<[^>]*>>")
-_OPTIONS = ("max_question_chars",)
+_OPTIONS = ("max_question_chars", "train_ids_file")
 
 
 def demonstration(task: MathTask) -> str:
@@ -48,6 +51,7 @@ class GSM8KSuite:
         if not data.path:
             raise ValueError("config.data.path: gsm8k needs the folder holding "
                              "train.jsonl and test.jsonl")
+        self.ids_file = data.options.get("train_ids_file", "")
         self.data = data
         self._files: dict[str, list[MathTask]] = {}
         self._cache: dict[str, list[MathTask]] = {}
@@ -90,6 +94,8 @@ class GSM8KSuite:
             tasks = [self._file(name)[i] for i in rows]
             if self.max_chars:
                 tasks = [t for t in tasks if len(t.question) <= self.max_chars]
+            if self.ids_file and split == "train":
+                tasks = keep_tasks(tasks, read_task_ids(self.ids_file))
             cap = {"train": self.data.num_train, "validation": self.data.num_eval,
                    "test": self.data.num_test}[split]
             self._cache[split] = tasks[:cap]

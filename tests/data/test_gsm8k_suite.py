@@ -42,6 +42,20 @@ def test_question_length_filter_and_bad_options(shared_data):
         build_suite(config(shared_data, path=""), seed=0)
 
 
+def test_learnable_band_file_keeps_only_its_train_problems(shared_data, tmp_path):
+    from mtrl.data.task_filter import write_task_ids
+    rates = {"gsm8k/train/103": 0.5, "gsm8k/train/110": 1.0, "gsm8k/train/120": 0.25}
+    ids_file = tmp_path / "band.json"
+    write_task_ids(ids_file, rates, samples=4)
+    suite = build_suite(config(shared_data, options={"train_ids_file": str(ids_file)}), 0)
+    assert [t.task_id for t in suite.tasks("train")] == ["gsm8k/train/103", "gsm8k/train/120"]
+    assert len(suite.tasks("validation")) == 20  # validation and test stay whole
+    write_task_ids(ids_file, {"gsm8k/train/5": 0.5}, samples=4)  # a validation problem
+    with pytest.raises(ValueError, match="ids not in the train split"):
+        build_suite(config(shared_data, options={"train_ids_file": str(ids_file)}),
+                    0).tasks("train")
+
+
 def test_demonstrations_end_in_the_boxed_answer_the_env_accepts(shared_data):
     suite = build_suite(config(shared_data, num_train=5), seed=0)
     env = MathEnv()

@@ -20,7 +20,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "experiments" / "configs").glob("smollm2_*.py"))
 TINY = dict(num_layers=1, hidden_size=32, intermediate_size=64, num_heads=2, num_kv_heads=1,
             head_dim=16, vocab_size=512)
-TRAIN_IDS = ["mbpp_sanitized/602", "mbpp_sanitized/603"]  # train split: ids 601-974
+# Per config: the shared data folder and two ids of its train split.
+DATA = {"mbpp": ("mbpp", ["mbpp_sanitized/602", "mbpp_sanitized/603"]),  # ids 601-974
+        "gsm8k": ("gsm8k", ["gsm8k/train/600", "gsm8k/train/601"])}  # train[500:]
+
+
+def data_of(path):
+    return DATA["gsm8k" if "gsm8k" in path.stem else "mbpp"]
 
 
 def load_config(path):
@@ -42,10 +48,11 @@ def chat_checkpoint(tmp_path_factory):
 def test_smollm2_config_runs_one_step(path, tmp_path, chat_checkpoint, shared_data):
     c = load_config(path)
     assert c.data.options["train_ids_file"] and c.data.test_split and c.data.eval_split
+    folder, train_ids = data_of(path)
     ids_file = tmp_path / "learnable.json"
-    ids_file.write_text(json.dumps({"task_ids": TRAIN_IDS, "pass_rates": {}, "samples": 4}))
+    ids_file.write_text(json.dumps({"task_ids": train_ids, "pass_rates": {}, "samples": 4}))
     c.model.hf_checkpoint = chat_checkpoint
-    c.data.path = str(shared_data / "mbpp")
+    c.data.path = str(shared_data / folder)
     c.data.options = {"train_ids_file": str(ids_file)}
     c.data.num_eval = c.data.num_test = 1
     c.train.steps, c.train.eval_interval, c.train.save_interval = 1, 1, 1
@@ -56,7 +63,7 @@ def test_smollm2_config_runs_one_step(path, tmp_path, chat_checkpoint, shared_da
     c.env.workers = 1
     trainer = Trainer(c, tmp_path / "run", show_progress=False)
     try:
-        assert sorted(t.task_id for t in trainer.c.train_tasks) == TRAIN_IDS
+        assert sorted(t.task_id for t in trainer.c.train_tasks) == train_ids
         formats = trainer.c.turn_format
         formats = formats if isinstance(formats, tuple) else (formats,)
         assert all(isinstance(f, ChatTemplateFormat) and f.strip_prefix == "<|im_end|>"

@@ -1,0 +1,65 @@
+"""SmolLM2-135M-Instruct, one agent, multi-turn GSM8K with UFO's unary "try again"
+feedback over T = 3 attempts: the episode ends at the first correct \\boxed{} answer,
+UFO credit (γ^t for a success at attempt t, minus λ times the share of repeated
+answers), PPO clipping and a small KL to the base model, on the learnable band.
+
+    python scripts/get_smollm2.py --out models/smollm2-135m-instruct
+    python scripts/select_learnable_tasks.py --config=experiments/configs/smollm2_gsm8k.py \
+        --samples=4 --num_tasks=200 --out=models/smollm2_gsm8k_learnable.json
+    python -m mtrl.train --config=experiments/configs/smollm2_gsm8k.py
+
+Splits: train = GSM8K train[500:] filtered to the learnable band (the base model's
+first-attempt solve rate neither 0 nor 1; data.options.train_ids_file, "" trains on
+every problem), validation = train[:500] (chooses the best checkpoint; data.num_eval
+problems), test = GSM8K test (once, at the end; data.num_test problems).
+Sized for a CPU (2 problems x G = 4 x T = 3, 192 new tokens, tree packing, full remat);
+on a GPU raise tasks_per_step, max_new_tokens and use model.dtype=bfloat16.
+"""
+
+from mtrl.training.config import base_config
+
+
+def get_config():
+    c = base_config()
+    c.model.preset = ""
+    c.model.hf_checkpoint = "models/smollm2-135m-instruct"  # scripts/get_smollm2.py --out
+    c.model.dtype = "float32"  # bfloat16 is slower than float32 on CPU XLA
+    c.chat.system_prompts = ("You solve grade-school math problems. Reason step by step, "
+                             "then give the final number as \\boxed{answer}.",)
+    c.data.name = "gsm8k"
+    c.data.path = "../shared/data/gsm8k"
+    c.data.train_split = "train[500:]"
+    c.data.eval_split = "train[:500]"
+    c.data.num_eval = 16
+    c.data.test_split = "test"
+    c.data.num_test = 50
+    c.data.options = {"train_ids_file": "models/smollm2_gsm8k_learnable.json"}
+    c.env.name = "math"
+    c.env.num_agents = 1
+    c.env.templates = "default"
+    c.env.feedback_mode = "unary"
+    c.env.history_mode = "full"
+    c.rollout.num_turns = 3
+    c.rollout.num_generations = 4
+    c.rollout.max_new_tokens = 192
+    c.rollout.max_context = 1024
+    # A node whose every attempt was right stops expanding (its children would be
+    # played after the end of the episode and dropped from the loss).
+    c.rollout.termination_threshold = 0.99
+    c.credit.estimator = "ufo"
+    c.credit.ufo_gamma = 0.9
+    c.credit.ufo_penalty = 0.5
+    c.loss.policy_loss = "ppo"
+    c.loss.aggregation = "seq-mean-token-mean"
+    c.loss.kl_coef = 0.01
+    c.optim.learning_rate = 1e-5
+    c.optim.warmup_steps = 2
+    c.train.steps = 30
+    c.train.tasks_per_step = 2
+    c.train.eval_interval = 4
+    c.train.save_interval = 4
+    c.train.eval_samples = 2  # pass@2 beside greedy success by turn
+    c.train.packing = "tree"
+    c.train.remat = "full"
+    c.sft.enabled = False
+    return c
