@@ -43,10 +43,11 @@ from flax import nnx
 
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
+from mtrl.training.minibatch import PolicyMinibatch
 from mtrl.training.optim import OptimConfig, make_optimizer
 from mtrl.training.packing import pack_rows
 from mtrl.training.train_state import init_train_state
-from mtrl.training.train_step import PolicyMinibatch, make_train_step
+from mtrl.training.train_step import make_train_step
 
 MAGRPO = PolicyObjectiveConfig(loss="reinforce", aggregation="seq-mean-token-sum")
 OPTIM = OptimConfig(learning_rate=1e-5, warmup_steps=0, max_grad_norm=1.0)

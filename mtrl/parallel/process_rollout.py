@@ -15,7 +15,7 @@ environment (sandbox pool), then the processes exchange their rows:
 
 Why gather instead of ShardingPlan.global_rows: the row count of a tree depends on
 which branches terminated, so processes hold different numbers of rows, and the PPO
-minibatch shuffle (train_step.ppo_update) and the packer both index the whole batch
+minibatch shuffle (ppo_epochs.ppo_update) and the packer both index the whole batch
 on the host; with every process holding the same global rows, the update is the
 single-process update, row for row. The rows are token ids and masks (kilobytes to a
 few megabytes a step), small next to the step's parameter traffic.

@@ -20,8 +20,11 @@ _EXPORTS = {
     "sft": ("SFTConfig", "SFTExamples", "SFTStep", "make_sft_step", "masked_nll", "run_sft",
             "sft_batches", "sft_examples", "sft_loss"),
     "train_state": ("TrainState", "agent_params", "init_train_state"),
-    "train_step": ("PolicyMinibatch", "TrainStep", "check_finite", "make_train_step",
-                   "policy_minibatch", "ppo_update", "sequence_logprobs", "take_rows"),
+    "train_step": ("TrainStep", "make_train_step"),
+    "minibatch": ("PolicyMinibatch", "policy_minibatch", "take_rows"),
+    "logprobs": ("sequence_logprobs",),
+    "step_metrics": ("check_finite",),
+    "ppo_epochs": ("ppo_update",),
 }
 _OWNER = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_OWNER)

@@ -31,7 +31,7 @@ import numpy as np
 from mtrl.rollout.generator import per_agent_formats
 from mtrl.rollout.history import next_ids
 from mtrl.rollout.tree import TreeRollout
-from mtrl.training.train_step import sequence_logprobs
+from mtrl.training.logprobs import sequence_logprobs
 
 ANSWER_INSTRUCTION = "Give the final answer."
 ANSWER_PREFIX = "\\boxed{"

@@ -21,7 +21,7 @@ import numpy as np
 from mtrl.losses import KLPenaltyConfig, masked_kl
 from mtrl.rollout.batch import RolloutBatch
 from mtrl.training.train_state import TrainState
-from mtrl.training.train_step import predicted_mask, sequence_logprobs
+from mtrl.training.logprobs import predicted_mask, sequence_logprobs
 
 KL_PLACES = ("loss", "reward")
 

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mtrl.rollout.batch import round_up_pow2
-from mtrl.training.train_step import PolicyMinibatch, take_rows
+from mtrl.training.minibatch import PolicyMinibatch, take_rows
 
 
 def informative_rows(minibatch: PolicyMinibatch) -> np.ndarray:

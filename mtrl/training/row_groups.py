@@ -4,7 +4,7 @@ REFUEL (mtrl.losses.refuel) regresses the log-ratio difference of rows (2i, 2i+1
 their return difference, which is only meaningful when both responses continue the
 same history: two samples of one tree node. make_batch lays rows out turn-major, then
 node, then sample g, so with G even rows (2i, 2i+1) are samples (2k, 2k+1) of one node;
-`check_groups` asserts it. The PPO shuffle (train_step.ppo_update, group_size) and the
+`check_groups` asserts it. The PPO shuffle (ppo_epochs.ppo_update, group_size) and the
 dynamic-sampling filter (`keep_informative_groups`) then move whole groups, never rows.
 """
 
@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from mtrl.rollout.batch import RolloutBatch, round_up_pow2
+from mtrl.training.minibatch import PolicyMinibatch, take_rows
 from mtrl.training.row_filter import informative_rows
-from mtrl.training.train_step import PolicyMinibatch, take_rows
 
 PAIRED_LOSSES = ("refuel",)
 

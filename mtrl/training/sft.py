@@ -31,8 +31,9 @@ from flax import nnx
 from mtrl.losses import masked_count, masked_mean
 from mtrl.rollout.history import history_ids
 from mtrl.sampling.tracing import TraceCounter
+from mtrl.training.logprobs import predicted_mask, sequence_logprobs
 from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
-from mtrl.training.train_step import check_finite, predicted_mask, sequence_logprobs
+from mtrl.training.step_metrics import check_finite
 
 
 @dataclasses.dataclass(frozen=True)

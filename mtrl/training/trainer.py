@@ -36,7 +36,6 @@ from mtrl.parallel.from_config import mesh_config, plan_for
 from mtrl.rollout import make_batch, rollout
 from mtrl.rollout.sampler_backend import SamplerBackend
 from mtrl.sampling.sampler import Sampler
-from mtrl.training import train_step as ts
 from mtrl.training.async_rollout import OffPolicyRollouts, SerializedBackend
 from mtrl.training.budget import Budget
 from mtrl.training.build import Components, build_components
@@ -49,10 +48,12 @@ from mtrl.training.answer_probs import fill_answer_logprobs, scores_answers
 from mtrl.training.episode_end import drop_ended
 from mtrl.training.methods import ESTIMATORS
 from mtrl.training.methods import token_advantages as method_token_advantages
+from mtrl.training.minibatch import policy_minibatch
 from mtrl.training.hf_export import model_report
 from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
 from mtrl.training.optim import make_optimizer, make_schedule
 from mtrl.training.plots import plot_learning_curve
+from mtrl.training.ppo_epochs import ppo_update
 from mtrl.training.process_roles import SilentLogger
 from mtrl.training.curriculum import StepTasks
 from mtrl.training.filters import shape_batch
@@ -60,7 +61,9 @@ from mtrl.training.recipe import apply_recipe
 from mtrl.training.row_groups import check_groups, group_size, keep_informative_groups
 from mtrl.training.run_config import check_resumable, config_record, write_config
 from mtrl.training.sft_data import first_phase_kinds, per_agent
+from mtrl.training.step_metrics import check_finite
 from mtrl.training.train_state import agent_params, init_train_state
+from mtrl.training.train_step import make_train_step
 from mtrl.training.warm_start import WarmStart
 
 
@@ -108,13 +111,13 @@ class Trainer(WarmStart):
         self.backend = SamplerBackend(self.sampler, states, self.sampling)
         self.eval_backend = SamplerBackend(self.sampler, states, greedy)
         self.optimizer = make_optimizer(c.optim)
-        self.step_fn = ts.make_train_step(self.graphdef, c.objective, self.optimizer,
-                                          num_agents=self.num_agents, shared=self.shared,
-                                          learning_rate_fn=make_schedule(c.optim),
-                                          packing=self.train_config.packing,
-                                          remat=self.train_config.remat,
-                                          min_budget=self.train_config.pack_budget,
-                                          shardings=self.plan)
+        self.step_fn = make_train_step(self.graphdef, c.objective, self.optimizer,
+                                       num_agents=self.num_agents, shared=self.shared,
+                                       learning_rate_fn=make_schedule(c.optim),
+                                       packing=self.train_config.packing,
+                                       remat=self.train_config.remat,
+                                       min_budget=self.train_config.pack_budget,
+                                       shardings=self.plan)
         self.keeper = CheckpointKeeper(self.workdir / "checkpoints",
                                        keep_best=self.train_config.keep_best)
         self.keys = RunKeys.from_seed(config.seed)
@@ -247,7 +250,7 @@ class Trainer(WarmStart):
             batch = drop_ended(batch, tree)  # turns after an episode's end (episode_end.py)
             advantages = method_token_advantages(c.credit, batch, tree, c.rollout.discount,
                                                  penalty)
-            rows, kept = ts.policy_minibatch(batch, advantages), batch.num_rows
+            rows, kept = policy_minibatch(batch, advantages), batch.num_rows
             if is_multiprocess():  # every process updates on all processes' rows
                 rows, kept = gather_rows(rows)
             unit = group_size(c.objective.loss)  # REFUEL's pairs move whole
@@ -257,11 +260,11 @@ class Trainer(WarmStart):
                                                      min_rows=max(8, cfg.minibatches * unit))
             update_metrics = []
             if rows is not None:
-                state, update_metrics = ts.ppo_update(
+                state, update_metrics = ppo_update(
                     self.step_fn, state, rows, epochs=cfg.ppo_epochs,
                     minibatches=cfg.minibatches, key=self.keys.ppo(step), group_size=unit)
             try:
-                ts.check_finite(update_metrics)
+                check_finite(update_metrics)
             except FloatingPointError as e:
                 raise FloatingPointError(f"step {step}: {e}") from None
             self.set_policy(state)

@@ -70,9 +70,10 @@ def run(args, mesh: str, save: str) -> dict:
     from mtrl.losses import KLPenaltyConfig, PolicyObjectiveConfig
     from mtrl.models import PRESETS, Transformer
     from mtrl.parallel import MeshConfig, ShardingPlan
+    from mtrl.training.minibatch import PolicyMinibatch
     from mtrl.training.optim import OptimConfig, make_optimizer
     from mtrl.training.train_state import init_train_state
-    from mtrl.training.train_step import PolicyMinibatch, make_train_step
+    from mtrl.training.train_step import make_train_step
 
     config = dataclasses.replace(PRESETS.get("tiny"), num_layers=1, hidden_size=32,
                                  intermediate_size=64, head_dim=8, num_heads=4,

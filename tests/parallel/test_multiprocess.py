@@ -13,7 +13,7 @@ from tests.parallel.workers import assert_same_run, params_of, run_cluster, run_
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cluster")
     # "@tree": the trainer's default packing, whose host-side packer first gathers the
-    # rows that the processes hold (train_step.host_rows).
+    # rows that the processes hold (minibatch.host_rows).
     cluster = run_cluster(tmp / "cluster.npz", ("2,2,1@tree", "2,2,1"), "--save",
                           tmp / "ckpt")
     single = run_worker(tmp / "single.npz", ("none", "none@tree"), devices=1)

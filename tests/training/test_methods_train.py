@@ -12,10 +12,13 @@ from flax import nnx
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.rollout import RolloutConfig, make_batch, rollout
-from mtrl.training import train_step as ts
 from mtrl.training.methods import ESTIMATORS, CreditConfig, token_advantages
+from mtrl.training.minibatch import policy_minibatch
 from mtrl.training.optim import OptimConfig, make_optimizer
+from mtrl.training.ppo_epochs import ppo_update
+from mtrl.training.step_metrics import check_finite
 from mtrl.training.train_state import agent_params, init_train_state
+from mtrl.training.train_step import make_train_step
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend
 from tests.training.signal_env import SignalEnv
 
@@ -33,7 +36,7 @@ def setup():
     batch = make_batch(tree)
     graphdef, params = nnx.split(Transformer(MODEL, rngs=nnx.Rngs(0)))
     optimizer = make_optimizer(OptimConfig(learning_rate=1e-2, warmup_steps=0))
-    step = ts.make_train_step(graphdef, OBJECTIVE, optimizer, num_agents=2, shared=False)
+    step = make_train_step(graphdef, OBJECTIVE, optimizer, num_agents=2, shared=False)
     return tree, batch, params, optimizer, step
 
 
@@ -45,10 +48,10 @@ def test_three_steps_per_estimator(setup, name):
     copies = [jax.tree.map(lambda x: x.copy(), params) for _ in range(2)]
     state = init_train_state(copies, optimizer, shared=False, keep_reference=False)
     before = jax.tree.map(np.asarray, agent_params(state, 0))
-    state, metrics = ts.ppo_update(step, state, ts.policy_minibatch(batch, advantages),
-                                   epochs=3, minibatches=1, key=jax.random.key(1))
+    state, metrics = ppo_update(step, state, policy_minibatch(batch, advantages),
+                                epochs=3, minibatches=1, key=jax.random.key(1))
     assert len(metrics) == 3
-    ts.check_finite(metrics)
+    check_finite(metrics)
     after = agent_params(state, 0)
     assert any(not np.allclose(b, np.asarray(a)) for b, a in
                zip(jax.tree.leaves(before), jax.tree.leaves(after)))

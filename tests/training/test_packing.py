@@ -14,10 +14,11 @@ from flax import nnx
 from mtrl.losses import KLPenaltyConfig, PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.rollout import RolloutConfig, make_batch
+from mtrl.training.logprobs import sequence_logprobs
+from mtrl.training.minibatch import policy_minibatch
 from mtrl.training.packing import bin_count, budget_for, pack_rows, packed_logprobs
 from mtrl.training.train_state import init_train_state
-from mtrl.training.train_step import (make_train_step, policy_minibatch, sequence_logprobs,
-                                      zero_advantage_is_exact)
+from mtrl.training.train_step import make_train_step, zero_advantage_is_exact
 from tests.rollout.test_generator import run
 
 CONFIG = dataclasses.replace(PRESETS.get("tiny"), num_layers=1, hidden_size=32,

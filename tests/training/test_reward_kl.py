@@ -15,7 +15,7 @@ from mtrl.training.build import build_objective, build_reward_kl
 from mtrl.training.config import base_config
 from mtrl.training.reward_kl import reward_kl_penalty, rows_to_turns
 from mtrl.training.train_state import init_train_state
-from mtrl.training.train_step import predicted_mask, sequence_logprobs
+from mtrl.training.logprobs import predicted_mask, sequence_logprobs
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend
 from tests.training.signal_env import SignalEnv
 

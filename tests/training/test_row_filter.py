@@ -12,9 +12,10 @@ from flax import nnx
 
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
+from mtrl.training.minibatch import PolicyMinibatch
 from mtrl.training.row_filter import informative_rows, keep_informative_rows
 from mtrl.training.train_state import init_train_state
-from mtrl.training.train_step import PolicyMinibatch, make_train_step
+from mtrl.training.train_step import make_train_step
 
 CONFIG = dataclasses.replace(PRESETS.get("tiny"), num_layers=1, hidden_size=32,
                              intermediate_size=64, head_dim=8, num_heads=4, num_kv_heads=2)

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from mtrl.rollout import RolloutConfig, make_batch, rollout
-from mtrl.training import train_step as ts
 from mtrl.training.methods import CreditConfig, token_advantages
+from mtrl.training.minibatch import policy_minibatch
+from mtrl.training.ppo_epochs import ppo_update
 from mtrl.training.row_groups import check_groups, group_size, keep_informative_groups
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend
 from tests.training.signal_env import SignalEnv
@@ -33,7 +34,7 @@ def parent_tagged_rows(num_generations=4):
     tree = rollout([0, 1, 2], SignalEnv(2), ScriptedBackend(), CharTokenizer(), config,
                    jax.random.key(1))
     batch = make_batch(tree)
-    rows = ts.policy_minibatch(batch, token_advantages(CreditConfig(), batch, tree, 1.0))
+    rows = policy_minibatch(batch, token_advantages(CreditConfig(), batch, tree, 1.0))
     # Token 0 of every row names its parent node (turn, node); padding rows get -1.
     parent = np.where(np.asarray(batch.row_turn) > 0,
                       np.asarray(batch.row_turn) * 1000 + np.asarray(batch.row_node), -1)
@@ -57,8 +58,8 @@ def test_refuel_pairs_share_a_parent(dynamic_sampling):
         rows, kept = keep_informative_groups(rows, size, min_rows=8)
         assert kept % 2 == 0 and kept > 0
     recorder = Recorder()
-    ts.ppo_update(recorder, None, rows, epochs=3, minibatches=2, key=jax.random.key(0),
-                  group_size=size)
+    ppo_update(recorder, None, rows, epochs=3, minibatches=2, key=jax.random.key(0),
+               group_size=size)
     assert len(recorder.minibatches) == 6
     for parents in recorder.minibatches:
         assert_pairs_share_parents(parents)
@@ -68,7 +69,7 @@ def test_row_shuffle_would_break_pairs():
     """The test above can fail: a row-wise shuffle mixes parents."""
     _, rows = parent_tagged_rows()
     recorder = Recorder()
-    ts.ppo_update(recorder, None, rows, epochs=3, minibatches=2, key=jax.random.key(0))
+    ppo_update(recorder, None, rows, epochs=3, minibatches=2, key=jax.random.key(0))
     with pytest.raises(AssertionError):
         for parents in recorder.minibatches:
             assert_pairs_share_parents(parents)

@@ -17,7 +17,7 @@ from mtrl.tokenizers import ByteTokenizer
 from mtrl.training.optim import OptimConfig
 from mtrl.training.sft import (SFTConfig, make_sft_step, masked_nll, run_sft, sft_batches,
                                sft_examples)
-from mtrl.training.train_step import check_finite
+from mtrl.training.step_metrics import check_finite
 
 CONFIG = dataclasses.replace(PRESETS.get("tiny"), num_layers=1, hidden_size=32,
                              intermediate_size=64, head_dim=8, num_heads=4, num_kv_heads=2)

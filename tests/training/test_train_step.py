@@ -18,10 +18,13 @@ from flax import nnx
 from mtrl.losses import KLPenaltyConfig, PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.rollout.batch import RolloutBatch
+from mtrl.training.logprobs import sequence_logprobs
+from mtrl.training.minibatch import PolicyMinibatch, policy_minibatch, take_rows
 from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
+from mtrl.training.ppo_epochs import ppo_update
+from mtrl.training.step_metrics import check_finite
 from mtrl.training.train_state import TrainState, agent_params, init_train_state
-from mtrl.training.train_step import (PolicyMinibatch, check_finite, make_train_step,
-                                      policy_minibatch, ppo_update, sequence_logprobs, take_rows)
+from mtrl.training.train_step import make_train_step
 
 CONFIG = dataclasses.replace(PRESETS.get("tiny"), num_layers=1, hidden_size=32,
                              intermediate_size=64, head_dim=8, num_heads=4, num_kv_heads=2)

@@ -32,8 +32,9 @@ import threading
 from mtrl.envs.sandbox import isolation
 
 HARNESS_ROOT = "/opt/mtrl-harness"  # where the jail sees the harness modules
-HARNESS_MODULES = ("__init__", "candidate", "codec", "isolation", "judge", "judge_main",
-                   "lifecycle", "prefetch", "seccomp", "slot", "types", "zygote")
+HARNESS_MODULES = ("__init__", "candidate", "codec", "confinement", "isolation", "judge",
+                   "judge_main", "judge_run", "lifecycle", "prefetch", "remote", "seccomp",
+                   "slot", "syscalls", "types", "zygote")
 TMP_BYTES = 512 << 20  # the jail's /tmp: every candidate's working directory
 SHM_BYTES = 64 << 20  # the jail's /dev/shm (candidates get their own working dir there)
 JAIL_UID_BASE = 1_900_000_000  # host uids of jails when the pool runs as root

@@ -41,71 +41,17 @@ import builtins
 import collections
 import json
 import signal
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 from mtrl.envs.sandbox import codec, prefetch
+from mtrl.envs.sandbox.remote import (CandidateError, CandidateGone, CandidateLink,
+                                      RemoteFunction, RemoteValueUnavailable, Slot,
+                                      copy_back, remote_exception, request_text)
 from mtrl.envs.sandbox.types import Limits
-
-
-_MAX_POSITION = 10 ** 9
-_CONTROL_FLOW = (StopIteration, StopAsyncIteration)  # a syntax error's line or column beyond this is a lie
 
 
 class TestTimeout(BaseException):
     """The per-test alarm fired (BaseException: test code's `except Exception` won't eat it)."""
-
-
-class CandidateGone(Exception):
-    """The candidate process ended or stopped answering."""
-
-    def __init__(self, status: str, error_type: str, message: str):
-        super().__init__(message)
-        self.status, self.error_type = status, error_type
-
-
-class CandidateError(Exception):
-    """An exception raised by the candidate whose type is not a builtin exception."""
-
-
-class CandidateLink(Protocol):
-    """A connection to one candidate process (judge_main.CandidateLink)."""
-
-    def send(self, payload: bytes) -> None: ...
-    def receive(self) -> bytes: ...
-    def close(self) -> None: ...
-
-
-class Slot(Protocol):
-    """What the judge may ask of its slot (judge_main.SlotLink)."""
-
-    def reap(self, expect_dead: bool) -> list[str]: ...
-    def spawn(self) -> CandidateLink: ...
-
-
-class RemoteValueUnavailable:
-    """Stands for a candidate global that is not plain data (class, instance...)."""
-
-    def __init__(self, name: str, type_name: str):
-        self._message = f"{name!r} (a {type_name}) cannot cross the sandbox boundary"
-
-    def _refuse(self, *args, **kwargs):
-        raise TypeError(self._message)
-
-    __call__ = __getattr__ = __eq__ = __iter__ = __len__ = __bool__ = _refuse
-    __hash__ = None  # type: ignore[assignment]
-
-
-class RemoteFunction:
-    """A callable standing for the candidate's function `name`."""
-
-    def __init__(self, judge: "Judge", name: str):
-        self._judge, self.__name__ = judge, name
-
-    def __call__(self, *args, **kwargs):
-        return self._judge.call(self.__name__, args, kwargs)
-
-    def __repr__(self) -> str:
-        return f"<candidate function {self.__name__}>"
 
 
 class _alarm_blocked:
@@ -120,42 +66,6 @@ class _alarm_blocked:
 
 def _on_alarm(signum, frame):
     raise TestTimeout()
-
-
-def _remote_exception(type_name: str, message: str) -> BaseException:
-    cls = getattr(builtins, type_name, None)
-    error: BaseException
-    # Iteration-protocol signals would steer the judge's own control flow (a
-    # StopIteration inside `all(map(candidate, xs))` ends the map: vacuous pass).
-    if isinstance(cls, type) and issubclass(cls, Exception) and not issubclass(
-            cls, _CONTROL_FLOW):
-        try:
-            error = cls(message)
-        except Exception:  # e.g. UnicodeDecodeError wants five arguments
-            error = CandidateError(f"{type_name}: {message}")
-    else:  # custom exceptions, and SystemExit / KeyboardInterrupt made harmless
-        error = CandidateError(message)
-    error.mtrl_error_type = type_name  # type: ignore[attr-defined]
-    return error
-
-
-def _copy_back(original: Any, value: Any) -> None:
-    if isinstance(original, (list, bytearray)) and isinstance(value, type(original)):
-        original[:] = value
-    elif isinstance(original, (dict, set)) and isinstance(value, type(original)):
-        original.clear()
-        original.update(value)
-
-
-def request_text(name: str, args: tuple, kwargs: dict) -> str:
-    """The wire form of one call; equal texts are the very same call."""
-    try:
-        return json.dumps({"call": name, "args": codec.to_plain(list(args)),
-                           "kwargs": codec.to_plain(dict(kwargs))},
-                          ensure_ascii=False, allow_nan=True, separators=(",", ":"))
-    except codec.NotPlainData as error:
-        raise TypeError(f"an argument of {name}() cannot be sent to the candidate: "
-                        f"{error}") from None
 
 
 class Judge:
@@ -328,7 +238,7 @@ class Judge:
         self._clean = True
         if "e" in reply:
             type_name, message = (list(reply["e"]) + ["", ""])[:2]
-            raise _remote_exception(str(type_name), str(message))
+            raise remote_exception(str(type_name), str(message))
         try:
             value = codec.from_plain(reply["r"])
             mutated = [(key, codec.from_plain(tree)) for key, tree in reply.get("m", [])]
@@ -336,9 +246,9 @@ class Judge:
             raise CandidateError(f"malformed reply from the candidate: {error}") from None
         for key, new in mutated:
             if type(key) is int and 0 <= key < len(args):
-                _copy_back(args[key], new)
+                copy_back(args[key], new)
             elif type(key) is str and key in kwargs:
-                _copy_back(kwargs[key], new)
+                copy_back(kwargs[key], new)
         return value
 
     # --- tests ----------------------------------------------------------------
@@ -393,63 +303,3 @@ class Judge:
         if self._link is not None:
             self._link.close()
             self._link = None
-
-
-def run(judge: Judge, setup_code, tests: list[tuple[Any, list[prefetch.StaticCall]]],
-        entry_point: str | None, candidate_names: tuple[str, ...] = ()) -> None:
-    """One program: setup, the candidate's hello, then every test in order.
-
-    setup_code: compiled setup; tests: (compiled test, its static calls) each;
-    candidate_names: Program.candidate_names.
-    """
-    count = len(tests)
-    namespace: dict[str, Any] = {"__name__": "__judge__", "__builtins__": builtins}
-    try:
-        exec(setup_code, namespace)
-    except BaseException as error:
-        judge.reap(expect_dead=False)
-        judge.fail_all(count, "error", "SetupError", f"{type(error).__name__}: {error}")
-        return
-    if count and tests[0][1]:  # the candidate reads it as soon as it has loaded
-        judge.send_batch(tests[0][1], first=True)
-        tests[0] = (tests[0][0], [])
-    hello = judge.await_hello()
-    if isinstance(hello, CandidateGone):
-        judge.fail_all(count, hello.status, hello.error_type, str(hello))
-    elif "syntax_error" in hello:
-        line, column, message = _fields(hello["syntax_error"], [0, 0, ""])
-        line, column = (n if 0 <= n < _MAX_POSITION else 0 for n in (line, column))
-        judge.emit(syntax=[line, column, message])
-        judge.fail_all(count, "error", "SyntaxError", f"line {line}, column {column}: {message}")
-    elif "load_error" in hello:
-        error_type, message = _fields(hello["load_error"], ["CandidateError", ""])
-        judge.fail_all(count, "error", error_type, message)
-    elif not isinstance(hello.get("names"), dict):
-        judge.fail_all(count, "error", "CandidateError", "malformed hello from the candidate")
-    else:
-        judge.bind(namespace, hello["names"], set(candidate_names) | {entry_point})
-        for index, (code, calls) in enumerate(tests):
-            judge.run_test(index, _test_body(namespace, code, entry_point), calls)
-    judge.finish()
-
-
-def _fields(value: Any, defaults: list) -> list:
-    """The first len(defaults) items of a list from the candidate, each replaced by
-    its default where missing or of another type: a forged hello gets a verdict,
-    never a crash of the judge (a "sandbox failure" for a candidate's doing)."""
-    items = list(value[:len(defaults)]) if type(value) is list else []
-    items += defaults[len(items):]
-    return [item if type(item) is type(default) else default
-            for item, default in zip(items, defaults)]
-
-
-def _test_body(namespace: dict[str, Any], code, entry_point: str | None) -> Callable[[], None]:
-    def body() -> None:
-        if isinstance(code, SyntaxError):
-            raise code
-        exec(code, namespace)
-        if entry_point is not None:
-            if entry_point not in namespace:
-                raise NameError(f"name {entry_point!r} is not defined")
-            namespace["check"](namespace[entry_point])
-    return body

@@ -32,7 +32,7 @@ import struct
 import time
 from typing import Any
 
-from mtrl.envs.sandbox import codec, judge, prefetch
+from mtrl.envs.sandbox import codec, judge, judge_run, prefetch
 from mtrl.envs.sandbox.types import Limits
 
 RESULT_FRAME_LIMIT = 4000  # < PIPE_BUF (4096): a verdict frame is one atomic write
@@ -292,8 +292,8 @@ def serve(control_fd: int, tests_fd: int, results_fd: int) -> None:
             calls = 0
         else:
             the_judge = judge.Judge(limits, slot, link, writer.emit)
-            judge.run(the_judge, prepared.setup, list(prepared.tests), message["entry_point"],
-                      tuple(message["candidate_names"]))
+            judge_run.run(the_judge, prepared.setup, list(prepared.tests),
+                          message["entry_point"], tuple(message["candidate_names"]))
             calls = the_judge.calls
         writer.emit(done=1, stdout=slot.capture.text("stdout"), stderr=slot.capture.text("stderr"),
                     wall_s=time.monotonic() - started, calls=calls)

@@ -46,7 +46,8 @@ import sys
 import time
 from typing import Any
 
-from mtrl.envs.sandbox import codec, isolation, judge_main, lifecycle, zygote
+from mtrl.envs.sandbox import (codec, confinement, isolation, judge_main, lifecycle,
+                               syscalls, zygote)
 from mtrl.envs.sandbox.types import Limits
 
 # Imported once here so that candidates (which may not be able to read the
@@ -106,12 +107,12 @@ class Slot:
             try:
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 # stderr stays the slot's (the pool's): a judge crash leaves a traceback.
-                fds = isolation.redirect_stdio(devnull, 2, [
+                fds = confinement.redirect_stdio(devnull, 2, [
                     judge_end.fileno(), self.tests_fd, self.results_fd])
                 resource.setrlimit(resource.RLIMIT_AS, (JUDGE_MEMORY_BYTES, JUDGE_MEMORY_BYTES))
-                isolation.become_unprivileged(self.isolation)
-                isolation.die_with_parent()
-                isolation.harden_trusted_process()
+                confinement.become_unprivileged(self.isolation)
+                confinement.die_with_parent()
+                confinement.harden_trusted_process()
                 gc.unfreeze()
                 judge_main.serve(*fds)
             finally:
@@ -134,7 +135,7 @@ class Slot:
             for fd in (out_w, err_w, boot_r):
                 os.close(fd)
             candidate_side.close()
-        uid = isolation.UID_BASE + pid if self.isolation.users == "per-process-uid" else None
+        uid = confinement.UID_BASE + pid if self.isolation.users == "per-process-uid" else None
         self.armed = Candidate(pid, boot_w, workdir, uid)
         try:
             socket.send_fds(self.judge_sock, [b'{"op":"arm"}'],
@@ -178,7 +179,7 @@ class Slot:
         A bound, not an exact allowance. 0 elsewhere (limit_processes counts)."""
         if self.isolation.filesystem != "jail":
             return 0
-        return isolation.count_tasks(os.getuid()) + 1
+        return confinement.count_tasks(os.getuid()) + 1
 
     def _wait(self, pid: int, block: bool) -> tuple[int, int, Any] | None:
         if pid in self.exited:
@@ -380,7 +381,7 @@ def main(argv: list[str]) -> None:
     report = isolation.prepare_slot(network_namespace="no-netns" not in flags,
                                     jailed="jail" in flags, seccomp=bool(filter_program))
     isolation.scrub_environment()
-    isolation._prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    syscalls.prctl(_PR_SET_CHILD_SUBREAPER, 1)
     os.chdir("/")
     slot = Slot(report_fd, tests_fd, results_fd, filter_program, no_process_program)
     slot.start_judge()

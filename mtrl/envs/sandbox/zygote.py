@@ -9,7 +9,7 @@ text), nor anything freed there.
 Each candidate is forked through an intermediate that exits at once, so the slot
 (a child subreaper) adopts it and can wait for it, and, where the slot may,
 the intermediate first unshares the namespaces the candidate gets for itself
-(isolation.unshare_candidate_namespaces): its own PID namespace (it is init
+(confinement.unshare_candidate_namespaces): its own PID namespace (it is init
 there: it sees and signals nothing else, and all it starts dies with it), and in
 the jail its own IPC namespace (SysV objects vanish with it) and mount namespace
 (its working directory becomes its /tmp and /dev/shm).
@@ -29,7 +29,7 @@ import signal
 import socket
 from typing import Sequence
 
-from mtrl.envs.sandbox import candidate, codec, isolation, lifecycle, seccomp
+from mtrl.envs.sandbox import candidate, codec, confinement, isolation, lifecycle, seccomp
 
 _MESSAGE_BYTES = 4096
 
@@ -46,9 +46,9 @@ def start(report: isolation.IsolationReport, filter_program: bytes,
     if pid == 0:
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
-            (sock_fd,) = isolation.redirect_stdio(devnull, 2, [zygote_end.fileno()])
-            isolation.die_with_parent()
-            isolation.harden_trusted_process()
+            (sock_fd,) = confinement.redirect_stdio(devnull, 2, [zygote_end.fileno()])
+            confinement.die_with_parent()
+            confinement.harden_trusted_process()
             serve(socket.socket(fileno=sock_fd), report, (filter_program, no_process_program))
         finally:
             os._exit(0)
@@ -94,7 +94,7 @@ def _spawn(report: isolation.IsolationReport, workdir: str, fds: list[int],
         try:
             os.close(report_r)
             if report.pid_namespace:
-                isolation.unshare_candidate_namespaces(report)
+                confinement.unshare_candidate_namespaces(report)
             child = os.fork()
             if child == 0:
                 os.close(report_w)
@@ -139,32 +139,32 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
     try:
         # Not dumpable from birth: no process (a running candidate, a helper) may
         # open this one's /proc/<pid>/mem while it waits for its program.
-        isolation.harden_trusted_process()
+        confinement.harden_trusted_process()
         os.setsid()
         sock_fd, out_fd, err_fd, boot_fd = fds
-        sock_fd, boot_fd = isolation.redirect_stdio(out_fd, err_fd, [sock_fd, boot_fd])
+        sock_fd, boot_fd = confinement.redirect_stdio(out_fd, err_fd, [sock_fd, boot_fd])
         if report.filesystem == "jail":
-            isolation.enter_candidate_mounts(workdir)
+            confinement.enter_candidate_mounts(workdir)
         elif report.users == "per-process-uid":
-            isolation.make_workdir_owned(workdir, isolation.UID_BASE + os.getpid())
+            confinement.make_workdir_owned(workdir, confinement.UID_BASE + os.getpid())
             os.chdir(workdir)
         else:
             os.chdir(workdir)
         # Before refuse_sockets(), which replaces socket.socket itself.
         judge_link = socket.socket(fileno=sock_fd)
-        isolation.become_unprivileged(report)
+        confinement.become_unprivileged(report)
         if report.network != "netns":
-            isolation.refuse_sockets()
+            confinement.refuse_sockets()
         if report.users == "shared-uid" and not report.pid_namespace:
-            isolation.guard_signals()
+            confinement.guard_signals()
         program = codec.read_fd_frame(boot_fd)  # EOF (slot gone) ends this process
         os.close(boot_fd)
         # Only now: the slot adopted us from the intermediate, which has been
         # reaped by the time the program arrives.
-        isolation.die_with_parent()
+        confinement.die_with_parent()
         cpu_s, memory, file_size, max_processes, task_base = program["rlimits"]
         helper_names = [str(n) for n in program.get("helper_names") or []]
-        isolation.set_rlimits(cpu_s, memory, file_size)
+        confinement.set_rlimits(cpu_s, memory, file_size)
         if report.pid_namespace:
             # As init of its namespace the kernel's SIGXCPU would be ignored: exit
             # with the status lifecycle.describe_exit reads as the CPU limit. (The
@@ -172,7 +172,7 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
             signal.signal(signal.SIGXCPU, _cpu_limit_reached)
 
         def confine() -> None:  # in the candidate and in its helper
-            isolation.limit_processes(report, max_processes + bool(helper_names), task_base)
+            confinement.limit_processes(report, max_processes + bool(helper_names), task_base)
             filter_program, no_process_program = filters
             # First: of two filters answering with an errno the newer one wins, so
             # clone(CLONE_NEW*) keeps the base filter's EPERM.

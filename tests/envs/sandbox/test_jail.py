@@ -39,9 +39,9 @@ def test_seccomp_program_is_bpf():
 
 _NO_PROCESS_PROBE = """
 import os, subprocess, sys, threading
-from mtrl.envs.sandbox import isolation, seccomp
+from mtrl.envs.sandbox import seccomp, syscalls
 base, no_process = seccomp.build_program(), seccomp.build_no_process_program()
-isolation._prctl(38, 1)  # PR_SET_NO_NEW_PRIVS
+syscalls.prctl(38, 1)  # PR_SET_NO_NEW_PRIVS
 seccomp.install(no_process)  # the order the candidate installs them in
 seccomp.install(base)
 outcomes = []
