@@ -36,6 +36,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's mtrl, as the trainer runs
+from mtrl.training.seed_stats import stats_over_seeds  # noqa: E402
 
 # Arm -> overrides. With the default's T = 2, G = 4 (no termination) an agent
 # generates G + G^2 = 20 samples per task per step; single_turn (T = 1) matches that
@@ -169,13 +171,8 @@ def aggregate(runs: list[dict]) -> dict[str, dict]:
     out = {}
     for arm in dict.fromkeys(r["arm"] for r in runs):
         mine = [r for r in runs if r["arm"] == arm]
-        stats = {"runs": len(mine), "failed": [r["error"] for r in mine if "error" in r]}
-        for name in NUMBERS:
-            values = [r[name] for r in mine if r.get(name) is not None]
-            if values:
-                stats[name] = {"mean": statistics.fmean(values),
-                               "std": statistics.pstdev(values), "n": len(values)}
-        out[arm] = stats
+        out[arm] = {"runs": len(mine), "failed": [r["error"] for r in mine if "error" in r],
+                    **stats_over_seeds(mine, NUMBERS, ("mean", "std", "n"))}
     return out
 
 

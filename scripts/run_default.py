@@ -31,6 +31,9 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's mtrl, as the trainer runs
+from mtrl.training.seed_stats import stats_over_seeds  # noqa: E402
+
 NUMBERS = ("minutes", "steps", "post_sft_success", "final_best_success", "gain",
            "turn1_success", "turn2_success", "final_turn_success", "post_sft_test_success",
            "test_success", "step_rollout_s", "step_env_s", "step_update_s")
@@ -79,22 +82,12 @@ def run_seed(seed: int, root: pathlib.Path, overrides: list[str]) -> dict:
     return result
 
 
-def aggregate(runs: list[dict]) -> dict[str, dict[str, float]]:
-    out = {}
-    for name in NUMBERS:
-        values = [r[name] for r in runs if r.get(name) is not None]
-        if values:
-            out[name] = {"mean": statistics.fmean(values), "std": statistics.pstdev(values),
-                         "min": min(values), "max": max(values)}
-    return out
-
-
 def main() -> None:
     args = parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     root = pathlib.Path(args.workdir_root).resolve()
     runs = [run_seed(seed, root, args.override) for seed in seeds]
-    summary = {"seeds": seeds, "runs": runs, "over_seeds": aggregate(runs),
+    summary = {"seeds": seeds, "runs": runs, "over_seeds": stats_over_seeds(runs, NUMBERS),
                "targets_met": {
                    "minutes_le_15": all(r["minutes"] <= 15 for r in runs),
                    "gain_ge_0.25": all(r["gain"] >= 0.25 for r in runs),

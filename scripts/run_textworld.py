@@ -33,6 +33,8 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's mtrl (for the games), as the trainer runs
+from mtrl.training.seed_stats import stats_over_seeds  # noqa: E402
+
 CONFIG = "experiments/configs/textworld.py"
 NUMBERS = ("minutes", "steps", "test_win_before_rl", "test_win_after_rl",
            "validation_win_before_rl", "validation_win_best", "step_rollout_s", "step_env_s",
@@ -138,16 +140,6 @@ def run_seed(seed: int, root: pathlib.Path, overrides: list[str]) -> dict:
     return result
 
 
-def aggregate(runs: list[dict]) -> dict[str, dict[str, float]]:
-    out = {}
-    for name in NUMBERS:
-        values = [r[name] for r in runs if r.get(name) is not None]
-        if values:
-            out[name] = {"mean": statistics.fmean(values), "std": statistics.pstdev(values),
-                         "min": min(values), "max": max(values)}
-    return out
-
-
 def main() -> None:
     args = parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -156,7 +148,7 @@ def main() -> None:
     print(f"games: {games}", flush=True)
     runs = [run_seed(seed, root, args.override) for seed in seeds]
     summary = {"seeds": seeds, "command": " ".join(sys.argv), "config": CONFIG, **games,
-               "runs": runs, "over_seeds": aggregate(runs)}
+               "runs": runs, "over_seeds": stats_over_seeds(runs, NUMBERS)}
     if len(runs) == 1:
         summary.update({k: v for k, v in runs[0].items() if k not in summary})
     pathlib.Path(args.out).write_text(json.dumps(summary, indent=2))

@@ -7,14 +7,17 @@ level_feedback, on a CoopHumanEval-format JSONL file (HumanEval's fields).
         --config.data.path=/path/to/coophumaneval.jsonl
 """
 
-from mtrl.training.config import base_config
+import pathlib
+
+from mtrl.training.config import base_config, module_from_file
+
+blocks = module_from_file(pathlib.Path(__file__).parent / "common" / "blocks.py")
 
 
 def get_config():
     c = base_config()
-    c.model.preset = ""  # no preset: the weights come from hf_checkpoint
-    c.model.hf_checkpoint = ""  # required: a local directory (config.json + safetensors)
-    c.model.dtype = "bfloat16"
+    # checkpoint "": required on the command line (--config.model.hf_checkpoint=DIR).
+    blocks.hf_checkpoint_model(c, checkpoint="", dtype="bfloat16")
     c.data.name = "coop_humaneval"
     c.data.path = ""  # required: CoopHumanEval-format .jsonl or .jsonl.gz
     # Disjoint slices: train, validation (chooses the best checkpoint), test (once).

@@ -9,35 +9,29 @@ no train split): the first 124 train, the next 20 validate (choose the best
 checkpoint), the last 20 are the test split, evaluated once at the end.
 """
 
-from mtrl.training.config import base_config
+import pathlib
+
+from mtrl.training.config import base_config, module_from_file
+
+blocks = module_from_file(pathlib.Path(__file__).parent / "common" / "blocks.py")
 
 
 def get_config():
     c = base_config()
-    c.model.preset = ""  # no preset: the weights come from hf_checkpoint
-    c.model.hf_checkpoint = ""  # required: a local directory (config.json + safetensors)
-    c.model.dtype = "bfloat16"
+    # checkpoint "": required on the command line (--config.model.hf_checkpoint=DIR).
+    blocks.hf_checkpoint_model(c, checkpoint="", dtype="bfloat16")
+    blocks.code_grpo(c, kl_coef=0.001)
     c.tokenizer = "byte"  # replaced by the checkpoint's own tokenizer when it has one
     c.data.name = "humaneval"
     c.data.train_split = "test[:124]"
     c.data.eval_split = "test[124:144]"
     c.data.test_split = "test[144:]"
     c.data.num_eval = 20
-    c.env.num_agents = 1
-    c.env.templates = "default"
-    c.env.feedback_style = "full"
-    c.env.reward = "pass_rate"
     c.rollout.num_generations = 8
     c.rollout.max_new_tokens = 512
     c.rollout.max_context = 2048
-    c.rollout.termination_threshold = 0.9
-    c.credit.estimator = "grpo"
-    c.loss.policy_loss = "ppo"
-    c.loss.aggregation = "seq-mean-token-mean"
-    c.loss.kl_coef = 0.001
     c.optim.learning_rate = 1e-6
     c.train.steps = 200
     c.train.tasks_per_step = 4
     c.train.eval_samples = 4
-    c.sft.enabled = False
     return c

@@ -20,31 +20,21 @@ GSM8K: this configuration exercises the environment and the methods end to end; 
 real-model results come in their own issue.
 """
 
-from mtrl.training.config import base_config
+import pathlib
+
+from mtrl.training.config import base_config, module_from_file
+
+blocks = module_from_file(pathlib.Path(__file__).parent / "common" / "blocks.py")
 
 
 def get_config():
     c = base_config()
-    c.model.overrides = dict(num_layers=2)
-    c.data.name = "gsm8k"
-    c.data.path = "../shared/data/gsm8k"
-    c.data.train_split = "train[500:]"
-    c.data.eval_split = "train[:500]"
-    c.data.test_split = "test"
-    c.data.num_train = 7000
+    blocks.small_cpu_run(c, sft_max_len=768)
+    blocks.gsm8k_data(c)
     c.data.num_eval = 50
-    c.data.num_test = 200
-    c.data.options = dict(max_question_chars=300)
     c.env.name = "math"
-    c.env.num_agents = 1
     c.env.feedback_mode = "unary"
     c.env.history_mode = "full"
-    c.env.templates = "default"
-    c.rollout.num_turns = 3
-    c.rollout.num_generations = 4
-    # A node whose every joint action solved the task stops expanding (its children
-    # would all be played after the end and dropped from the loss).
-    c.rollout.termination_threshold = 0.99
     c.rollout.max_new_tokens = 96
     # Prompt <= ~400 bytes, + 3 turns of 96 + feedback (two agents: teammates answers);
     # the generator cannot continue a history that fills the context, so leave room.
@@ -52,11 +42,4 @@ def get_config():
     c.credit.estimator = "ufo"
     c.credit.ufo_gamma = 0.9
     c.credit.ufo_penalty = 0.5
-    c.train.steps = 50
-    c.train.tasks_per_step = 2
-    c.train.eval_interval = 25
-    c.train.save_interval = 25
-    c.sft = dict(c.sft.to_dict(), steps=200, batch_size=16, max_len=768,
-                 revision_fraction=0.0)
-    c.optim.learning_rate = 1e-4
     return c

@@ -9,20 +9,13 @@ with level_feedback, each agent with its own system prompt, on the learnable ban
 Splits as in smollm2_mbpp.py. GSM8K with "try again" feedback: smollm2_gsm8k.py.
 """
 
-import importlib.util
 import pathlib
 
-
-def _single_agent_config():
-    path = pathlib.Path(__file__).with_name("smollm2_mbpp.py")
-    spec = importlib.util.spec_from_file_location("smollm2_mbpp", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.get_config()
+from mtrl.training.config import module_from_file
 
 
 def get_config():
-    c = _single_agent_config()
+    c = module_from_file(pathlib.Path(__file__).with_name("smollm2_mbpp.py")).get_config()
     c.chat.system_prompts = (
         "You are agent 1, the helper. Write only the helper function `aux` in one "
         "```python code block.",

@@ -14,40 +14,31 @@ Sized for a CPU (2 tasks x G = 4 x T = 2, 128 new tokens, tree packing, full rem
 on a GPU raise tasks_per_step, max_new_tokens and use model.dtype=bfloat16.
 """
 
-from mtrl.training.config import base_config
+import pathlib
+
+from mtrl.training.config import base_config, module_from_file
+
+blocks = module_from_file(pathlib.Path(__file__).parent / "common" / "blocks.py")
 
 
 def get_config():
     c = base_config()
-    c.model.preset = ""
-    c.model.hf_checkpoint = "models/smollm2-135m-instruct"  # scripts/get_smollm2.py --out
-    c.model.dtype = "float32"  # compute dtype; bfloat16 is slower than float32 on CPU XLA
+    # checkpoint: scripts/get_smollm2.py --out; bfloat16 is slower than float32 on CPU XLA.
+    blocks.hf_checkpoint_model(c, checkpoint="models/smollm2-135m-instruct", dtype="float32")
+    blocks.code_grpo(c, kl_coef=0.01)
+    blocks.mbpp_data(c)
     # tokenizer "byte" + a checkpoint with tokenizer files: the checkpoint's tokenizer.
     c.chat.system_prompts = ("You are a careful Python programmer. Answer with one "
                              "```python code block.",)
-    c.data.name = "mbpp_sanitized"
-    c.data.path = "../shared/data/mbpp"
-    c.data.train_split = "train"
-    c.data.eval_split = "validation"
     c.data.num_eval = 8
-    c.data.test_split = "test"
     c.data.num_test = 20
     c.data.options = {"train_ids_file": "models/smollm2_mbpp_learnable.json"}
-    c.env.num_agents = 1
-    c.env.templates = "default"
     c.env.feedback_mode = "level_feedback"
-    c.env.feedback_style = "full"
     c.env.sandbox_slice = 1
-    c.env.reward = "pass_rate"
     c.rollout.num_turns = 2
     c.rollout.num_generations = 4
     c.rollout.max_new_tokens = 128
     c.rollout.max_context = 512
-    c.rollout.termination_threshold = 0.9
-    c.credit.estimator = "grpo"
-    c.loss.policy_loss = "ppo"
-    c.loss.aggregation = "seq-mean-token-mean"
-    c.loss.kl_coef = 0.01
     c.optim.learning_rate = 1e-5  # few CPU steps: 1e-6 would not move the policy
     c.optim.warmup_steps = 2
     c.train.steps = 30
@@ -57,5 +48,4 @@ def get_config():
     c.train.eval_samples = 2  # pass@2 beside greedy success by turn
     c.train.packing = "tree"
     c.train.remat = "full"
-    c.sft.enabled = False
     return c

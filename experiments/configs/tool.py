@@ -17,55 +17,35 @@ A ~1M-parameter byte model does not solve these tasks: this configuration exerci
 the environment and the methods end to end; real-model results come in their own issue.
 """
 
-from mtrl.training.config import base_config
+import pathlib
+
+from mtrl.training.config import base_config, module_from_file
+
+blocks = module_from_file(pathlib.Path(__file__).parent / "common" / "blocks.py")
 
 
 def get_config(suite: str = "gsm8k"):
     c = base_config()
-    c.model.overrides = dict(num_layers=2)
+    # GSM8K's demonstrations end in \boxed{n} (an answer here); the MBPP suite's are
+    # bare code blocks (tool calls, never a submission), so MBPP starts without SFT.
+    blocks.small_cpu_run(c, sft_max_len=1024)
+    c.sft.enabled = suite == "gsm8k"
     if suite == "gsm8k":
-        c.data.name = "gsm8k"
-        c.data.path = "../shared/data/gsm8k"
-        c.data.train_split = "train[500:]"
-        c.data.eval_split = "train[:500]"
-        c.data.test_split = "test"
-        c.data.num_train = 7000
-        c.data.options = dict(max_question_chars=300)
+        blocks.gsm8k_data(c)
     elif suite == "mbpp":
-        c.data.name = "mbpp_sanitized"
-        c.data.path = "../shared/data/mbpp"
-        c.data.train_split = "train"
-        c.data.eval_split = "validation"
-        c.data.test_split = "test"
+        blocks.mbpp_data(c)
     else:
         raise ValueError(f"--config=experiments/configs/tool.py:SUITE: unknown suite "
                          f"{suite!r}; valid: gsm8k, mbpp")
     c.data.num_eval = 40
-    c.data.num_test = 200
     c.env.name = "tool"
-    c.env.num_agents = 1
-    c.env.templates = "default"
     c.env.workers = 2
     c.env.wall_s_per_test = 2.0
     c.env.options = dict(max_output_chars=200)
-    c.rollout.num_turns = 3
-    c.rollout.num_generations = 4
-    # A node whose every joint action solved the task stops expanding (its children
-    # would all be played after the end and dropped from the loss).
-    c.rollout.termination_threshold = 0.99
     c.rollout.max_new_tokens = 128
     # Prompt <= ~530 bytes + 3 turns of 128 + 2 tool outputs of <= ~230: 1,374.
     c.rollout.max_context = 1536
     c.credit.estimator = "grpo"
     c.reward.recipe = "recipe"
     c.filters.void_turns = True
-    c.train.steps = 50
-    c.train.tasks_per_step = 2
-    c.train.eval_interval = 25
-    c.train.save_interval = 25
-    # GSM8K's demonstrations end in \boxed{n} (an answer here); the MBPP suite's are
-    # bare code blocks (tool calls, never a submission), so MBPP starts without SFT.
-    c.sft = dict(c.sft.to_dict(), steps=200, batch_size=16, max_len=1024,
-                 revision_fraction=0.0, enabled=suite == "gsm8k")
-    c.optim.learning_rate = 1e-4
     return c

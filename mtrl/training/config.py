@@ -2,13 +2,17 @@
 components' frozen dataclasses with one-line errors naming the field.
 
 `base_config()` holds every field with the embedded default's values; config files
-in experiments/configs/ start from it and override what differs.
+in experiments/configs/ start from it and override what differs, some through blocks
+they share (loaded with `module_from_file`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
+import pathlib
+import types
 from typing import Any
 
 import ml_collections
@@ -68,6 +72,21 @@ def base_config() -> ml_collections.ConfigDict:
     # the data, fsdp and tensor axes (docs: BUILD.md, "Scale-out").
     c.mesh = dict(shape="auto")
     return c
+
+
+def module_from_file(path: str | os.PathLike) -> types.ModuleType:
+    """The Python file at `path` executed as a fresh module named after its stem (not
+    entered in sys.modules).
+
+    Config files are loaded by path (ml_collections' config_flags, the tests), not
+    imported from a package, so what a config builds on (the shared blocks in
+    experiments/configs/common/, another config) is loaded by path too.
+    """
+    path = pathlib.Path(path)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def resolve_path(value: str, field: str, must_exist: bool = True) -> str | None:
