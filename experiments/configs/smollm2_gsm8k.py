@@ -16,23 +16,23 @@ Sized for a CPU (2 problems x G = 4 x T = 3, 192 new tokens, tree packing, full 
 on a GPU raise tasks_per_step, max_new_tokens and use model.dtype=bfloat16.
 """
 
-from mtrl.training.config import base_config
+import pathlib
+
+from mtrl.training.config import base_config, module_from_file
+
+blocks = module_from_file(pathlib.Path(__file__).parent / "common" / "blocks.py")
 
 
 def get_config():
     c = base_config()
-    c.model.preset = ""
-    c.model.hf_checkpoint = "models/smollm2-135m-instruct"  # scripts/get_smollm2.py --out
-    c.model.dtype = "float32"  # bfloat16 is slower than float32 on CPU XLA
+    # checkpoint: scripts/get_smollm2.py --out; bfloat16 is slower than float32 on CPU XLA.
+    blocks.hf_checkpoint_model(c, checkpoint="models/smollm2-135m-instruct", dtype="float32")
+    blocks.gsm8k_data(c)
     c.chat.system_prompts = ("You solve grade-school math problems. Reason step by step, "
                              "then give the final number as \\boxed{answer}.",)
-    c.data.name = "gsm8k"
-    c.data.path = "../shared/data/gsm8k"
-    c.data.train_split = "train[500:]"
-    c.data.eval_split = "train[:500]"
     c.data.num_eval = 16
-    c.data.test_split = "test"
     c.data.num_test = 50
+    # Every question (a BPE context holds the longest), filtered to the learnable band.
     c.data.options = {"train_ids_file": "models/smollm2_gsm8k_learnable.json"}
     c.env.name = "math"
     c.env.num_agents = 1
