@@ -71,13 +71,8 @@ def build_program() -> bytes:
     if _PROGRAM is None:
         import pyseccomp as sc
 
-        rules = sc.SyscallFilter(defaction=sc.ALLOW)
         denied = sc.ERRNO(errno.EPERM)
-        for name in DENIED:
-            try:
-                rules.add_rule(denied, name)
-            except (OSError, ValueError, RuntimeError):
-                continue  # not a system call of this architecture
+        rules = _refusing(sc, DENIED, denied)
         for flag in _CLONE_NEW_FLAGS:
             rules.add_rule(denied, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
         rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
@@ -97,16 +92,23 @@ def build_no_process_program() -> bytes:
     if _NO_PROCESS_PROGRAM is None:
         import pyseccomp as sc
 
-        rules = sc.SyscallFilter(defaction=sc.ALLOW)
         refused = sc.ERRNO(errno.EAGAIN)
-        for name in _PROCESS_CALLS:
-            try:
-                rules.add_rule(refused, name)
-            except (OSError, ValueError, RuntimeError):
-                continue  # aarch64 has neither: libc forks through clone
+        rules = _refusing(sc, _PROCESS_CALLS, refused)  # aarch64 has neither: clone only
         rules.add_rule(refused, "clone", sc.Arg(0, sc.MASKED_EQ, _CLONE_THREAD, 0))
         _NO_PROCESS_PROGRAM = _export(rules)
     return _NO_PROCESS_PROGRAM
+
+
+def _refusing(sc, names, action):
+    """An allow-by-default filter answering `action` to every call in `names` that
+    this architecture has (the others are skipped)."""
+    rules = sc.SyscallFilter(defaction=sc.ALLOW)
+    for name in names:
+        try:
+            rules.add_rule(action, name)
+        except (OSError, ValueError, RuntimeError):
+            continue  # not a system call of this architecture
+    return rules
 
 
 def _export(rules) -> bytes:
