@@ -21,69 +21,33 @@ repeats that seed's keys, so `--out` reads the same as the trainer's own `--out`
 
 from __future__ import annotations
 
-import argparse
-import json
 import pathlib
-import shutil
-import statistics
-import subprocess
 import sys
-import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's mtrl, as the trainer runs
+from mtrl.training.logging.metrics import read_metrics  # noqa: E402
+from mtrl.training.seed_runs import (  # noqa: E402
+    parse_seed_run_args, run_trainer, step_time_split, write_seed_summary)
 from mtrl.training.seed_stats import stats_over_seeds  # noqa: E402
 
 NUMBERS = ("minutes", "steps", "post_sft_success", "final_best_success", "gain",
            "turn1_success", "turn2_success", "final_turn_success", "post_sft_test_success",
            "test_success", "step_rollout_s", "step_env_s", "step_update_s")
-SPLIT = {"step_rollout_s": "time/rollout_s", "step_env_s": "time/env_s",
-         "step_update_s": "time/update_s"}
-
-
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0", help="comma-separated seeds, run in order")
-    parser.add_argument("--out", required=True, help="JSON output file")
-    parser.add_argument("--workdir-root", default="workdir/run_default",
-                        help="each seed writes to <root>/seed<S> (emptied first)")
-    parser.add_argument("--override", action="append", default=[],
-                        help="extra trainer flag, e.g. --override=--config.train.steps=10")
-    return parser.parse_args()
-
-
-def step_time_split(workdir: pathlib.Path) -> dict[str, float]:
-    """Median seconds per RL step spent in rollout (sampler), environment and update."""
-    records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()
-               if line.strip()]
-    out = {}
-    for name, key in SPLIT.items():
-        values = [r[key] for r in records if r.get(key) is not None]
-        out[name] = statistics.median(values) if values else None
-    return out
 
 
 def run_seed(seed: int, root: pathlib.Path, overrides: list[str]) -> dict:
-    workdir = root / f"seed{seed}"
-    if workdir.exists():
-        shutil.rmtree(workdir)
-    workdir.mkdir(parents=True)
-    summary_file = workdir / "summary.json"
-    command = [sys.executable, "-m", "mtrl.train", f"--workdir={workdir}",
-               f"--out={summary_file}", f"--config.seed={seed}", *overrides]
-    print(f"[seed {seed}] {' '.join(command)}", flush=True)
-    started = time.perf_counter()
-    subprocess.run(command, check=True, cwd=ROOT)
-    result = json.loads(summary_file.read_text())
-    result["wall_minutes_with_startup"] = (time.perf_counter() - started) / 60
+    run = run_trainer(seed, root, overrides, cwd=ROOT)
+    result = run.summary
+    result["wall_minutes_with_startup"] = run.wall_minutes
     result["gain"] = result["final_best_success"] - result["post_sft_success"]
-    result.update(step_time_split(workdir))
+    result.update(step_time_split(read_metrics(run.workdir)))
     result["seed"] = seed
     return result
 
 
 def main() -> None:
-    args = parse_args()
+    args = parse_seed_run_args(__doc__.splitlines()[0], workdir_root="workdir/run_default")
     seeds = [int(s) for s in args.seeds.split(",")]
     root = pathlib.Path(args.workdir_root).resolve()
     runs = [run_seed(seed, root, args.override) for seed in seeds]
@@ -93,9 +57,7 @@ def main() -> None:
                    "gain_ge_0.25": all(r["gain"] >= 0.25 for r in runs),
                    "turn2_gt_turn1": all(r["turn2_success"] > r["turn1_success"] for r in runs),
                }}
-    if len(runs) == 1:
-        summary.update({k: v for k, v in runs[0].items() if k not in summary})
-    pathlib.Path(args.out).write_text(json.dumps(summary, indent=2))
+    write_seed_summary(args.out, summary, runs)
 
     print(f"\n{'seed':>4} {'min':>6} {'steps':>5} {'post_sft':>8} {'best':>6} {'gain':>6} "
           f"{'turn1':>6} {'turn2':>6} {'sft_test':>8} {'test':>6}")

@@ -22,36 +22,21 @@ refused commands with a cold engine). Over seeds: mean and population std.
 
 from __future__ import annotations
 
-import argparse
-import json
 import pathlib
-import shutil
-import statistics
-import subprocess
 import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's mtrl (for the games), as the trainer runs
+from mtrl.training.logging.metrics import read_metrics  # noqa: E402
+from mtrl.training.seed_runs import (  # noqa: E402
+    STEP_TIME_SPLIT, parse_seed_run_args, run_trainer, step_time_split, write_seed_summary)
 from mtrl.training.seed_stats import stats_over_seeds  # noqa: E402
 
 CONFIG = "experiments/configs/textworld.py"
 NUMBERS = ("minutes", "steps", "test_win_before_rl", "test_win_after_rl",
            "validation_win_before_rl", "validation_win_best", "step_rollout_s", "step_env_s",
            "step_update_s", "env_share_of_step", "env_steps_per_s")
-SPLIT = {"step_rollout_s": "time/rollout_s", "step_env_s": "time/env_s",
-         "step_update_s": "time/update_s"}
-
-
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0", help="comma-separated seeds, run in order")
-    parser.add_argument("--out", required=True, help="JSON output file")
-    parser.add_argument("--workdir-root", default="workdir/run_textworld",
-                        help="each seed writes to <root>/seed<S> (emptied first)")
-    parser.add_argument("--override", action="append", default=[],
-                        help="extra trainer flag, e.g. --override=--config.train.steps=10")
-    return parser.parse_args()
 
 
 def load_config(overrides: list[str]):
@@ -97,13 +82,9 @@ def prepare_games(overrides: list[str]) -> dict:
 
 
 def step_numbers(workdir: pathlib.Path, generations: int) -> dict[str, float]:
-    records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()
-               if line.strip()]
-    out = {}
-    for name, key in SPLIT.items():
-        values = [r[key] for r in records if r.get(key) is not None]
-        out[name] = statistics.median(values) if values else None
-    parts = [out[k] for k in SPLIT]
+    records = read_metrics(workdir)
+    out = step_time_split(records)
+    parts = [out[k] for k in STEP_TIME_SPLIT]
     if all(p is not None for p in parts) and sum(parts) > 0:
         out["env_share_of_step"] = out["step_env_s"] / sum(parts)
     # Environment steps of a rollout: every joint action of every node (J = G, one agent).
@@ -116,18 +97,8 @@ def step_numbers(workdir: pathlib.Path, generations: int) -> dict[str, float]:
 
 
 def run_seed(seed: int, root: pathlib.Path, overrides: list[str]) -> dict:
-    workdir = root / f"seed{seed}"
-    if workdir.exists():
-        shutil.rmtree(workdir)
-    workdir.mkdir(parents=True)
-    summary_file = workdir / "summary.json"
-    command = [sys.executable, "-m", "mtrl.train", f"--config={CONFIG}",
-               f"--workdir={workdir}", f"--out={summary_file}", f"--config.seed={seed}",
-               "--noprogress", *overrides]
-    print(f"[seed {seed}] {' '.join(command)}", flush=True)
-    started = time.perf_counter()
-    subprocess.run(command, check=True, cwd=ROOT)
-    summary = json.loads(summary_file.read_text())
+    run = run_trainer(seed, root, ["--noprogress", *overrides], cwd=ROOT, config=CONFIG)
+    summary = run.summary
     result = {"seed": seed, "minutes": summary["minutes"], "steps": summary["steps"],
               "test_win_before_rl": summary.get("post_sft_test_success"),
               "test_win_after_rl": summary.get("test_success"),
@@ -135,13 +106,13 @@ def run_seed(seed: int, root: pathlib.Path, overrides: list[str]) -> dict:
               "validation_win_best": summary.get("final_best_success"),
               "best_checkpoint": summary.get("best_checkpoint"),
               "learning_curve": summary.get("learning_curve"),
-              "wall_minutes_with_startup": (time.perf_counter() - started) / 60}
-    result.update(step_numbers(workdir, load_config(overrides).rollout.num_generations))
+              "wall_minutes_with_startup": run.wall_minutes}
+    result.update(step_numbers(run.workdir, load_config(overrides).rollout.num_generations))
     return result
 
 
 def main() -> None:
-    args = parse_args()
+    args = parse_seed_run_args(__doc__.splitlines()[0], workdir_root="workdir/run_textworld")
     seeds = [int(s) for s in args.seeds.split(",")]
     root = pathlib.Path(args.workdir_root).resolve()
     games = prepare_games(args.override)
@@ -149,9 +120,7 @@ def main() -> None:
     runs = [run_seed(seed, root, args.override) for seed in seeds]
     summary = {"seeds": seeds, "command": " ".join(sys.argv), "config": CONFIG, **games,
                "runs": runs, "over_seeds": stats_over_seeds(runs, NUMBERS)}
-    if len(runs) == 1:
-        summary.update({k: v for k, v in runs[0].items() if k not in summary})
-    pathlib.Path(args.out).write_text(json.dumps(summary, indent=2))
+    write_seed_summary(args.out, summary, runs)
     print(f"\n{'seed':>4} {'min':>6} {'steps':>5} {'test_before':>11} {'test_after':>10} "
           f"{'val_best':>8} {'env_share':>9}")
     for r in runs:
