@@ -21,17 +21,11 @@ def get_config():
     # checkpoint "": required on the command line (--config.model.hf_checkpoint=DIR).
     blocks.hf_checkpoint_model(c, checkpoint="", dtype="bfloat16")
     blocks.code_grpo(c, kl_coef=0.001)
+    blocks.real_model_gpu_run(c)
     c.tokenizer = "byte"  # replaced by the checkpoint's own tokenizer when it has one
     c.data.name = "humaneval"
     c.data.train_split = "test[:124]"
     c.data.eval_split = "test[124:144]"
     c.data.test_split = "test[144:]"
     c.data.num_eval = 20
-    c.rollout.num_generations = 8
-    c.rollout.max_new_tokens = 512
-    c.rollout.max_context = 2048
-    c.optim.learning_rate = 1e-6
-    c.train.steps = 200
-    c.train.tasks_per_step = 4
-    c.train.eval_samples = 4
     return c

@@ -20,13 +20,7 @@ def get_config():
     blocks.hf_checkpoint_model(c, checkpoint="", dtype="bfloat16")
     blocks.code_grpo(c, kl_coef=0.001)
     blocks.mbpp_data(c)
+    blocks.real_model_gpu_run(c)
     c.data.num_eval = 43
     c.data.num_test = 500
-    c.rollout.num_generations = 8
-    c.rollout.max_new_tokens = 512
-    c.rollout.max_context = 2048
-    c.optim.learning_rate = 1e-6
-    c.train.steps = 200
-    c.train.tasks_per_step = 4
-    c.train.eval_samples = 4
     return c

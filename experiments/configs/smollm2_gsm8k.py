@@ -28,6 +28,7 @@ def get_config():
     # checkpoint: scripts/get_smollm2.py --out; bfloat16 is slower than float32 on CPU XLA.
     blocks.hf_checkpoint_model(c, checkpoint="models/smollm2-135m-instruct", dtype="float32")
     blocks.gsm8k_data(c)
+    blocks.real_model_cpu_run(c)
     c.chat.system_prompts = ("You solve grade-school math problems. Reason step by step, "
                              "then give the final number as \\boxed{answer}.",)
     c.data.num_eval = 16
@@ -40,7 +41,6 @@ def get_config():
     c.env.feedback_mode = "unary"
     c.env.history_mode = "full"
     c.rollout.num_turns = 3
-    c.rollout.num_generations = 4
     c.rollout.max_new_tokens = 192
     c.rollout.max_context = 1024
     # A node whose every attempt was right stops expanding (its children would be
@@ -52,14 +52,5 @@ def get_config():
     c.loss.policy_loss = "ppo"
     c.loss.aggregation = "seq-mean-token-mean"
     c.loss.kl_coef = 0.01
-    c.optim.learning_rate = 1e-5
-    c.optim.warmup_steps = 2
-    c.train.steps = 30
-    c.train.tasks_per_step = 2
-    c.train.eval_interval = 4
-    c.train.save_interval = 4
-    c.train.eval_samples = 2  # pass@2 beside greedy success by turn
-    c.train.packing = "tree"
-    c.train.remat = "full"
     c.sft.enabled = False
     return c

@@ -27,6 +27,7 @@ def get_config():
     blocks.hf_checkpoint_model(c, checkpoint="models/smollm2-135m-instruct", dtype="float32")
     blocks.code_grpo(c, kl_coef=0.01)
     blocks.mbpp_data(c)
+    blocks.real_model_cpu_run(c)
     # tokenizer "byte" + a checkpoint with tokenizer files: the checkpoint's tokenizer.
     c.chat.system_prompts = ("You are a careful Python programmer. Answer with one "
                              "```python code block.",)
@@ -36,16 +37,6 @@ def get_config():
     c.env.feedback_mode = "level_feedback"
     c.env.sandbox_slice = 1
     c.rollout.num_turns = 2
-    c.rollout.num_generations = 4
     c.rollout.max_new_tokens = 128
     c.rollout.max_context = 512
-    c.optim.learning_rate = 1e-5  # few CPU steps: 1e-6 would not move the policy
-    c.optim.warmup_steps = 2
-    c.train.steps = 30
-    c.train.tasks_per_step = 2
-    c.train.eval_interval = 4
-    c.train.save_interval = 4
-    c.train.eval_samples = 2  # pass@2 beside greedy success by turn
-    c.train.packing = "tree"
-    c.train.remat = "full"
     return c

@@ -55,6 +55,36 @@ def small_cpu_run(c, *, sft_max_len: int) -> None:
     c.optim.learning_rate = 1e-4
 
 
+def real_model_cpu_run(c) -> None:
+    """The CPU-sized run of the SmolLM2 configs (smollm2_gsm8k.py, smollm2_mbpp.py):
+    G = 4, 30 RL steps of 2 tasks, validation (greedy success by turn and pass@2) and a
+    checkpoint every 4 steps, tree packing and full remat (memory), learning rate 1e-5
+    after 2 warmup steps (few CPU steps: 1e-6 would not move the policy)."""
+    c.rollout.num_generations = 4
+    c.optim.learning_rate = 1e-5
+    c.optim.warmup_steps = 2
+    c.train.steps = 30
+    c.train.tasks_per_step = 2
+    c.train.eval_interval = 4
+    c.train.save_interval = 4
+    c.train.eval_samples = 2
+    c.train.packing = "tree"
+    c.train.remat = "full"
+
+
+def real_model_gpu_run(c) -> None:
+    """The GPU-sized run of the real-model code configs (humaneval_grpo.py,
+    mbpp_grpo.py): G = 8, 512 new tokens in a 2048-token context, 200 RL steps of 4
+    tasks, pass@4 beside greedy success at validation, learning rate 1e-6."""
+    c.rollout.num_generations = 8
+    c.rollout.max_new_tokens = 512
+    c.rollout.max_context = 2048
+    c.optim.learning_rate = 1e-6
+    c.train.steps = 200
+    c.train.tasks_per_step = 4
+    c.train.eval_samples = 4
+
+
 def hf_checkpoint_model(c, *, checkpoint: str, dtype: str) -> None:
     """Weights from a local Hugging Face checkpoint (a directory with config.json and
     safetensors) instead of a preset; `dtype` is the compute dtype."""
