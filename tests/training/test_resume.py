@@ -2,28 +2,11 @@
 logs the same metrics from then on as an uninterrupted run (CPU, same seed)."""
 
 import json
-import os
-import pathlib
-import signal
-import subprocess
-import sys
-import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-CONFIG = '''
-from mtrl.training.config import base_config
+from tests.training.kill_resume import (TINY_CONFIG_HEAD, checkpoint_steps, train,
+                                        whole_and_killed_runs)
 
-def get_config():
-    c = base_config()
-    c.model.overrides = dict(num_layers=1, hidden_size=32, intermediate_size=64, num_heads=2,
-                             num_kv_heads=1, head_dim=16)
-    c.data.num_train = 32
-    c.data.num_eval = 2
-    c.env.workers = 1
-    c.rollout.num_generations = 2
-    c.rollout.max_new_tokens = 12
-    c.rollout.max_context = 256
-    c.train.steps = 5
+CONFIG = TINY_CONFIG_HEAD + '''    c.train.steps = 5
     c.train.tasks_per_step = 2
     c.train.eval_interval = 2
     c.train.save_interval = 1
@@ -34,11 +17,6 @@ def get_config():
 TIMING = ("time", "seconds", "compiles")  # and names ending in _s: wall-clock values
 
 
-def command(config, workdir):
-    return [sys.executable, "-m", "mtrl.train", f"--config={config}", f"--workdir={workdir}",
-            "--noprogress"]
-
-
 def records(workdir):
     lines = (workdir / "metrics.jsonl").read_text().splitlines()
     return {r["step"]: {k: v for k, v in r.items()
@@ -47,32 +25,17 @@ def records(workdir):
 
 
 def committed_steps(workdir):
-    directory = workdir / "checkpoints"
-    return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit()) \
-        if directory.exists() else []
+    return checkpoint_steps(workdir / "checkpoints")
 
 
 def test_sigkill_and_resume_reproduces_the_uninterrupted_run(tmp_path):
-    config = tmp_path / "small.py"
-    config.write_text(CONFIG)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    whole, killed = tmp_path / "whole", tmp_path / "killed"
-    subprocess.run(command(config, whole), check=True, env=env, cwd=ROOT, timeout=900,
-                   capture_output=True)
-
-    victim = subprocess.Popen(command(config, killed), env=env, cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 900
-    while time.time() < deadline and not [s for s in committed_steps(killed) if s >= 2]:
-        assert victim.poll() is None, "the run ended before it could be killed"
-        time.sleep(0.2)
-    victim.send_signal(signal.SIGKILL)
-    victim.wait()
+    config, whole, killed = whole_and_killed_runs(
+        tmp_path, CONFIG, lambda workdir: any(s >= 2 for s in committed_steps(workdir)),
+        poll_s=0.2)
     before = committed_steps(killed)
     assert before and max(before) < 5, before  # killed mid-run
 
-    subprocess.run(command(config, killed), check=True, env=env, cwd=ROOT, timeout=900,
-                   capture_output=True)
+    train(config, killed)
     expected, got = records(whole), records(killed)
     assert sorted(got) == sorted(expected) == [0, 1, 2, 3, 4, 5]
     for step in sorted(expected):

@@ -1,0 +1,77 @@
+"""A tiny trainer run SIGKILLed in the middle and started again, as the exact-resume
+tests set it up (test_resume.py: RL checkpoints, test_sft_resume.py: SFT checkpoints):
+the config both write, the trainer command, an uninterrupted run and a killed one."""
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+from typing import Callable
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TIMEOUT_S = 900
+# The start of both tests' config file: a one-layer model, few tasks, short completions.
+# A test appends its own train and SFT sizes and `return c`.
+TINY_CONFIG_HEAD = '''
+from mtrl.training.config import base_config
+
+def get_config():
+    c = base_config()
+    c.model.overrides = dict(num_layers=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                             num_kv_heads=1, head_dim=16)
+    c.data.num_train = 32
+    c.data.num_eval = 2
+    c.env.workers = 1
+    c.rollout.num_generations = 2
+    c.rollout.max_new_tokens = 12
+    c.rollout.max_context = 256
+'''
+
+
+def command(config, workdir):
+    return [sys.executable, "-m", "mtrl.train", f"--config={config}", f"--workdir={workdir}",
+            "--noprogress"]
+
+
+def _env():
+    return {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's mtrl
+
+
+def checkpoint_steps(directory: pathlib.Path) -> list[int]:
+    """The committed steps in a checkpoint directory (its numbered entries), sorted;
+    [] while it does not exist."""
+    return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit()) \
+        if directory.exists() else []
+
+
+def train(config: pathlib.Path, workdir: pathlib.Path) -> None:
+    """The trainer on `config` in `workdir` to its end (resuming what is there)."""
+    subprocess.run(command(config, workdir), check=True, env=_env(), cwd=ROOT,
+                   timeout=TIMEOUT_S, capture_output=True)
+
+
+def whole_and_killed_runs(tmp_path: pathlib.Path, config_text: str,
+                          kill_when: Callable[[pathlib.Path], bool], poll_s: float):
+    """Writes `config_text` to tmp_path/small.py and trains it to the end in
+    tmp_path/whole, then again in tmp_path/killed, SIGKILLed as soon as
+    kill_when(killed) holds (polled every poll_s; the run must not end before).
+
+    Returns (config, whole, killed): the test checks what the kill left, then resumes
+    with train(config, killed) and compares with the whole run.
+    """
+    config = tmp_path / "small.py"
+    config.write_text(config_text)
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    train(config, whole)
+
+    victim = subprocess.Popen(command(config, killed), env=_env(), cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + TIMEOUT_S
+    while time.time() < deadline and not kill_when(killed):
+        assert victim.poll() is None, "the run ended before it could be killed"
+        time.sleep(poll_s)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    return config, whole, killed
