@@ -21,13 +21,14 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import pathlib
 import tempfile
 import time
 
 import numpy as np
+
+from mtrl.training.config import module_from_file
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 METHODS = {
@@ -39,11 +40,7 @@ METHODS = {
 
 
 def load_config(name: str):
-    path = ROOT / "experiments" / "configs" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.get_config()
+    return module_from_file(ROOT / "experiments" / "configs" / f"{name}.py").get_config()
 
 
 def small(name: str, data: pathlib.Path, steps: int):

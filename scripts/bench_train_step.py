@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import os
 import pathlib
@@ -43,6 +42,7 @@ from flax import nnx
 
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
+from mtrl.training.config import module_from_file
 from mtrl.training.minibatch import PolicyMinibatch
 from mtrl.training.optim import OptimConfig, make_optimizer
 from mtrl.training.packing import pack_rows
@@ -124,11 +124,8 @@ def random_advantage_rows(tokens, token_mask, loss_mask, seed) -> PolicyMinibatc
 def default_tree_rows(seed: int) -> tuple[PolicyMinibatch, dict]:
     """(a): one rollout of the embedded default's random-init policy, rows as the trainer
     lays them out, and the rollout's timings."""
-    spec = importlib.util.spec_from_file_location(
-        "default_config", pathlib.Path(__file__).parent.parent / "experiments/configs/default.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    config = module.get_config()
+    config = module_from_file(
+        pathlib.Path(__file__).parent.parent / "experiments/configs/default.py").get_config()
     from mtrl.rollout import make_batch, rollout
     from mtrl.rollout.sampler_backend import SamplerBackend
     from mtrl.sampling.sampler import Sampler

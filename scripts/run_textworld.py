@@ -28,6 +28,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's mtrl (for the games), as the trainer runs
+from mtrl.training.config import module_from_file  # noqa: E402
 from mtrl.training.logging.metrics import read_metrics  # noqa: E402
 from mtrl.training.seed_runs import (  # noqa: E402
     STEP_TIME_SPLIT, parse_seed_run_args, run_trainer, step_time_split, write_seed_summary)
@@ -41,11 +42,7 @@ NUMBERS = ("minutes", "steps", "test_win_before_rl", "test_win_after_rl",
 
 def load_config(overrides: list[str]):
     """The experiment's config with --config.a.b=v overrides applied (for the games)."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("twconfig", ROOT / CONFIG)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    config = module.get_config()
+    config = module_from_file(ROOT / CONFIG).get_config()
     for item in overrides:
         if item.startswith("--config.data.") and "=" in item:
             key, value = item[len("--config."):].split("=", 1)

@@ -49,12 +49,11 @@ def test_a_config_file_that_raises_is_one_line(tmp_path):
 
 def test_loading_configs_and_help_import_no_jax():
     probe = (
-        "import importlib.util, sys, pathlib\n"
+        "import sys, pathlib\n"
         "import mtrl.train\n"
+        "from mtrl.training.config import module_from_file\n"
         "for path in sorted(pathlib.Path('experiments/configs').glob('*.py')):\n"
-        "    spec = importlib.util.spec_from_file_location(path.stem, path)\n"
-        "    module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
-        "    module.get_config()\n"
+        "    module_from_file(path).get_config()\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'orbax', 'flax'))\n"
         "print(heavy)\n")
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=ENV,

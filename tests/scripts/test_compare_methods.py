@@ -1,15 +1,14 @@
 """compare_methods.py: arms are plain overrides, one warm start per seed, and the
 summary's statistics and table come from the runs' own numbers."""
 
-import importlib.util
 import pathlib
 
 import pytest
 
+from mtrl.training.config import module_from_file
+
 PATH = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "compare_methods.py"
-spec = importlib.util.spec_from_file_location("compare_methods", PATH)
-compare = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(compare)
+compare = module_from_file(PATH)
 
 
 def test_dry_run_shares_one_warm_start_per_seed(tmp_path, capsys):

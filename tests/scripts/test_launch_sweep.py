@@ -2,7 +2,6 @@
 back with shlex), a grid expands to its product with one workdir per run, and the
 summary table is built from the runs' own summary.json files."""
 
-import importlib.util
 import json
 import pathlib
 import shlex
@@ -10,19 +9,13 @@ import sys
 
 import pytest
 
+from mtrl.training.config import module_from_file
+
 SCRIPTS = pathlib.Path(__file__).resolve().parents[2] / "scripts"
 
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 sys.path.insert(0, str(SCRIPTS))
-launch = load("launch")
-sweep = load("sweep")
+launch = module_from_file(SCRIPTS / "launch.py")
+sweep = module_from_file(SCRIPTS / "sweep.py")
 
 
 def test_tpu_dry_run_commands(capsys):

@@ -3,7 +3,6 @@ tiny random Hugging Face checkpoint written in the test), and bad values get one
 errors naming the field."""
 
 import gzip
-import importlib.util
 import json
 import pathlib
 
@@ -11,6 +10,7 @@ import pytest
 from flax import nnx
 
 from mtrl.models import PRESETS, Transformer, save_hf_checkpoint
+from mtrl.training.config import module_from_file
 from mtrl.training.trainer import Trainer
 
 # The SmolLM2 configs need a chat tokenizer and a task-id file:
@@ -19,13 +19,6 @@ CONFIGS = sorted(p for p in (pathlib.Path(__file__).resolve().parents[2] / "expe
                              / "configs").glob("*.py") if not p.stem.startswith("smollm2"))
 TINY = dict(num_layers=1, hidden_size=32, intermediate_size=64, num_heads=2, num_kv_heads=1,
             head_dim=16)
-
-
-def load_config(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.get_config()
 
 
 def shrink(c, workdir):
@@ -73,7 +66,7 @@ def coop_file(tmp_path_factory):
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
 def test_every_config_runs_one_step(path, tmp_path, hf_checkpoint, coop_file, shared_data):
-    c = shrink(load_config(path), tmp_path)
+    c = shrink(module_from_file(path).get_config(), tmp_path)
     if not c.model.preset:
         c.model.hf_checkpoint = hf_checkpoint
         c.model.dtype = "float32"
@@ -121,7 +114,7 @@ def test_every_config_runs_one_step(path, tmp_path, hf_checkpoint, coop_file, sh
     ("env.templates", "huge", "config.env.templates: unknown templates 'huge'"),
 ])
 def test_bad_values_name_the_field(tmp_path, field, value, message):
-    c = load_config(CONFIGS[[p.stem for p in CONFIGS].index("default")])
+    c = module_from_file(CONFIGS[[p.stem for p in CONFIGS].index("default")]).get_config()
     section, name = field.split(".")
     setattr(c[section], name, value)
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")) as e:

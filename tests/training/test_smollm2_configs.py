@@ -4,7 +4,6 @@ random checkpoint with a ChatML tokenizer beside it (as tests/training/test_conf
 does for the others), with their per-agent system prompts and the learnable-band
 task-id file; the files they need are written here."""
 
-import importlib.util
 import json
 import pathlib
 
@@ -13,6 +12,7 @@ from flax import nnx
 
 from mtrl.models import PRESETS, Transformer, save_hf_checkpoint
 from mtrl.rollout import ChatTemplateFormat
+from mtrl.training.config import module_from_file
 from mtrl.training.trainer import Trainer
 from tests.tokenizers.chatml import build_chatml_tokenizer
 
@@ -29,13 +29,6 @@ def data_of(path):
     return DATA["gsm8k" if "gsm8k" in path.stem else "mbpp"]
 
 
-def load_config(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.get_config()
-
-
 @pytest.fixture(scope="module")
 def chat_checkpoint(tmp_path_factory):
     path = tmp_path_factory.mktemp("tiny_chat")
@@ -46,7 +39,7 @@ def chat_checkpoint(tmp_path_factory):
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
 def test_smollm2_config_runs_one_step(path, tmp_path, chat_checkpoint, shared_data):
-    c = load_config(path)
+    c = module_from_file(path).get_config()
     assert c.data.options["train_ids_file"] and c.data.test_split and c.data.eval_split
     folder, train_ids = data_of(path)
     ids_file = tmp_path / "learnable.json"
@@ -81,7 +74,7 @@ def test_smollm2_config_runs_one_step(path, tmp_path, chat_checkpoint, shared_da
 
 
 def test_missing_task_id_file_is_a_one_line_error(tmp_path, chat_checkpoint, shared_data):
-    c = load_config(CONFIGS[0])
+    c = module_from_file(CONFIGS[0]).get_config()
     c.model.hf_checkpoint = chat_checkpoint
     c.data.path = str(shared_data / "mbpp")
     c.data.options = {"train_ids_file": str(tmp_path / "none.json")}

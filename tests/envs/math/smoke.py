@@ -1,20 +1,17 @@
 """A minimal, fast configuration of an environment's experiment config (one RL step
 on a one-layer model), shared by the math and tool smoke tests and the benchmark."""
 
-import importlib.util
 import os
 import pathlib
+
+from mtrl.training.config import module_from_file
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 DATA = pathlib.Path(os.environ.get("MTRL_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
 def load_config(name: str, *args):
-    path = ROOT / "experiments" / "configs" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.get_config(*args)
+    return module_from_file(ROOT / "experiments" / "configs" / f"{name}.py").get_config(*args)
 
 
 def minimal(name: str, steps: int = 1):

@@ -2,20 +2,17 @@
 a GiGPO step whose anchor ids come from the games, held-out and test evaluation,
 transcripts a person can read."""
 
-import importlib.util
 import json
 import pathlib
 
+from mtrl.training.config import module_from_file
 from mtrl.training.trainer import Trainer
 
 CONFIG = pathlib.Path(__file__).resolve().parents[3] / "experiments" / "configs" / "textworld.py"
 
 
 def test_one_step_of_the_textworld_config(tmp_path):
-    spec = importlib.util.spec_from_file_location("textworld_config", CONFIG)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    c = module.get_config()
+    c = module_from_file(CONFIG).get_config()
     assert c.credit.estimator == "gigpo" and c.env.name == "textworld"
     c.model.overrides = dict(num_layers=1, hidden_size=32, intermediate_size=64, num_heads=2,
                              num_kv_heads=1, head_dim=16)
