@@ -1,8 +1,12 @@
-"""Fixtures for the sandbox tests: one shared pool with short limits."""
+"""Fixtures for the sandbox tests: one shared pool with short limits, and a pool per
+hostile-program module (test_adversarial_*.py) with a secret in its environment."""
+
+import os
 
 import pytest
 
 from mtrl.envs.sandbox import Limits, SandboxPool
+from tests.envs.sandbox import hostile
 
 # Short limits keep the hostile cases fast; memory leaves room for the interpreter.
 FAST_LIMITS = Limits(wall_s_per_test=1.0, wall_s_total=6.0, cpu_s=2.0,
@@ -18,3 +22,14 @@ def fast_limits() -> Limits:
 def pool():
     with SandboxPool(num_workers=2, limits=FAST_LIMITS) as shared:
         yield shared
+
+
+@pytest.fixture(scope="module")
+def hostile_pool():
+    # The secret is in the pool's environment before its slots start.
+    os.environ["MTRL_FAKE_SECRET"] = hostile.SECRET
+    try:
+        with SandboxPool(num_workers=2, limits=hostile.LIMITS) as pool:
+            yield pool
+    finally:
+        del os.environ["MTRL_FAKE_SECRET"]

@@ -1,0 +1,17 @@
+"""What the hostile-program tests (test_adversarial_*.py) share: the target function
+and its tests, the limits and the planted secret of their pool (conftest.py's
+hostile_pool), a ctypes prelude, and the canary check that a pool still works."""
+
+from mtrl.envs.sandbox import Limits, Program
+
+SECRET = "mtrl-fake-secret-7f3a9c"
+TARGET = "def add(a, b):\n    return a + b\n"
+ADD_TESTS = ("assert add(2, 3) == 5", "assert add(-1, 4) == 3", "assert add(10, 5) == 15")
+LIMITS = Limits(wall_s_per_test=0.5, wall_s_total=5.0, cpu_s=2.0, memory_bytes=384 << 20,
+                file_size_bytes=1 << 20, output_bytes=4096)
+LIBC = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+
+
+def assert_pool_alive(pool):
+    canary = pool.submit(Program(TARGET, ADD_TESTS)).result()
+    assert canary.passed, canary

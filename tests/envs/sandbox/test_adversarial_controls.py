@@ -1,0 +1,41 @@
+"""Honest controls for the hostile-program tests: ordinary programs (printing, stdlib
+imports, recursion, a 200 MB allocation, two CPU seconds, files) still pass in the jail."""
+
+import pytest
+
+from mtrl.envs.sandbox import Limits, Program, SandboxPool
+
+# Honest controls: ordinary programs must still pass in the jail.
+HONEST = {
+    "prints": ("def f():\n    print('hello', 'é')\n    import sys\n"
+               "    print('warn', file=sys.stderr)\n    return 1\n", "assert f() == 1"),
+    "stdlib_imports": ("import collections, itertools, functools, heapq, math, re, json, "
+                       "random, statistics, datetime, decimal, fractions, string, hashlib, "
+                       "bisect, typing, dataclasses, threading, tempfile\n"
+                       "def f():\n    return math.isqrt(16) + len(tempfile.gettempdir()) * 0\n",
+                       "assert f() == 4"),
+    "recursion_500": ("def f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\n",
+                      "assert f(500) == 500"),
+    "allocation_200mb": ("def f():\n    b = bytearray(200 << 20)\n    b[-1] = 1\n"
+                         "    return len(b)\n", "assert f() == 200 << 20"),
+    "two_seconds": ("import time\ndef f():\n    end, n = time.process_time() + 2.0, 0\n"
+                    "    while time.process_time() < end:\n        n += 1\n    return n > 0\n",
+                    "assert f()"),
+    "files": ("import os\ndef f():\n    open('w.txt', 'w').write('x')\n"
+              "    return [open('w.txt').read(), os.listdir('.')]\n",
+              "assert f() == ['x', ['w.txt']]"),
+}
+
+
+@pytest.fixture(scope="module")
+def honest_pool():
+    limits = Limits(wall_s_per_test=8.0, wall_s_total=12.0, cpu_s=6.0, memory_bytes=1 << 30)
+    with SandboxPool(num_workers=1, limits=limits) as pool:
+        yield pool
+
+
+@pytest.mark.parametrize("name", sorted(HONEST))
+def test_honest_programs_pass_in_the_jail(honest_pool, name):
+    code, test = HONEST[name]
+    result = honest_pool.submit(Program(code, (test,))).result()
+    assert result.passed, result
