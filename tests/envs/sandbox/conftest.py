@@ -33,3 +33,9 @@ def hostile_pool():
             yield pool
     finally:
         del os.environ["MTRL_FAKE_SECRET"]
+
+
+@pytest.fixture(scope="module")
+def baseline(hostile_pool):
+    """The BASELINE batch's verdicts before a file's attacks (its first test asks)."""
+    return hostile.verdicts(hostile_pool.run_batch(hostile.BASELINE))

@@ -1,6 +1,8 @@
 """What the hostile-program tests (test_adversarial_*.py) share: the target function
 and its tests, the limits and the planted secret of their pool (conftest.py's
-hostile_pool), a ctypes prelude, and the canary check that a pool still works."""
+hostile_pool), a ctypes prelude, the canary check that a pool still works, and the check that a
+fixed batch of ordinary programs gets the same verdicts after a file's attacks as
+before them (its `baseline` fixture, conftest.py)."""
 
 from mtrl.envs.sandbox import Limits, Program
 
@@ -15,3 +17,25 @@ LIBC = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
 def assert_pool_alive(pool):
     canary = pool.submit(Program(TARGET, ADD_TESTS)).result()
     assert canary.passed, canary
+
+
+BASELINE = [
+    Program(TARGET, ADD_TESTS),
+    Program("def add(a, b):\n    return a * b\n", ADD_TESTS),
+    Program("def add(a, b)\n    return a\n", ADD_TESTS),
+    Program("def add(a, b):\n    return a + b + undefined\n", ADD_TESTS),
+    Program("def add(a, b):\n    while True:\n        pass\n", ("assert add(1, 1) == 2",)),
+]
+
+
+def verdicts(results):
+    return [(r.passed, r.syntax_error, [(t.status, t.error_type) for t in r.tests])
+            for r in results]
+
+
+def same_verdicts_after_the_attacks(hostile_pool, baseline):
+    """Bound as the last test of each attack file: no attack changed a verdict or took
+    a slot down."""
+    assert verdicts(hostile_pool.run_batch(BASELINE)) == baseline
+    assert baseline[0][0] and not any(v[0] for v in baseline[1:])
+    assert hostile_pool.replaced_slots == 0

@@ -11,6 +11,9 @@ import pytest
 
 from mtrl.envs.sandbox import Limits, Program, SandboxPool
 from tests.envs.sandbox.hostile import ADD_TESTS, LIBC, LIMITS, TARGET, assert_pool_alive
+from tests.envs.sandbox.hostile import same_verdicts_after_the_attacks
+
+pytestmark = pytest.mark.usefixtures("baseline")  # verdicts before the attacks
 
 
 def test_escaped_processes_are_killed(hostile_pool):
@@ -159,3 +162,6 @@ def test_hostile_trees_never_fail_a_sibling(name):
         results = [f.result() for f in futures]
         assert not any(r.error for r in results), [r.error for r in results]
         assert all(r.passed for r in results[1:])
+
+
+test_same_verdicts_after_the_attacks = same_verdicts_after_the_attacks

@@ -13,6 +13,9 @@ import pytest
 
 from mtrl.envs.sandbox import Program, SandboxPool
 from tests.envs.sandbox.hostile import ADD_TESTS, LIBC, LIMITS, SECRET
+from tests.envs.sandbox.hostile import same_verdicts_after_the_attacks
+
+pytestmark = pytest.mark.usefixtures("baseline")  # verdicts before the attacks
 
 
 def test_secrets_do_not_reach_the_candidate(hostile_pool):
@@ -197,3 +200,6 @@ def test_helper_code_cannot_rewrite_main(hostile_pool, name):
         "def add(a, b):\n    return aux(a, b)\n", ADD_TESTS + ("assert aux(1, 1) == 2",),
         helper_code="def aux(a, b):\n    return a + b\n", helper_names=("aux",))).result()
     assert honest.passed, honest
+
+
+test_same_verdicts_after_the_attacks = same_verdicts_after_the_attacks

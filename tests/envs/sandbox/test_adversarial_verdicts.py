@@ -12,7 +12,8 @@ import pytest
 
 from mtrl.envs.sandbox import Program
 from mtrl.envs.sandbox.judge_main import MESSAGE_CHARS, TYPE_CHARS
-from tests.envs.sandbox.hostile import ADD_TESTS, LIMITS, TARGET, assert_pool_alive
+from tests.envs.sandbox.hostile import (ADD_TESTS, LIMITS, TARGET, assert_pool_alive,
+                                        same_verdicts_after_the_attacks)
 
 # name -> candidate code; the tests are ADD_TESTS unless a case says otherwise.
 HOSTILE: dict[str, str] = {
@@ -158,25 +159,6 @@ FRAME_ATTACKS: dict[str, str] = {
 }
 
 
-BASELINE = [
-    Program(TARGET, ADD_TESTS),
-    Program("def add(a, b):\n    return a * b\n", ADD_TESTS),
-    Program("def add(a, b)\n    return a\n", ADD_TESTS),
-    Program("def add(a, b):\n    return a + b + undefined\n", ADD_TESTS),
-    Program("def add(a, b):\n    while True:\n        pass\n", ("assert add(1, 1) == 2",)),
-]
-
-
-def verdicts(results):
-    return [(r.passed, r.syntax_error, [(t.status, t.error_type) for t in r.tests])
-            for r in results]
-
-
-@pytest.fixture(scope="module")
-def baseline(hostile_pool):
-    return verdicts(hostile_pool.run_batch(BASELINE))
-
-
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_program_never_passes(hostile_pool, baseline, name):
     tests = SPECIAL_TESTS.get(name, ADD_TESTS)
@@ -272,7 +254,4 @@ def test_tests_compile_as_plain_python(hostile_pool):
     assert hostile_pool.submit(Program(TARGET, (test,))).result().tests[0].status == "error"
 
 
-def test_same_verdicts_after_the_attacks(hostile_pool, baseline):
-    assert verdicts(hostile_pool.run_batch(BASELINE)) == baseline
-    assert baseline[0][0] and not any(v[0] for v in baseline[1:])
-    assert hostile_pool.replaced_slots == 0  # no attack took a slot down
+test_same_verdicts_after_the_attacks = same_verdicts_after_the_attacks
