@@ -2,7 +2,7 @@
 and its tests, the limits and the planted secret of their pool (conftest.py's
 hostile_pool), a ctypes prelude, the canary check that a pool still works, and the check that a
 fixed batch of ordinary programs gets the same verdicts after a file's attacks as
-before them (its `baseline` fixture, conftest.py)."""
+before them (or as a fresh pool does)."""
 
 from mtrl.envs.sandbox import Limits, Program
 
@@ -34,8 +34,20 @@ def verdicts(results):
 
 
 def same_verdicts_after_the_attacks(hostile_pool, baseline):
-    """Bound as the last test of each attack file: no attack changed a verdict or took
+    """Bound as the last test of the verdicts file: no attack changed a verdict or took
     a slot down."""
     assert verdicts(hostile_pool.run_batch(BASELINE)) == baseline
     assert baseline[0][0] and not any(v[0] for v in baseline[1:])
+    assert hostile_pool.replaced_slots == 0
+
+
+def verdicts_match_a_fresh_pool(hostile_pool):
+    """Bound as the last test of the other attack files: after their attacks the pool
+    judges the BASELINE batch as a pool that saw none does (compared at the end, so
+    no extra work runs before attacks whose tests count processes)."""
+    from mtrl.envs.sandbox import SandboxPool
+    with SandboxPool(num_workers=1, limits=LIMITS) as fresh:
+        expected = verdicts(fresh.run_batch(BASELINE))
+    assert verdicts(hostile_pool.run_batch(BASELINE)) == expected
+    assert expected[0][0] and not any(v[0] for v in expected[1:])
     assert hostile_pool.replaced_slots == 0

@@ -11,9 +11,7 @@ import pytest
 
 from mtrl.envs.sandbox import Limits, Program, SandboxPool
 from tests.envs.sandbox.hostile import ADD_TESTS, LIBC, LIMITS, TARGET, assert_pool_alive
-from tests.envs.sandbox.hostile import same_verdicts_after_the_attacks
-
-pytestmark = pytest.mark.usefixtures("baseline")  # verdicts before the attacks
+from tests.envs.sandbox.hostile import verdicts_match_a_fresh_pool
 
 
 def test_escaped_processes_are_killed(hostile_pool):
@@ -33,7 +31,9 @@ def test_escaped_processes_are_killed(hostile_pool):
     result = hostile_pool.submit(Program(code, ("assert add(2, 3) == 5",)), limits).result()
     assert result.tests[0].status == "failed"
     escaped = [int(pid) for pid in result.stdout.split()]  # pids in the candidate's namespace
-    assert 1 <= len(escaped) <= limits.max_processes  # RLIMIT_NPROC bounds the bomb
+    # RLIMIT_NPROC bounds the bomb; in the jail the bound is +-1 (docs/sandbox.md: a
+    # task still exiting when the limit is set loosens it by one).
+    assert 1 <= len(escaped) <= limits.max_processes + 1
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline and _tasks_of(uids) > before:
         time.sleep(0.05)
@@ -164,4 +164,4 @@ def test_hostile_trees_never_fail_a_sibling(name):
         assert all(r.passed for r in results[1:])
 
 
-test_same_verdicts_after_the_attacks = same_verdicts_after_the_attacks
+test_verdicts_match_a_fresh_pool = verdicts_match_a_fresh_pool

@@ -13,9 +13,7 @@ import pytest
 
 from mtrl.envs.sandbox import Program, SandboxPool
 from tests.envs.sandbox.hostile import ADD_TESTS, LIBC, LIMITS, SECRET
-from tests.envs.sandbox.hostile import same_verdicts_after_the_attacks
-
-pytestmark = pytest.mark.usefixtures("baseline")  # verdicts before the attacks
+from tests.envs.sandbox.hostile import verdicts_match_a_fresh_pool
 
 
 def test_secrets_do_not_reach_the_candidate(hostile_pool):
@@ -202,4 +200,4 @@ def test_helper_code_cannot_rewrite_main(hostile_pool, name):
     assert honest.passed, honest
 
 
-test_same_verdicts_after_the_attacks = same_verdicts_after_the_attacks
+test_verdicts_match_a_fresh_pool = verdicts_match_a_fresh_pool
