@@ -1,6 +1,7 @@
 """A minimal, fast configuration of an environment's experiment config (one RL step
 on a one-layer model), shared by the math and tool smoke tests and the benchmark."""
 
+import json
 import os
 import pathlib
 
@@ -39,3 +40,9 @@ def minimal(name: str, steps: int = 1):
     c.train.num_transcripts = 1
     c.sft.enabled = False
     return c
+
+
+def step_records(workdir, step: int = 1) -> list[dict]:
+    """The trained step's lines of the run's metrics.jsonl (those with a reward)."""
+    lines = (pathlib.Path(workdir) / "metrics.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r.get("step") == step and "reward_mean" in r]

@@ -4,10 +4,8 @@ trains with IGPO (`--config.credit.estimator=igpo`): the math environment report
 only the truth, so the step fails unless the trainer scores it (answer_probs.py);
 the config's own UFO runs in the method smoke table (scripts/bench_envs.py)."""
 
-import json
-
 from mtrl.training.trainer import Trainer
-from tests.envs.math.smoke import minimal
+from tests.envs.math.smoke import minimal, step_records
 
 
 def test_one_step_of_the_math_config(tmp_path):
@@ -22,8 +20,7 @@ def test_one_step_of_the_math_config(tmp_path):
     finally:
         trainer.close()
     assert result["steps"] == 1
-    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    step = [r for r in records if r.get("step") == 1 and "reward_mean" in r]
+    step = step_records(tmp_path)
     assert step and step[0].get("finite", 1.0) == 1.0
     transcript = (tmp_path / "transcripts" / "heldout_step00000001.txt").read_text()
     assert "--- task prompt ---" in transcript and "--- turn 1 (agent 0" in transcript

@@ -2,10 +2,8 @@
 in process through the trainer with its defaults: the reward recipe, SimpleTIR's
 void-turn filter and the real sandbox; transcripts land in the workdir."""
 
-import json
-
 from mtrl.training.trainer import Trainer
-from tests.envs.math.smoke import load_config, minimal
+from tests.envs.math.smoke import load_config, minimal, step_records
 
 
 def test_one_step_of_the_tool_config(tmp_path):
@@ -17,8 +15,7 @@ def test_one_step_of_the_tool_config(tmp_path):
     finally:
         trainer.close()
     assert result["steps"] == 1
-    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    step = [r for r in records if r.get("step") == 1 and "reward_mean" in r]
+    step = step_records(tmp_path)
     assert step and step[0].get("finite", 1.0) == 1.0
     # An untrained model fails every episode: the recipe's failure reward.
     assert step[0]["reward_mean"] < 0
