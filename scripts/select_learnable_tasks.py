@@ -1,7 +1,8 @@
 """Estimate the base model's pass rate on training tasks and keep the learnable band.
 
     python scripts/select_learnable_tasks.py --config=experiments/configs/smollm2_mbpp.py \
-        --samples=4 --out=models/smollm2_mbpp_learnable.json [--num_tasks=40]
+        --samples=4 --out=models/smollm2_mbpp_learnable.json [--num_tasks=40] \
+        [--start=24 --extend]
 
 For each of the config's train tasks (the first --num_tasks; 0: all), --samples
 first-turn answers are sampled from the config's model (its sampling settings, the
@@ -9,6 +10,9 @@ config's seed) and scored by its environment; the pass rate is the fraction that
 the task. Tasks with a rate strictly between 0 and 1 are written as the task-id list
 that `data.options.train_ids_file` reads (mtrl/data/task_filter.py), with every rate.
 The config's own train_ids_file is ignored here (it is what this script writes).
+--start skips the first train tasks; --extend keeps the rates already in --out and
+adds the new ones (samples are keyed by each chunk's first task index, so pieces that
+start at multiples of --chunk give the rates of one whole run).
 """
 
 from __future__ import annotations
@@ -30,10 +34,13 @@ _SAMPLES = flags.DEFINE_integer("samples", 4, "Sampled answers per task.")
 _NUM_TASKS = flags.DEFINE_integer("num_tasks", 0, "Train tasks to score (0: all).")
 _CHUNK = flags.DEFINE_integer("chunk", 4, "Tasks per rollout call (bounds memory).")
 _OUT = flags.DEFINE_string("out", None, "The task-id file to write.")
+_START = flags.DEFINE_integer("start", 0, "Train tasks to skip before scoring.")
+_EXTEND = flags.DEFINE_bool("extend", False, "Keep the rates already in --out.")
 
 
-def pass_rates(trainer, tasks, samples: int, chunk: int) -> dict[str, float]:
-    """{task_id: fraction of `samples` first-turn answers that solve it}."""
+def pass_rates(trainer, tasks, samples: int, chunk: int, first: int = 0) -> dict[str, float]:
+    """{task_id: fraction of `samples` first-turn answers that solve it}; `first` is the
+    index of tasks[0] in the train split (it keys the samples)."""
     import jax
     import numpy as np
 
@@ -47,18 +54,19 @@ def pass_rates(trainer, tasks, samples: int, chunk: int) -> dict[str, float]:
     for start in range(0, len(tasks), chunk):
         part = tasks[start:start + chunk]
         tree = rollout(part, c.env, trainer.backend, c.tokenizer, config,
-                       jax.random.fold_in(key, start), c.turn_format)
+                       jax.random.fold_in(key, first + start), c.turn_format)
         done = np.asarray(tree.turns[0].done, bool).reshape(len(part), -1)
         for task, row in zip(part, done):
             rates[str(task.task_id)] = float(row.mean())
-        print(f"{start + len(part)}/{len(tasks)} tasks, {sum(0 < r < 1 for r in rates.values())}"
-              f" in the band so far", flush=True)
+        band = sum(0 < r < 1 for r in rates.values())
+        print(f"{first + start + len(part)}/{first + len(tasks)} tasks, {band} in the band "
+              f"so far", flush=True)
     return rates
 
 
 def main(argv) -> None:
     del argv
-    from mtrl.data.task_filter import write_task_ids
+    from mtrl.data.task_filter import earlier_pass_rates, write_task_ids
     from mtrl.training.trainer import Trainer
 
     if _OUT.value is None:
@@ -66,13 +74,17 @@ def main(argv) -> None:
     config = _CONFIG.value
     config.data.options = {k: v for k, v in dict(config.data.options).items()
                            if k != "train_ids_file"}
+    if _START.value % _CHUNK.value:
+        sys.exit(f"error: --start must be a multiple of --chunk ({_CHUNK.value})")
+    rates = earlier_pass_rates(_OUT.value, _SAMPLES.value) if _EXTEND.value else {}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as workdir:
         trainer = Trainer(config, workdir, show_progress=False)
         try:
-            tasks = trainer.c.train_tasks
+            tasks = trainer.c.train_tasks[_START.value:]
             tasks = tasks[:_NUM_TASKS.value] if _NUM_TASKS.value else tasks
-            rates = pass_rates(trainer, tasks, _SAMPLES.value, _CHUNK.value)
+            rates.update(pass_rates(trainer, tasks, _SAMPLES.value, _CHUNK.value,
+                                    first=_START.value))
         finally:
             trainer.close()
     kept = write_task_ids(_OUT.value, rates, _SAMPLES.value,

@@ -38,6 +38,19 @@ def write_task_ids(path: str | os.PathLike, pass_rates: Mapping[str, float],
     return kept
 
 
+def earlier_pass_rates(path: str | os.PathLike, samples: int) -> dict[str, float]:
+    """The pass rates an existing cache file holds ({} if there is none), to extend it
+    with more tasks; its rates must come from the same number of samples."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        return {}
+    record = json.loads(path.read_text())
+    if record.get("samples") != samples:
+        raise ValueError(f"{path} holds rates from {record.get('samples')} samples per task, "
+                         f"not {samples}: extend it with the same --samples")
+    return {str(k): float(v) for k, v in record["pass_rates"].items()}
+
+
 def read_task_ids(path: str | os.PathLike) -> list[str]:
     """The kept ids of a cache file (one-line errors naming the option)."""
     field = "config.data.options.train_ids_file"

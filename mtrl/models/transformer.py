@@ -114,14 +114,21 @@ class Transformer(nnx.Module):
         return logits if cache is None else (logits, new_cache)
 
     def hidden_states(self, tokens: jax.Array, *, positions: jax.Array | None = None,
-                      token_mask: jax.Array | None = None, cache: KVCache | None = None
+                      token_mask: jax.Array | None = None, cache: KVCache | None = None,
+                      attend_end: jax.Array | None = None, remat: str = "none"
                       ) -> tuple[jax.Array, KVCache | None]:
         """Final-norm hidden states [B, L, D] (compute dtype) and the new cache (or None);
-        same arguments as __call__. `logits(hidden)` finishes the forward pass."""
+        same arguments as __call__. `logits(hidden)` finishes the forward pass (the
+        trainer does it in chunks of positions: mtrl.training.logprobs.chunked_logprobs)."""
         tokens, positions, token_mask = self._check_inputs(tokens, positions, token_mask, cache)
+        if cache is not None and (attend_end is not None or remat != "none"):
+            raise ValueError("attend_end and remat apply to the cache-free forward only")
+        if attend_end is not None and attend_end.shape != tokens.shape:
+            raise ValueError(f"attend_end shape {attend_end.shape} != tokens {tokens.shape}")
+        check_remat(remat)
         graph, state = nnx.split(self)
-        return _jitted_forward(graph, state, tokens, positions, token_mask, cache, None,
-                               want_logits=False)
+        return _jitted_forward(graph, state, tokens, positions, token_mask, cache, attend_end,
+                               want_logits=False, remat=remat)
 
     def _check_inputs(self, tokens, positions, token_mask, cache):
         config = self.config

@@ -40,6 +40,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mtrl.training.logprobs import LOGITS_CHUNK, chunked_logprobs
+
 PACKING_MODES = ("none", "rows", "tree")
 # Steps of 1.5x and 2x alternately: a bin wastes at most a third of its tokens on rows
 # that just miss a smaller budget.
@@ -200,9 +202,11 @@ def pack_rows(tokens, token_mask, loss_mask, mode: str, min_budget: int = 0,
                       node_index=jnp.asarray(node_index), predicted=jnp.asarray(predicted))
 
 
-def packed_logprobs(model_fn, packed_agent: PackedRows) -> jax.Array:
+def packed_logprobs(model, packed_agent: PackedRows, *, remat: str = "none",
+                    chunk: int = LOGITS_CHUNK) -> jax.Array:
     """[B, L] row log-probabilities from one agent's packed forward (fields without the
-    agent axis); model_fn(tokens, positions=, token_mask=, attend_end=) -> logits [P, S, V].
+    agent axis); `model` a Transformer (hidden_states + logits), the output projection
+    in chunks of `chunk` nodes (chunked_logprobs: no [P·S, V] logits held).
 
         logp[b, i] = z[parent(n), tokens[n]] − logsumexp z[parent(n)],  n = node_index[b, i]
     """
@@ -211,10 +215,9 @@ def packed_logprobs(model_fn, packed_agent: PackedRows) -> jax.Array:
         raise ValueError(f"one agent's packed rows: tokens [P, S], node_index [B, L]; got "
                          f"{x.tokens.shape}, {x.node_index.shape}")
     p, s = x.tokens.shape
-    logits = model_fn(x.tokens, positions=x.positions, token_mask=x.token_mask,
-                      attend_end=x.attend_end)  # [P, S, V]
-    flat = logits.reshape(p * s, -1)
+    hidden, _ = model.hidden_states(x.tokens, positions=x.positions, token_mask=x.token_mask,
+                                    attend_end=x.attend_end, remat=remat)  # [P, S, D]
+    flat = hidden.reshape(p * s, -1)
     parent = (jnp.arange(p)[:, None] * s + x.parent).reshape(-1)  # flat parent of each node
-    picked = flat[parent, x.tokens.reshape(-1)]
-    node_logp = picked - jax.nn.logsumexp(flat, axis=-1)[parent]  # [P·S]
+    node_logp = chunked_logprobs(model.logits, flat[parent], x.tokens.reshape(-1), chunk)
     return jnp.where(x.predicted, node_logp[x.node_index], 0.0)

@@ -38,7 +38,6 @@ metric reductions and check_finite (step_metrics.py), PPO's epoch loop (ppo_epoc
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable
 
 import jax
@@ -71,7 +70,7 @@ def _agent_objective(graphdef, objective, params, ref_params, rows: PolicyMiniba
         # place in the loss at ratio 1: log π := log π_old, a constant.
         def row_logprobs(p):
             model = nnx.merge(graphdef, p)
-            logp = packed_logprobs(functools.partial(model, remat=remat), packed)
+            logp = packed_logprobs(model, packed, remat=remat)
             return jnp.where(packed.predicted, logp, jax.lax.stop_gradient(rows.old_logprobs))
         predicted = predicted_mask(rows.token_mask)
     logp = row_logprobs(params)

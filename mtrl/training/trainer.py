@@ -191,10 +191,13 @@ class Trainer(WarmStart):
     def run(self) -> dict[str, Any]:
         cfg, c = self.train_config, self.c
         started = time.perf_counter()
-        fresh = self.init_state([nnx.split(m)[1] for m in c.models])
         latest = self.keeper.latest_step() if cfg.restore in ("latest", "best") else None
         if latest is not None:
+            # The restore's target layout; not kept (a second state would hold another
+            # copy of the parameters, the reference and the Adam moments).
+            fresh = self.init_state([nnx.split(m)[1] for m in c.models])
             restored = self.keeper.restore(cfg.restore, target={"train": fresh})
+            del fresh
             state, extra = restored.state["train"], dict(restored.extra)
             start = int(extra["step"])
             self.step_tasks.restore(extra)
@@ -348,11 +351,16 @@ class Trainer(WarmStart):
                           wall_s=result["minutes"] * 60, learning_curve=png), flush=True)
         return result
 
+    def _restored(self, step: int):
+        """Checkpoint `step`'s train state. The fresh state is only the restore's layout
+        and is dropped at once (it holds another copy of every parameter and moment)."""
+        fresh = self.init_state([nnx.split(m)[1] for m in self.c.models])
+        return self.keeper.restore(step, target={"train": fresh}).state["train"]
+
     def test(self, step: int) -> dict[str, float]:
         """The test split, evaluated once for the checkpoint validation chose (`step`);
         written to test.json. Nothing reads it back to choose anything."""
-        fresh = self.init_state([nnx.split(m)[1] for m in self.c.models])
-        state = self.keeper.restore(step, target={"train": fresh}).state["train"]
+        state = self._restored(step)
         self.set_policy(state)
         metrics = self.evaluate(step, "test")
         if self.main:
@@ -363,8 +371,7 @@ class Trainer(WarmStart):
     def export(self, step: int) -> str:
         """Writes the best step's parameters as Hugging Face checkpoints, one per agent."""
         from mtrl.training.hf_export import export_hf_directory
-        fresh = self.init_state([nnx.split(m)[1] for m in self.c.models])
-        state = self.keeper.restore(step, target={"train": fresh}).state["train"]
+        state = self._restored(step)
         out = self.workdir / "export"
         for a, params in enumerate(local_params(self.policy_states(state))):
             if self.main:

@@ -4,7 +4,8 @@ import dataclasses
 
 import pytest
 
-from mtrl.data.task_filter import keep_tasks, learnable_band, read_task_ids, write_task_ids
+from mtrl.data.task_filter import (earlier_pass_rates, keep_tasks, learnable_band, read_task_ids,
+                                   write_task_ids)
 
 
 @dataclasses.dataclass
@@ -39,3 +40,15 @@ def test_missing_empty_or_malformed_files_are_one_line_errors(tmp_path):
     (tmp_path / "bad.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="not a task-id file"):
         read_task_ids(tmp_path / "bad.json")
+
+
+def test_extending_a_file_keeps_its_rates_and_checks_the_sample_count(tmp_path):
+    path = tmp_path / "band.json"
+    assert earlier_pass_rates(path, 4) == {}  # nothing to extend yet
+    write_task_ids(path, {"a": 0.25, "b": 0.0}, samples=4)
+    rates = earlier_pass_rates(path, 4)
+    assert rates == {"a": 0.25, "b": 0.0}
+    rates.update({"c": 0.5, "d": 1.0})
+    assert write_task_ids(path, rates, samples=4) == ["a", "c"]
+    with pytest.raises(ValueError, match="from 4 samples per task, not 8"):
+        earlier_pass_rates(path, 8)

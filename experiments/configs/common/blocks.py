@@ -59,7 +59,9 @@ def real_model_cpu_run(c) -> None:
     """The CPU-sized run of the SmolLM2 configs (smollm2_gsm8k.py, smollm2_mbpp.py):
     G = 4, 30 RL steps of 2 tasks, validation (greedy success by turn and pass@2) and a
     checkpoint every 4 steps, tree packing and full remat (memory), learning rate 1e-5
-    after 2 warmup steps (few CPU steps: 1e-6 would not move the policy)."""
+    after 2 warmup steps (few CPU steps: 1e-6 would not move the policy). Dynamic
+    sampling: a step whose groups all scored alike (on a thin band, often all failed)
+    skips the ~4 min CPU update instead of spending it on a zero policy gradient."""
     c.rollout.num_generations = 4
     c.optim.learning_rate = 1e-5
     c.optim.warmup_steps = 2
@@ -70,6 +72,7 @@ def real_model_cpu_run(c) -> None:
     c.train.eval_samples = 2
     c.train.packing = "tree"
     c.train.remat = "full"
+    c.train.dynamic_sampling = True
 
 
 def real_model_gpu_run(c) -> None:
