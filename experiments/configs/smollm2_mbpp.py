@@ -4,12 +4,13 @@ learnable band (base-model pass rate neither 0 nor 1). README "Real models":
 
     python scripts/get_smollm2.py --out models/smollm2-135m-instruct
     python scripts/select_learnable_tasks.py --config=experiments/configs/smollm2_mbpp.py \
-        --samples=4 --out=models/smollm2_mbpp_learnable.json
+        --samples=4 --num_tasks=72 --band=reward --out=models/smollm2_mbpp_learnable.json
     python -m mtrl.train --config=experiments/configs/smollm2_mbpp.py
 
-Splits (standard MBPP task ids): train 601-974 filtered to the learnable band
-(data.options.train_ids_file; "" trains on every train task), validation 511-600
-(chooses the best checkpoint), test 11-510 (once, at the end; data.num_test tasks).
+Splits (standard MBPP task ids): train 601-974 filtered to the learnable band, here
+the tasks whose sampled shaped rewards differ (data.options.train_ids_file; "" trains
+on every train task), validation 511-600 (chooses the best checkpoint), test 11-510
+(once, at the end; data.num_test tasks).
 Sized for a CPU (2 tasks x G = 4 x T = 2, 128 new tokens, tree packing, full remat);
 on a GPU raise tasks_per_step, max_new_tokens and use model.dtype=bfloat16.
 """
@@ -34,6 +35,13 @@ def get_config():
     c.data.num_eval = 8
     c.data.num_test = 20
     c.data.options = {"train_ids_file": "models/smollm2_mbpp_learnable.json"}
+    # Level reward with small shaping: +0.2 for defining the asked-for function with a
+    # return, +0.1 if it compiles, +1.0 x the share of tests passed (the outcome
+    # dominates: 0.3 < 1.0). With the pass rate alone 70 of the first 72 train tasks
+    # give this model no signal at all (BENCHMARKS.md); a wrong function name is its
+    # most common failure, and the feedback turn names the missing function.
+    c.env.reward = "level"
+    c.env.reward_points = {"main_defined": 0.2, "syntax": 0.1}
     c.env.feedback_mode = "level_feedback"
     c.env.sandbox_slice = 1
     c.rollout.num_turns = 2

@@ -9,6 +9,10 @@ Pass rates are estimated once before RL with a few samples per task
 
 which a config reads through `data.options.train_ids_file` (the train split only:
 validation and test stay whole, so their numbers are comparable across runs).
+
+With a shaped reward (partial credit before the tests pass) the signal is whether a
+group's rewards differ, not whether some sample solved the task: the "reward" band
+keeps the tasks whose sampled rewards are not all equal (`reward_band`).
 """
 
 from __future__ import annotations
@@ -27,11 +31,20 @@ def learnable_band(pass_rates: Mapping[str, float], low: float = 0.0, high: floa
     return [task_id for task_id, rate in pass_rates.items() if low < rate < high]
 
 
+def reward_band(reward_spreads: Mapping[str, float]) -> list[str]:
+    """Ids whose sampled rewards were not all equal (max − min > 0), in order."""
+    return [task_id for task_id, spread in reward_spreads.items() if spread > 0]
+
+
 def write_task_ids(path: str | os.PathLike, pass_rates: Mapping[str, float],
-                   samples: int, **meta: Any) -> list[str]:
-    """Writes the cache file; returns the kept ids."""
-    kept = learnable_band(pass_rates)
+                   samples: int, reward_spreads: Mapping[str, float] | None = None,
+                   **meta: Any) -> list[str]:
+    """Writes the cache file; returns the kept ids: the learnable band of the pass
+    rates, or with `reward_spreads` ({id: max − min sampled reward}) the reward band."""
+    kept = learnable_band(pass_rates) if reward_spreads is None else reward_band(reward_spreads)
     record = {"task_ids": kept, "pass_rates": dict(pass_rates), "samples": samples, **meta}
+    if reward_spreads is not None:
+        record.update(band="reward", reward_spreads=dict(reward_spreads))
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2))

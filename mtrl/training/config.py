@@ -34,6 +34,9 @@ def base_config() -> ml_collections.ConfigDict:
     # own extras (the code environment's fields are the env.* below).
     c.env = dict(name="code", options={}, num_agents=2, feedback_mode="level_feedback", sandbox_slice=1,
                  history_mode="full", reward="level", templates="tiny",
+                 # Point values of the code rewards (envs/code/rewards.py CodeRewardConfig
+                 # fields, e.g. {"main_defined": 0.2}); {} keeps the defaults.
+                 reward_points={},
                  feedback_style="compact", workers=0,
                  wall_s_per_test=2.0, expert="", expert_options={})
     c.rollout = dict(num_turns=2, num_generations=4, joint_mode="align",

@@ -1,6 +1,7 @@
 """The learnable-band task filter's file and selection (mtrl/data/task_filter.py)."""
 
 import dataclasses
+import json
 
 import pytest
 
@@ -52,3 +53,14 @@ def test_extending_a_file_keeps_its_rates_and_checks_the_sample_count(tmp_path):
     assert write_task_ids(path, rates, samples=4) == ["a", "c"]
     with pytest.raises(ValueError, match="from 4 samples per task, not 8"):
         earlier_pass_rates(path, 8)
+
+
+def test_reward_band_keeps_tasks_whose_sampled_rewards_differ(tmp_path):
+    path = tmp_path / "band.json"
+    spreads = {"a": 0.0, "b": 0.3, "c": 1.3}
+    # b never passed (rate 0) but its shaped rewards differ: kept; a's are all equal.
+    kept = write_task_ids(path, {"a": 0.0, "b": 0.0, "c": 0.25}, samples=4,
+                          reward_spreads=spreads)
+    assert kept == ["b", "c"] == read_task_ids(path)
+    record = json.loads(path.read_text())
+    assert record["band"] == "reward" and record["reward_spreads"] == spreads

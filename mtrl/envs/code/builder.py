@@ -4,9 +4,10 @@ and (for the expert_edits feedback mode) the configured expert."""
 from __future__ import annotations
 
 from mtrl.envs.code.env import CodeEnv, CodeEnvConfig
+from mtrl.envs.code.rewards import CodeRewardConfig
 from mtrl.envs.code.experts.factory import build_expert
 from mtrl.envs.sandbox import Limits, SandboxPool
-from mtrl.training.config import as_dict, build
+from mtrl.training.config import as_dict, build, known_fields
 from mtrl.training.environment import ENV_BUILDERS, BuiltEnv, EnvRequest
 
 
@@ -21,9 +22,11 @@ def build_code_env(request: EnvRequest) -> BuiltEnv:
     except ValueError as error:
         raise ValueError(f"config.env.templates: {error}") from None
     limits = build(Limits, "env.wall_s_per_test", wall_s_per_test=e.wall_s_per_test)
+    points = known_fields(CodeRewardConfig, e.get("reward_points", {}), "env.reward_points")
     env_config = build(CodeEnvConfig, "env", num_agents=e.num_agents,
                        feedback_mode=e.feedback_mode, sandbox_slice=e.sandbox_slice,
                        history_mode=e.history_mode, reward=e.reward, limits=limits,
+                       reward_config=build(CodeRewardConfig, "env.reward_points", **points),
                        feedback_style=e.feedback_style, templates=templates)
     pool = SandboxPool(num_workers=e.workers or None, limits=limits)
     try:  # env.expert: who answers the expert_edits feedback mode (experts/factory.py)
