@@ -58,6 +58,9 @@ def earlier_pass_rates(path: str | os.PathLike, samples: int) -> dict[str, float
     if not path.is_file():
         return {}
     record = json.loads(path.read_text())
+    if record.get("band") == "reward":
+        raise ValueError(f"{path} is a reward band: extending it with pass rates would drop "
+                         f"its reward spreads; score the reward band in one run")
     if record.get("samples") != samples:
         raise ValueError(f"{path} holds rates from {record.get('samples')} samples per task, "
                          f"not {samples}: extend it with the same --samples")

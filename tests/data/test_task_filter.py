@@ -64,3 +64,5 @@ def test_reward_band_keeps_tasks_whose_sampled_rewards_differ(tmp_path):
     assert kept == ["b", "c"] == read_task_ids(path)
     record = json.loads(path.read_text())
     assert record["band"] == "reward" and record["reward_spreads"] == spreads
+    with pytest.raises(ValueError, match="is a reward band"):
+        earlier_pass_rates(path, 4)

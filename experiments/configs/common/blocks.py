@@ -61,7 +61,8 @@ def real_model_cpu_run(c) -> None:
     checkpoint every 4 steps, tree packing and full remat (memory), learning rate 1e-5
     after 2 warmup steps (few CPU steps: 1e-6 would not move the policy). Dynamic
     sampling: a step whose groups all scored alike (on a thin band, often all failed)
-    skips the ~4 min CPU update instead of spending it on a zero policy gradient."""
+    skips the CPU update (35-200 s for SmolLM2 here) instead of spending it on a zero
+    policy gradient."""
     c.rollout.num_generations = 4
     c.optim.learning_rate = 1e-5
     c.optim.warmup_steps = 2
