@@ -9,6 +9,15 @@ Branch state is an immutable value owned by the environment (for code tasks: the
 task and the branch's previous responses and verdicts). Children share their
 parent's state object, so branching costs nothing on the host.
 
+Episode ends (`StepResult.ended`, docs/methods.md "Episode ends"): a step that ends its
+episode (math: a correct answer; tool: an answer or the last allowed turn; TextWorld:
+won, lost or out of moves; code: all tests passed when `end_on_success`) says so, and
+the generator plays no later turn on that branch. This is the one rule: the step that
+ends an episode is its path's last step, so every estimator, filter, curriculum and
+reward recipe reads the outcome there, and no text written after the end is
+generated, rewarded or trained. `ends_on_success` tells the build whether a correct
+step ends the episode (UFO's "first success" needs it).
+
 History modes (`full` or `last`): with `full`, the generator appends the agent's
 response and the observation to the branch's token history (append-only, so the
 parent's KV cache is extended); with `last`, `StepResult.reset_context` is true and
@@ -27,12 +36,13 @@ from typing import Any, Mapping, Sequence
 @dataclasses.dataclass(frozen=True)
 class StepResult:
     reward: float  # immediate reward of this joint action
-    done: bool  # the branch reached a terminal success/failure (informational)
+    done: bool  # this step solved the task (evaluation counts it as success)
     observations: tuple[str, ...]  # per agent: next turn's user message
     state: Any  # the child branch's state
     components: Mapping[str, float] = dataclasses.field(default_factory=dict)
     info: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     reset_context: bool = False  # history mode `last`: observation is a whole prompt
+    ended: bool = False  # this step ended the episode: the branch gets no later turn
 
 
 class Environment(abc.ABC):
@@ -42,6 +52,8 @@ class Environment(abc.ABC):
     # StepResult.info keys reported on every step, which credit estimators may read
     # (docs/methods.md: e.g. anchor_id for GiGPO, answer_logprob for IGPO).
     info_keys: frozenset = frozenset()
+    # Whether a step that solves the task ends its episode (module docstring).
+    ends_on_success: bool = True
 
     @abc.abstractmethod
     def reset(self, task: Any) -> tuple[Any, tuple[str, ...]]:

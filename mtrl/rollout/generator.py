@@ -6,7 +6,8 @@ its G samples). Joint actions pair completions (`align`: the g-th of every agent
 J = G; `cross`: the Cartesian product, J = G^N), the environment scores all joint
 actions of all nodes in one batched call, and a node expands (one child per joint
 action) unless the mean immediate reward of its J joint actions is strictly above
-`termination_threshold`. A child's history is its parent's history, the agent's own
+`termination_threshold`; a joint action whose step ended its episode
+(`StepResult.ended`, mtrl/envs/base.py) gets no child either way. A child's history is its parent's history, the agent's own
 completion in that joint action, and the observation the environment wrote for
 that branch — appended, so the backend extends the parent's KV cache instead of
 re-encoding the history.
@@ -108,15 +109,19 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
         m_count = len(node_index)
 
         rewards = np.array([r.reward for r in results], np.float32).reshape(m_count, j_count)
+        ended = np.array([bool(r.ended) for r in results], bool).reshape(m_count, j_count)
         # The credit library's rule: expand iff mean_j r <= threshold (equality expands).
-        expands = np.array(termination_mask(rewards, config.termination_threshold)[:, 0])
+        node_expands = np.array(termination_mask(rewards, config.termination_threshold)[:, 0])
         if turn == config.num_turns:
-            expands[:] = False
+            node_expands[:] = False
         elif not any(r.reset_context for r in results):
             # A node whose histories leave no room for one observation token and one
             # sampled token ends its branches here, as at the last turn.
-            expands &= ~np.concatenate([_full(made, config.max_context)
-                                        for made, _ in per_group])
+            node_expands &= ~np.concatenate([_full(made, config.max_context)
+                                             for made, _ in per_group])
+        # The episode-end rule (mtrl/envs/base.py): a step that ended its episode is
+        # the last of its path, whatever its siblings do.
+        expands = node_expands[:, None] & ~ended
         names = sorted(results[0].components) if results else []
         components = {name: np.array([r.components.get(name, 0.0) for r in results],
                                      np.float32).reshape(m_count, j_count) for name in names}
@@ -132,7 +137,8 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
             done=np.array([r.done for r in results], bool).reshape(m_count, j_count),
             components=components,
             observations=[[r.observations[a] for r in results] for a in range(n)],
-            infos=[r.info for r in results]))
+            infos=[r.info for r in results], ended=ended,
+            reset_context=any(r.reset_context for r in results)))
         if not expands.any():
             break
 
@@ -213,17 +219,17 @@ def _full(made: _Generated, max_context: int) -> np.ndarray:
 
 def _children(group: _Group, made: _Generated, results, grows, joint, config, backend,
               tokenizer, fmts, stop_ids) -> _Group:
-    """One child per joint action of each expanding node; histories appended (the
+    """One child per expanding joint action (grows: [M, J]); histories appended (the
     backend extends the parent's cache) or, with reset_context, fresh prompts."""
     n, g = config.num_agents, config.num_generations
     j_count = joint.shape[0]
-    parents = np.flatnonzero(grows)
-    child_index = (group.node_index[parents][:, None] * j_count + np.arange(j_count)).ravel()
-    child_results = [results[m * j_count + j] for m in parents for j in range(j_count)]
+    parents, chosen = np.nonzero(grows)
+    child_index = group.node_index[parents] * j_count + chosen
+    child_results = [results[m * j_count + j] for m, j in zip(parents, chosen)]
     reset = any(r.reset_context for r in child_results)
     contexts, context_cut = [], np.zeros((n, len(child_results)), bool)
     for a in range(n):
-        rows = [m * g + joint[j, a] for m in parents for j in range(j_count)]
+        rows = [m * g + joint[j, a] for m, j in zip(parents, chosen)]
         if reset:
             new = [first_ids(tokenizer, fmts[a], r.observations[a]) for r in child_results]
         else:

@@ -28,11 +28,26 @@ class TurnRecord:
     truncated: np.ndarray  # [N, M·G] bool: cut by the context budget (loss-masked)
     texts: list[list[str]]  # [N][M·G] decoded completions (shown to the env only)
     rewards: np.ndarray  # [M, J] float32 immediate rewards
-    expanded: np.ndarray  # [M] bool: the node's J joint actions have children
-    done: np.ndarray  # [M, J] bool as reported by the environment
+    expanded: np.ndarray  # [M, J] bool: the joint action has a child node at turn+1
+    done: np.ndarray  # [M, J] bool: the joint action solved the task (StepResult.done)
     components: dict[str, np.ndarray]  # name -> [M, J] reward components
     observations: list[list[str]]  # [N][M·J] next-turn observation per branch
     infos: list[Any]  # [M·J] environment diagnostics
+    ended: np.ndarray | None = None  # [M, J] bool: the step ended its episode
+    reset_context: bool = False  # observations are whole prompts (history mode "last")
+
+    def __post_init__(self):
+        shape = self.rewards.shape
+        self.expanded = np.asarray(self.expanded, bool)
+        if self.expanded.shape == shape[:1]:  # a node-level mask: all J or none
+            self.expanded = np.repeat(self.expanded[:, None], shape[1], axis=1)
+        if self.ended is None:
+            self.ended = np.zeros(shape, bool)
+        if self.expanded.shape != shape or np.shape(self.ended) != shape:
+            raise ValueError(f"TurnRecord: expanded {self.expanded.shape} and ended "
+                             f"{np.shape(self.ended)} must match rewards {shape} ([M, J])")
+        if (self.expanded & self.ended).any():
+            raise ValueError("TurnRecord: a step that ended its episode cannot have a child")
 
 
 @dataclasses.dataclass
@@ -67,7 +82,7 @@ class TreeRollout:
 
     def dense_expanded(self) -> list[np.ndarray]:
         """Which joint actions of turn t have children at turn t+1."""
-        return [self._dense(r.turn, r.expanded[:, None], False, bool) for r in self.turns]
+        return [self._dense(r.turn, r.expanded, False, bool) for r in self.turns]
 
     def dense_components(self) -> dict[str, list[np.ndarray]]:
         names = self.turns[0].components.keys() if self.turns else ()
@@ -76,7 +91,7 @@ class TreeRollout:
 
     def leaves(self) -> int:
         """Joint actions without children: the tree's leaves."""
-        return int(sum((~r.expanded).sum() * self.joint_actions for r in self.turns))
+        return int(sum((~r.expanded).sum() for r in self.turns))
 
     def transcript(self, task: int, path: tuple[int, ...], agent: int = 0) -> str:
         """The text history of agent `agent` along the branch `path` of joint actions."""
@@ -91,8 +106,10 @@ class TreeRollout:
             row = m * self.config.num_generations + g
             lines.append(f"--- turn {record.turn} (agent {agent}, reward "
                          f"{record.rewards[m, j]:+.3f}) ---\n{record.texts[agent][row]}")
-            if record.expanded[m]:
+            if record.expanded[m, j] or record.ended[m, j]:
                 lines.append(f"--- observation ---\n"
                              f"{record.observations[agent][m * self.joint_actions + j]}")
+            if not record.expanded[m, j]:
+                break
             node = node * self.joint_actions + j
         return "\n".join(lines)

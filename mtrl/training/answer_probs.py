@@ -10,10 +10,15 @@ of the tree, and writes what the `igpo` estimator reads (docs/methods.md):
   answer_logprob_prior  m_0 = (1/L) Σ_i log π(a_i | h_0, b, a_<i)     (the task's)
 
 with a = the tokens of `truth` (L of them), h_t = the agent's history after turn t
-on the step's branch (its context at turn t plus its completion there), c = the
-turn separator with the instruction ANSWER_INSTRUCTION then ANSWER_PREFIX ("\\boxed{"),
-h_0 = the first prompt as the agent saw it and b = ANSWER_PREFIX (the agent
-answering at once). With several agents, m_t is the mean over agents, each under its
+on the step's branch, turn t's observation included (its context at turn t, its
+completion there, and the observation the environment answered it with: the tool's
+output, "Try again.", the game's text; IGPO conditions the turn-t gain on the
+history up to and including turn t's observation, so the information a tool call
+brings is credited to the call's turn), c = the instruction ANSWER_INSTRUCTION in
+the same user message as that observation, then ANSWER_PREFIX ("\\boxed{"); with a
+reset context (history modes "last"/"feedback") h_t is the fresh prompt the
+observation makes. h_0 = the first prompt as the agent saw it and b = ANSWER_PREFIX
+(the agent answering at once). With several agents, m_t is the mean over agents, each under its
 own policy. A step whose `truth` is "" (no known answer, e.g. a code task) gets 0.
 
 Rows are right-padded to a few bucket lengths and row counts (so the jitted forward
@@ -29,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mtrl.rollout.generator import per_agent_formats
-from mtrl.rollout.history import next_ids
+from mtrl.rollout.history import first_ids, next_ids
 from mtrl.rollout.tree import TreeRollout
 from mtrl.training.logprobs import sequence_logprobs
 
@@ -110,10 +115,16 @@ def answer_queries(tree: TreeRollout, tokenizer, turn_format, agent: int
                 if t == 0:
                     truths[int(record.node_index[m])] = truth
                 completion = record.completions[agent][m * g + int(joint[j, agent])]
-                stopped = bool(completion) and completion[-1] == tokenizer.eos_id
-                cue = next_ids(tokenizer, turn_format, ANSWER_INSTRUCTION, stopped)
-                steps.append(Query(prefix=tuple(context) + tuple(completion) + tuple(cue)
-                                   + prefix,
+                observation = record.observations[agent][m * joint.shape[0] + j]
+                asked = f"{observation}\n{ANSWER_INSTRUCTION}" if observation \
+                    else ANSWER_INSTRUCTION
+                if record.reset_context:
+                    history = tuple(first_ids(tokenizer, turn_format, asked))
+                else:
+                    stopped = bool(completion) and completion[-1] == tokenizer.eos_id
+                    history = tuple(context) + tuple(completion) + tuple(
+                        next_ids(tokenizer, turn_format, asked, stopped))
+                steps.append(Query(prefix=history + prefix,
                                    answer=tuple(tokenizer.encode(truth)) if truth else ()))
                 where.append((t, m * joint.shape[0] + j))
     first = tree.turns[0]

@@ -26,7 +26,8 @@ from mtrl.credit import RewardRecipe
 from mtrl.training.curriculum import CurriculumConfig, curriculum_config
 from mtrl.training.filters import FilterConfig, filter_config
 from mtrl.training.recipe import reward_recipe
-from mtrl.training.methods import TREE_ESTIMATORS, CreditConfig, check_method, credit_config
+from mtrl.training.methods import (TREE_ESTIMATORS, CreditConfig, check_episode_end, check_method,
+                                   credit_config)
 from mtrl.training.optim import OptimConfig
 
 
@@ -239,6 +240,7 @@ def build_components(config) -> Components:
     try:
         check_method(credit, objective.loss, rollout.num_generations, env,
                      kl_in=kl_place(config))
+        check_episode_end(credit, env)
         if recipe is not None and "correct" not in env.info_keys:
             raise ValueError("config.reward.recipe: the environment reports no 'correct' "
                              "step info")

@@ -38,7 +38,10 @@ def base_config() -> ml_collections.ConfigDict:
                  # fields, e.g. {"main_defined": 0.2}); {} keeps the defaults.
                  reward_points={},
                  feedback_style="compact", workers=0,
-                 wall_s_per_test=2.0, expert="", expert_options={})
+                 wall_s_per_test=2.0, expert="", expert_options={},
+                 # A program passing every test ends its episode (no later turn); False:
+                 # CoMLRL's fixed horizon, a solved branch keeps revising (envs/code/env.py).
+                 end_on_success=False)
     c.rollout = dict(num_turns=2, num_generations=4, joint_mode="align",
                      termination_threshold=placeholder(float), discount=1.0, max_new_tokens=48,
                      max_context=288, temperature=1.0, top_p=1.0, top_k=0,

@@ -68,8 +68,15 @@ def evaluate(tasks: Sequence, env: Environment, greedy_backend: PolicyBackend, t
     tree = rollout(list(tasks), env, greedy_backend, tokenizer, chain, key, turn_format)
     per_turn = turn_success(tree)
     solved = np.logical_or.accumulate(per_turn, axis=1)
+    # An episode's final turn is the last one it played: one that ended at turn t
+    # (StepResult.ended) has no later turn to be judged on.
+    played = np.zeros_like(per_turn)
+    for record in tree.turns:
+        played[record.node_index, record.turn - 1] = True
+    last = played.shape[1] - 1 - np.argmax(played[:, ::-1], axis=1)
+    final = per_turn[np.arange(len(last)), last]
     metrics = {f"{prefix}_success": float(solved[:, -1].mean()),
-               f"{prefix}_final_turn_success": float(per_turn[:, -1].mean())}
+               f"{prefix}_final_turn_success": float(final.mean())}
     for t in range(chain.num_turns):
         metrics[f"{prefix}_success_turn{t + 1}"] = float(solved[:, t].mean())
     if solved[:, -1].any():

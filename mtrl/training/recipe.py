@@ -2,7 +2,10 @@
 the environment's per-turn rewards.
 
 Every leaf of the tree (a joint action without children) ends one episode, its path
-from the root. The leaf's reward becomes the recipe's total for that episode,
+from the root; a step that ended its episode (StepResult.ended) is always a leaf, so
+the leaf is the step where the outcome was decided and `turns` counts the turns the
+episode actually played (solving sooner pays fewer step penalties). The leaf's reward
+becomes the recipe's total for that episode,
 
   outcome(info["correct"] of the leaf) − step_penalty · turns − invalid_tool_penalty ·
   Σ_path info["invalid_calls"] + progress_coef · info["progress"] of the leaf,
@@ -54,7 +57,7 @@ def apply_recipe(recipe: RewardRecipe, tree: TreeRollout) -> TreeRollout:
                                      "'correct' (docs/methods.md)")
                 invalid = invalid_before.get((record.turn, node), 0) + int(
                     info.get("invalid_calls", 0))
-                if record.expanded[m]:
+                if record.expanded[m, j]:
                     invalid_before[(record.turn + 1, node * joint + j)] = invalid
                     continue
                 total = recipe.combine(np.asarray([bool(info["correct"])]),

@@ -45,7 +45,6 @@ from mtrl.training.distributed_eval import evaluate_across_processes
 from mtrl.training.evaluation import evaluate
 from mtrl.training.keys import RunKeys
 from mtrl.training.answer_probs import fill_answer_logprobs, scores_answers
-from mtrl.training.episode_end import drop_ended
 from mtrl.training.methods import ESTIMATORS
 from mtrl.training.methods import token_advantages as method_token_advantages
 from mtrl.training.minibatch import policy_minibatch
@@ -250,7 +249,6 @@ class Trainer(WarmStart):
             # filters.void_turns, loss.kl_in=reward, filters.overlong_cache (filters.py)
             batch, penalty = shape_batch(c, self.graphdef, state, batch, tree,
                                          cfg.tasks_per_step // jax.process_count(), step)
-            batch = drop_ended(batch, tree)  # turns after an episode's end (episode_end.py)
             advantages = method_token_advantages(c.credit, batch, tree, c.rollout.discount,
                                                  penalty)
             rows, kept = policy_minibatch(batch, advantages), batch.num_rows

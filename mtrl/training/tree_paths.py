@@ -53,7 +53,7 @@ def tree_paths(tree: TreeRollout) -> list[TaskPaths]:
             record = tree.turns[t]
             for j in range(joint):
                 steps = prefix + [(t, m, j)]
-                if record.expanded[m] and t + 1 < num_turns:
+                if record.expanded[m, j] and t + 1 < num_turns:
                     walk(t + 1, node * joint + j, steps)
                 else:
                     paths.append(steps)

@@ -63,11 +63,13 @@ def scripted_reward(actions: tuple[str, ...], turn: int) -> float:
 
 
 class ScriptedEnv(Environment):
-    """State = the branch's joint actions so far; observations name the branch."""
+    """State = the branch's joint actions so far; observations name the branch.
+    With end_on_done, a step of reward 1.0 ends its episode (StepResult.ended)."""
 
-    def __init__(self, num_agents: int, reward_fn=scripted_reward):
+    def __init__(self, num_agents: int, reward_fn=scripted_reward, end_on_done: bool = False):
         self.num_agents = num_agents
         self.reward_fn = reward_fn
+        self.end_on_done = end_on_done
 
     def reset(self, task):
         return (task, ()), tuple(f"task {task} agent {a}" for a in range(self.num_agents))
@@ -80,5 +82,60 @@ class ScriptedEnv(Environment):
                         for a in range(self.num_agents))
             reward = self.reward_fn(action, turn)
             out.append(StepResult(reward=reward, done=reward == 1.0, observations=obs,
-                                  state=(task, branch), components={"scripted": reward}))
+                                  state=(task, branch), components={"scripted": reward},
+                                  ended=self.end_on_done and reward == 1.0))
         return out
+
+
+class TextPolicy(PolicyBackend):
+    """Completions written by `choose(turn, g, history) -> text`: sample g of a node at
+    `turn` (1-based), given the node's history decoded to text; stop token appended.
+    Turns are counted per agent by generate calls (one per turn with env_groups=1)."""
+
+    def __init__(self, tokenizer, choose):
+        self.tokenizer = tokenizer
+        self.choose = choose
+        self.turns: dict[int, int] = {}
+
+    def begin(self, agent, prompts):
+        return Contexts(tokens=[list(p) for p in prompts])
+
+    def generate(self, agent, contexts, num_samples, max_new_tokens, key):
+        self.turns[agent] = turn = self.turns.get(agent, 0) + 1
+        tokens, logprobs, histories = [], [], []
+        for row in contexts.tokens:
+            history = self.tokenizer.decode(row)
+            for g in range(num_samples):
+                comp = self.tokenizer.encode(self.choose(turn, g, history)) + [
+                    self.tokenizer.eos_id]
+                tokens.append(comp)
+                logprobs.append(-np.ones(len(comp), np.float32))
+                histories.append(row + comp)
+        return Samples(tokens=tokens, logprobs=logprobs), Contexts(tokens=histories)
+
+    def extend(self, agent, contexts, rows, new_tokens):
+        return Contexts(tokens=[contexts.tokens[r] + list(t) for r, t in zip(rows, new_tokens)])
+
+
+def solve_at(turn_of_success: int, right: str, wrong: str):
+    """A chain policy (G = 1) that answers `wrong` until `turn_of_success`, then `right`."""
+    return lambda turn, g, history: right if turn >= turn_of_success else wrong
+
+
+def chain(env, task, choose, num_turns: int, tokenizer=None, max_context: int = 8192):
+    """One task's G = 1 rollout (a chain) under `TextPolicy(choose)`."""
+    from mtrl.rollout import RolloutConfig, rollout
+    from mtrl.tokenizers import load_tokenizer
+    tokenizer = tokenizer or load_tokenizer("byte")
+    config = RolloutConfig(num_turns=num_turns, num_generations=1,
+                           num_agents=env.num_agents, max_new_tokens=512,
+                           max_context=max_context)
+    import jax
+    return rollout([task], env, TextPolicy(tokenizer, choose), tokenizer, config,
+                   jax.random.key(0))
+
+
+def chain_outcome(tree) -> tuple[int, bool, bool]:
+    """(turns played, the last step ended its episode, the last step solved it)."""
+    last = tree.turns[-1]
+    return len(tree.turns), bool(last.ended[0, 0]), bool(last.done[0, 0])

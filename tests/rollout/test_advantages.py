@@ -1,11 +1,12 @@
-"""Per-token advantages of a rollout batch against a plain-Python recursion over the tree."""
+"""Per-token advantages of a rollout batch (the trainer's magrpo path) against a
+plain-Python recursion over the tree, with and without episodes that end early."""
 
 import jax
 import numpy as np
 import pytest
 
 from mtrl.rollout import RolloutConfig, make_batch, rollout
-from mtrl.rollout.advantages import token_advantages
+from mtrl.training.methods import CreditConfig, token_advantages
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend, ScriptedEnv
 
 
@@ -20,7 +21,7 @@ def python_credit(tree, gamma):
         out = []
         for j in range(j_count):
             value = float(rec.rewards[m, j])
-            if rec.expanded[m]:
+            if rec.expanded[m, j]:
                 value += gamma * np.mean(node_returns(turn + 1, node * j_count + j))
             out.append(value)
         return out
@@ -37,15 +38,18 @@ def python_credit(tree, gamma):
     return credit
 
 
+@pytest.mark.parametrize("ends", [False, True])
 @pytest.mark.parametrize("mode", ["align", "cross"])
-def test_token_advantages_match_python_recursion(mode):
+def test_token_advantages_match_python_recursion(mode, ends):
     config = RolloutConfig(num_turns=3, num_generations=2, num_agents=2, joint_mode=mode,
                            termination_threshold=0.5, discount=0.9, max_new_tokens=32,
                            max_context=4096)
-    tree = rollout([0, 1, 2], ScriptedEnv(2), ScriptedBackend(), CharTokenizer(), config,
-                   jax.random.key(0))
+    tree = rollout([0, 1, 2], ScriptedEnv(2, end_on_done=ends), ScriptedBackend(),
+                   CharTokenizer(), config, jax.random.key(0))
+    ended = sum(int(r.ended.sum()) for r in tree.turns[:-1])
+    assert (ended > 0) == ends  # the scripted rewards hit 1.0 on some early steps
     batch = make_batch(tree)
-    adv = np.asarray(token_advantages(batch, gamma=0.9))
+    adv = np.asarray(token_advantages(CreditConfig(), batch, tree, 0.9))
     expected = python_credit(tree, 0.9)
     loss_mask = np.asarray(batch.loss_mask)
     rows = int((np.asarray(batch.row_turn) > 0).sum())

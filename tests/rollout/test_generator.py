@@ -136,7 +136,7 @@ def test_termination_strictly_above(threshold, expect_expand):
                            termination_threshold=threshold, max_new_tokens=32,
                            max_context=4096)
     tree = rollout([0, 1], Env(1, reward_fn), ScriptedBackend(), TOK, config, jax.random.key(0))
-    np.testing.assert_array_equal(tree.turns[0].expanded, expect_expand)
+    np.testing.assert_array_equal(tree.turns[0].expanded.all(axis=1), expect_expand)
     if any(expect_expand):
         # Turn 2 holds exactly the children of the expanding nodes (J = G = 2 each).
         assert len(tree.turns[1].node_index) == 2 * sum(expect_expand)

@@ -15,7 +15,7 @@ from mtrl.envs.math import MathEnv, MathEnvConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.rollout import PlainFormat, RolloutConfig, make_batch, rollout
 from mtrl.tokenizers import load_tokenizer
-from mtrl.training.answer_probs import (ANSWER_INSTRUCTION, ANSWER_PREFIX,
+from mtrl.training.answer_probs import (ANSWER_INSTRUCTION, ANSWER_PREFIX, answer_queries,
                                         derived_info_keys, fill_answer_logprobs,
                                         scores_answers)
 from mtrl.training.methods import ESTIMATORS, CreditConfig, check_method, token_advantages
@@ -63,7 +63,11 @@ def test_batched_answer_logprobs_equal_a_direct_per_node_forward(num_agents):
                 values, priors = [], []
                 for a in range(num_agents):
                     completion = record.completions[a][m * g + int(joint[j, a])]
-                    cue = tokenizer.encode(fmt.next(ANSWER_INSTRUCTION))
+                    # h_t holds turn t's observation; the instruction shares its message.
+                    observation = record.observations[a][m * tree.joint_actions + j]
+                    stopped = bool(completion) and completion[-1] == tokenizer.eos_id
+                    cue = tokenizer.encode(fmt.next(f"{observation}\n{ANSWER_INSTRUCTION}",
+                                                    stopped))
                     history = list(record.contexts[a][m]) + list(completion) + cue + prefix
                     values.append(direct(models[a], tokenizer, history, truth))
                     if (task, a) not in prior_cache:
@@ -97,3 +101,27 @@ def test_igpo_is_accepted_for_an_env_that_reports_the_truth_only():
     check_method(CreditConfig(estimator="igpo"), "reinforce", 2, env)  # no error
     with pytest.raises(ValueError, match="anchor_id"):
         check_method(CreditConfig(estimator="gigpo"), "reinforce", 2, env)
+
+
+@pytest.mark.parametrize("history_mode", ["full", "last"])
+def test_turn_t_gain_is_scored_after_turn_t_observation(history_mode):
+    """IGPO conditions m_t on the history through turn t's observation (the tool output
+    or "Try again." that answered turn t), not only on turn t's completion."""
+    tokenizer = load_tokenizer("byte")
+    env = MathEnv(MathEnvConfig(feedback_mode="correctness", history_mode=history_mode))
+    config = RolloutConfig(num_turns=2, num_generations=2, num_agents=1, max_new_tokens=16,
+                           max_context=1024)
+    tree = rollout(TASKS[:1], env, ScriptedBackend(), tokenizer, config, jax.random.key(0),
+                   PlainFormat())
+    steps, where, _ = answer_queries(tree, tokenizer, PlainFormat(), 0)
+    for query, (t, i) in zip(steps, where):
+        observation = tree.turns[t].observations[0][i]
+        text = tokenizer.decode(list(query.prefix))
+        assert observation and observation in text and text.endswith(ANSWER_PREFIX)
+        # The observation comes after turn t's completion, the instruction after both.
+        completion = tokenizer.decode(tree.turns[t].completions[0][
+            (i // tree.joint_actions) * 2 + int(tree.joint_index[i % tree.joint_actions, 0])])
+        if history_mode == "full":
+            assert text.rindex(completion) < text.rindex(observation)
+        assert text.rindex(observation) < text.rindex(ANSWER_INSTRUCTION)
+    assert len(steps) == sum(len(r.infos) for r in tree.turns)

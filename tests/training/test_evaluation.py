@@ -74,3 +74,23 @@ def test_final_turn_success_beside_any_turn_success_with_a_prefix():
     assert m["test_success_turn1"] == 1 / 3
     assert m["test_final_turn_success"] == 1 / 3
     assert not any(k.startswith("heldout") for k in m)
+
+
+class EndsAtSuccess(SolveAtTurn):
+    """SolveAtTurn whose solving step ends the episode (StepResult.ended)."""
+
+    def step(self, states, actions, turn):
+        return [StepResult(reward=r.reward, done=r.done, observations=r.observations,
+                           state=r.state, components=r.components, ended=r.done)
+                for r in super().step(states, actions, turn)]
+
+
+def test_episodes_that_end_early_are_judged_on_their_last_played_turn():
+    config = RolloutConfig(num_turns=3, num_generations=1, num_agents=1, max_new_tokens=16,
+                           max_context=4096)
+    result = evaluate([0, 1, 2], EndsAtSuccess({0: 1, 1: 2, 2: 0}), ScriptedBackend(),
+                      CharTokenizer(), config, jax.random.key(0))
+    m = result.metrics
+    assert [m[f"heldout_success_turn{t}"] for t in (1, 2, 3)] == [1 / 3, 2 / 3, 2 / 3]
+    # Tasks 0 and 1 ended solved at turns 1 and 2; task 2 played all three turns.
+    assert m["heldout_final_turn_success"] == m["heldout_success"] == 2 / 3

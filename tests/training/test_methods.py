@@ -39,7 +39,7 @@ def tree_values(tree, group):
     def returns(turn, node):
         rec, m = nodes[(turn, node)]
         return [float(rec.rewards[m, j]) + (GAMMA * np.mean(returns(turn + 1, node * joint + j))
-                                            if rec.expanded[m] else 0.0) for j in range(joint)]
+                                            if rec.expanded[m, j] else 0.0) for j in range(joint)]
 
     out = {}
     for (turn, node) in nodes:
@@ -61,7 +61,7 @@ def paths(tree, task):
         rec, m = nodes[(turn, node)]
         for j in range(joint):
             step = (turn, node, j, float(rec.rewards[m, j]), rec.infos[m * joint + j])
-            if rec.expanded[m]:
+            if rec.expanded[m, j]:
                 for rest in walk(turn + 1, node * joint + j):
                     yield [step] + rest
             else:

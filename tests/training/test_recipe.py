@@ -26,7 +26,7 @@ def test_leaves_carry_the_episode_reward():
         for m in range(len(before.node_index)):
             for j in range(tree.joint_actions):
                 info = before.infos[m * tree.joint_actions + j]
-                if before.expanded[m]:
+                if before.expanded[m, j]:
                     assert after.rewards[m, j] == 0.0
                 else:
                     leaves += 1

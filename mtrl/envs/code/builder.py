@@ -27,7 +27,8 @@ def build_code_env(request: EnvRequest) -> BuiltEnv:
                        feedback_mode=e.feedback_mode, sandbox_slice=e.sandbox_slice,
                        history_mode=e.history_mode, reward=e.reward, limits=limits,
                        reward_config=build(CodeRewardConfig, "env.reward_points", **points),
-                       feedback_style=e.feedback_style, templates=templates)
+                       feedback_style=e.feedback_style, templates=templates,
+                       end_on_success=e.get("end_on_success", False))
     pool = SandboxPool(num_workers=e.workers or None, limits=limits)
     try:  # env.expert: who answers the expert_edits feedback mode (experts/factory.py)
         expert = build_expert(e.expert, dict(as_dict(e.expert_options)), request.tokenizer)

@@ -22,6 +22,14 @@ A step, for a batch of branches (one joint action each):
    alone (a Markov prompt for tasks whose revision instruction restates what a
    revision needs). Feedback shows the task's asserts, never the
    full test code run after them (`Verdict.feedback_tests`).
+
+Episode ends (mtrl/envs/base.py): with `end_on_success`, a step whose program passes
+every test ends its episode (`ended`; the generator plays no later turn there), as
+UFO's "first success" and outcome-read estimators expect. Without it (the default,
+CoMLRL's protocol) an episode runs its T turns and a solved branch keeps revising,
+scored every turn: the level reward is a per-turn quality, so ending a solved branch
+early would forfeit the later turns' rewards and rank a late solver above an early
+one under tree returns.
 """
 
 from __future__ import annotations
@@ -73,6 +81,7 @@ class CodeEnvConfig:
     max_test_chars: int = 240
     max_message_chars: int = 200
     feedback_style: str = "full"  # "full" | "compact" (terse level_feedback, feedback.py)
+    end_on_success: bool = False  # passing every test ends the episode (module docstring)
 
     def __post_init__(self):
         role_function_names(self.num_agents, "f")  # validates num_agents
@@ -84,6 +93,9 @@ class CodeEnvConfig:
                              f"got {self.history_mode!r}")
         if self.max_completion_chars < 1:
             raise ValueError("max_completion_chars must be positive")
+        if not isinstance(self.end_on_success, bool):
+            raise ValueError(f"end_on_success must be True or False, got "
+                             f"{self.end_on_success!r}")
         _ = self.feedback_options  # validates the caps
 
     @property
@@ -127,6 +139,10 @@ class CodeEnv(Environment):
         self._expert = expert
         self._feedback = FEEDBACK_MODES.get(config.feedback_mode)
         self._reward = CODE_REWARDS.get(config.reward)
+
+    @property
+    def ends_on_success(self) -> bool:
+        return self.config.end_on_success
 
     @property
     def max_reward(self) -> float:
@@ -177,7 +193,8 @@ class CodeEnv(Environment):
             out.append(StepResult(
                 reward=verdict.reward, done=verdict.all_passed, observations=observations,
                 state=child, components=verdict.components,
-                info=self._info(verdict), reset_context=cfg.history_mode != "full"))
+                info=self._info(verdict), reset_context=cfg.history_mode != "full",
+                ended=cfg.end_on_success and verdict.all_passed))
         return out
 
     def close(self) -> None:

@@ -8,16 +8,16 @@ A step, for a batch of branches (one joint action each):
    last agent writes the entry point, the last agent has the final word;
 3. reward = 1 if the team's answer equals the ground truth exactly (after
    normalisation), else 0;
-4. the episode ends at the first correct answer (UFO's rule; `done`); a branch that
-   the generator continues after its end (its siblings still expand) gets reward 0,
-   an observation saying it is over and info `ended`;
+4. the episode ends at the first correct answer (UFO's rule): the step reports
+   `ended` (and `done`), and the generator plays no later turn on that branch
+   (mtrl/envs/base.py); an episode without a correct answer runs to the last turn;
 5. each agent's next observation comes from the feedback mode (prompts.py); history
    mode "full" appends it, "last" sends a fresh prompt with the previous response.
 
 Step info (docs/methods.md): `correct` (UFO, reward recipe), `answer_id` (UFO's
 repeat penalty), `void` per agent (no answer found: SimpleTIR's filter), `truth`
 (the ground-truth answer text: the trainer scores it for IGPO, answer_probs.py),
-plus `answers`, `team_answer`, `ended` for transcripts.
+plus `answers`, `team_answer` for transcripts.
 """
 
 from __future__ import annotations
@@ -119,25 +119,23 @@ class MathEnv(Environment):
                              f"{self.num_agents} agents")
         if state.turn != turn - 1:
             raise ValueError(f"branch has completed {state.turn} turns; cannot play {turn}")
+        if state.solved:
+            raise ValueError("the branch's episode ended with a correct answer; "
+                             "no later turn is played on it (StepResult.ended)")
         cfg = self.config
         texts = tuple(decode_completion(a, cfg.max_completion_chars) for a in action)
         answers = tuple(extract_answer(t) for t in texts)
         team = team_answer(answers)
         truth = normalize_number(state.task.answer)
         correct = team is not None and team == truth
-        ended = state.solved
-        child = MathBranchState(task=state.task, turn=turn, solved=state.solved or correct,
+        child = MathBranchState(task=state.task, turn=turn, solved=correct,
                                 answers=state.answers + (answers,))
         info: dict[str, Any] = {
-            "correct": correct or ended, "answer_id": answer_id(team),
+            "correct": correct, "answer_id": answer_id(team),
             "void": tuple(a is None for a in answers), "truth": state.task.answer,
-            "answers": answers, "team_answer": team, "ended": ended,
+            "answers": answers, "team_answer": team,
         }
-        if ended:  # the episode ended at an earlier turn (module docstring, item 4)
-            info["void"] = (False,) * self.num_agents
-            feedback = (cfg.templates.solved,) * self.num_agents
-            reward = 0.0
-        elif correct:
+        if correct:
             feedback = (cfg.templates.solved,) * self.num_agents
             reward = 1.0
         else:
@@ -155,6 +153,6 @@ class MathEnv(Environment):
             observations = feedback
         components = {"correct": float(correct),
                       "answered": sum(a is not None for a in answers) / self.num_agents}
-        return StepResult(reward=reward, done=correct or ended, observations=observations,
+        return StepResult(reward=reward, done=correct, observations=observations,
                           state=child, components=components, info=info,
-                          reset_context=cfg.history_mode == "last")
+                          reset_context=cfg.history_mode == "last", ended=correct)

@@ -9,9 +9,11 @@ as it was. Rewards, per step:
           + lose_reward                  on the step that loses the game
           − invalid_penalty              on a command the game does not admit
 
-so a won game's rewards sum to 1 (less penalties). `done` is true once the game is
-won (the evaluation reads `done` as success); a lost game, or one out of
-`max_moves`, is over too: later steps are answered "The game is over", reward 0.
+so a won game's rewards sum to 1 (less penalties). `done` is true on the step that
+wins (the evaluation reads `done` as success). The step that wins, loses, or uses
+the last of `max_moves` ends the episode (`ended`): the generator plays no later
+turn on that branch (mtrl/envs/base.py), so no post-game turn is generated, scored
+or trained.
 Step info `anchor_id` is a hash of the world facts after the step (GiGPO's anchor
 state: steps from equal states group across a task's trajectories, e.g. after a
 "look" or a refused command the state, and so the anchor, is unchanged).
@@ -115,7 +117,8 @@ class TextWorldEnv(Environment):
     def _step(self, state: GameState, text: str) -> StepResult:
         before = self.outcome(state)
         if before.won or before.lost or state.out_of_moves:
-            return self._result(state, before, 0.0, "The game is over.", valid=False)
+            raise ValueError(f"{state.task.name}: the game is over; no later turn is "
+                             "played on this branch (StepResult.ended)")
         command, reason = parse_command(text, self.config.max_command_chars)
         chosen = match_admissible(command, before.admissible) if command else None
         if chosen is None:
@@ -147,7 +150,7 @@ class TextWorldEnv(Environment):
                         "invalid": float(not valid), "score": float(outcome.score)},
             info={"anchor_id": outcome.anchor, "correct": outcome.won, "won": outcome.won,
                   "lost": lost, "valid": valid},
-            reset_context=self.config.history == "last")
+            reset_context=self.config.history == "last", ended=outcome.won or lost)
 
     def close(self) -> None:
         for engine in self._engines.values():

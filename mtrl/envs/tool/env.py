@@ -13,16 +13,16 @@ it"). One agent. A step, for a batch of branches:
    exception's type and message, a timeout), truncated to `max_output_chars` with a
    note saying so;
 4. an answer ends the episode: reward 1 if it is correct (math: the normalised
-   number equals the truth; code: every test of the task passes), else 0. The
-   generator may continue an ended branch (its siblings still expand): those steps
-   get reward 0 and info `ended`;
+   number equals the truth; code: every test of the task passes), else 0. The step
+   reports `ended`, and the generator plays no later turn on that branch
+   (mtrl/envs/base.py);
 5. the last turn (`max_turns`) without an answer ends the episode unsolved. `done`
    is true only for a solved episode (evaluation counts `done` as success).
 
 Step info (docs/methods.md): `correct`, `void` (SimpleTIR), `invalid_calls` (a call
 that did not run cleanly: unclosed fence, syntax error, exception, timeout),
 `progress` (code: the submission's test pass rate; math: 0/1), `answer_id`, `truth`
-(math: the answer IGPO scores), plus `kind`, `tool_output`, `ended`.
+(math: the answer IGPO scores), plus `kind`, `tool_output`.
 """
 
 from __future__ import annotations
@@ -124,12 +124,15 @@ class ToolEnv(Environment):
                 raise ValueError(f"the tool environment has one agent, got {len(action)}")
             if state.turn != turn - 1:
                 raise ValueError(f"branch has completed {state.turn} turns; cannot play {turn}")
+            if state.ended:
+                raise ValueError("the branch's episode has ended; no later turn is played "
+                                 "on it (StepResult.ended)")
         cfg = self.config
         parsed = [parse_turn(decode_completion(a[0], cfg.max_completion_chars))
                   for a in actions]
         programs, where = [], {}
         for i, (state, act) in enumerate(zip(states, parsed)):
-            program = None if state.ended else self._program(state, act)
+            program = self._program(state, act)
             if program is not None:
                 where[i] = len(programs)
                 programs.append(program)
@@ -163,15 +166,9 @@ class ToolEnv(Environment):
         t, cfg = self.config.templates, self.config
         task = state.task
         truth = task.answer if isinstance(task, MathTask) else ""
-        info: dict[str, Any] = {"kind": act.kind, "truth": truth, "ended": state.ended,
+        info: dict[str, Any] = {"kind": act.kind, "truth": truth,
                                 "void": (False,), "invalid_calls": 0, "correct": False,
                                 "progress": 0.0, "answer_id": 0, "tool_output": ""}
-        if state.ended:
-            info["correct"] = state.solved  # the episode's outcome (UFO, recipe)
-            # `done` means solved (evaluation counts it as success), not merely over.
-            return StepResult(reward=0.0, done=state.solved, observations=(t.ended,),
-                              state=state,
-                              components=_components(False, False, False), info=info)
         correct, last_code, ended = False, state.last_code, False
         if act.kind == "answer":
             ended = True
@@ -213,7 +210,7 @@ class ToolEnv(Environment):
         child = ToolBranchState(task=task, turn=turn, ended=ended, last_code=last_code,
                                 solved=correct)
         return StepResult(reward=float(correct), done=correct, observations=(observation,),
-                          state=child, info=info,
+                          state=child, info=info, ended=ended,
                           components=_components(correct, act.kind == "call",
                                                  bool(info["invalid_calls"])))
 

@@ -27,12 +27,14 @@ def test_first_prompt_asks_for_a_boxed_answer():
 
 def test_unary_feedback_is_the_fixed_message_and_the_episode_ends_when_correct():
     env = MathEnv(MathEnvConfig(feedback_mode="unary"))
-    _, (r1, r2, r3) = play(env, [["It is \\boxed{12}."], ["3 + 4 = 7\n#### 7"], ["\\boxed{9}"]])
-    assert (r1.reward, r1.done, r1.observations) == (0.0, False, ("Try again.",))
+    _, (r1, r2) = play(env, [["It is \\boxed{12}."], ["3 + 4 = 7\n#### 7"]])
+    assert (r1.reward, r1.done, r1.ended, r1.observations) == (0.0, False, False,
+                                                              ("Try again.",))
     assert r1.info["correct"] is False and r1.info["answers"] == ("12",)
-    assert (r2.reward, r2.done) == (1.0, True) and r2.info["correct"]
-    # The generator may continue an ended branch: no reward, marked as ended.
-    assert (r3.reward, r3.done, r3.info["ended"], r3.info["correct"]) == (0.0, True, True, True)
+    assert (r2.reward, r2.done, r2.ended) == (1.0, True, True) and r2.info["correct"]
+    # The episode is over: no later turn may be played on the branch.
+    with pytest.raises(ValueError, match="ended"):
+        env.step([r2.state], [("\\boxed{9}",)], 3)
     assert r1.info["answer_id"] != r2.info["answer_id"]
     assert r1.info["truth"] == "7"
 

@@ -20,6 +20,7 @@ def test_walkthroughs_win_with_score_rewards(env, games):
     for game in games.values():
         results = play(env, game, game.walkthrough)
         assert [r.done for r in results] == [False] * (len(results) - 1) + [True]
+        assert [r.ended for r in results] == [False] * (len(results) - 1) + [True]
         assert sum(r.reward for r in results) == pytest.approx(1.0)
         assert all(r.info["valid"] and not r.info["lost"] for r in results)
         assert "The game is over." in results[-1].observations[0]
@@ -39,10 +40,11 @@ def test_the_decoy_loses_and_the_game_stays_over(env, games):
     commands = prompt.split("Commands: ")[1].split(" | ")
     decoys = [c for c in commands if c.startswith("take ") and c not in game.walkthrough]
     assert decoys, prompt
-    lose, after = play(env, game, [decoys[0], game.walkthrough[0]])
-    assert lose.reward == -1.0 and lose.info["lost"] and not lose.done
-    assert after.reward == 0.0 and not after.done and "The game is over." in \
-        after.observations[0]
+    (lose,) = play(env, game, [decoys[0]])
+    assert lose.reward == -1.0 and lose.info["lost"] and not lose.done and lose.ended
+    assert "The game is over." in lose.observations[0]
+    with pytest.raises(ValueError, match="game is over"):  # no post-game turn
+        env.step([lose.state], [(game.walkthrough[0],)], 2)
 
 
 def test_anchor_ids_are_equal_for_equal_states_across_trajectories(env, games):
@@ -87,9 +89,11 @@ def test_commands_are_normalised_before_matching(env, games):
 
 def test_the_move_limit_ends_the_game(games):
     env = TextWorldEnv(TextWorldEnvConfig(max_moves=2))
-    results = play(env, games["coin1"], ["dance", "dance", "take coin"])
+    results = play(env, games["coin1"], ["dance", "dance"])
     assert results[1].info["lost"] and "out of moves" in results[1].observations[0]
-    assert not results[2].done and results[2].reward == 0.0
+    assert [r.ended for r in results] == [False, True] and not results[1].done
+    with pytest.raises(ValueError, match="game is over"):
+        env.step([results[1].state], [("take coin",)], 3)
     env.close()
 
 

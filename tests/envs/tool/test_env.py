@@ -38,20 +38,24 @@ def play(env, task, turns):
 
 
 def test_compute_then_answer(env):
-    r1, r2, r3 = play(env, MATH, ["```python\nprint(17 * 23)\n```", "It is \\boxed{391}.",
-                                  "more"])
+    r1, r2 = play(env, MATH, ["```python\nprint(17 * 23)\n```", "It is \\boxed{391}."])
     assert r1.observations == ("Output:\n391",) and r1.reward == 0.0 and not r1.done
-    assert r1.info["kind"] == "call" and r1.info["invalid_calls"] == 0
+    assert r1.info["kind"] == "call" and r1.info["invalid_calls"] == 0 and not r1.ended
     assert r1.info["void"] == (False,) and r1.info["truth"] == "391"
-    assert (r2.reward, r2.done, r2.info["correct"]) == (1.0, True, True)
-    # After the answer the branch is over: no reward, still solved.
-    assert (r3.reward, r3.done, r3.info["ended"], r3.info["correct"]) == (0.0, True, True, True)
+    assert (r2.reward, r2.done, r2.ended, r2.info["correct"]) == (1.0, True, True, True)
+    # After the answer the branch is over: no later turn may be played on it.
+    with pytest.raises(ValueError, match="ended"):
+        env.step([r2.state], [("more",)], 3)
 
 
 def test_a_wrong_answer_ends_the_episode_unsolved(env):
-    r1, r2 = play(env, MATH, ["\\boxed{390}", "\\boxed{391}"])
-    assert (r1.reward, r1.done, r1.info["correct"]) == (0.0, False, False)
-    assert r2.info["ended"] and r2.reward == 0.0 and not r2.done
+    (r1,) = play(env, MATH, ["\\boxed{390}"])
+    assert (r1.reward, r1.done, r1.ended, r1.info["correct"]) == (0.0, False, True, False)
+
+
+def test_the_last_turn_without_an_answer_ends_the_episode(env):
+    r1, r2, r3 = play(env, MATH, ["```python\nprint(1)\n```"] * 3)  # max_turns=3
+    assert [r.ended for r in (r1, r2, r3)] == [False, False, True] and not r3.done
 
 
 def test_errors_and_long_output_are_reported_and_truncated(env):
