@@ -21,7 +21,7 @@ import time
 import jax
 from flax import nnx
 
-from mtrl.envs.base import Environment
+from mtrl.rollout.environment import Environment
 from mtrl.envs.code import CodeEnv, CodeEnvConfig
 from mtrl.envs.code.task import CodeTask
 from mtrl.envs.sandbox import SandboxPool

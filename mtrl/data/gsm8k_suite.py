@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 from mtrl.data.gsm8k import GSM8K_SPLITS, MathTask, load_gsm8k
-from mtrl.data.suite import DataConfig, check_split, parse_split
+from mtrl.data.suite import SUITES, DataConfig, check_split, parse_split
 from mtrl.data.task_filter import keep_tasks, read_task_ids
 
 _CALC = re.compile(r"<<[^>]*>>")
@@ -122,3 +122,6 @@ class GSM8KSuite:
             for a in range(num_agents):
                 pairs[a].append((prompts[a], demonstration(task)))
         return pairs
+
+
+SUITES.register("gsm8k")(GSM8KSuite)

@@ -17,6 +17,9 @@ Suites register a builder under a name (SUITES, DESIGN.md section 6 rule 10):
 
     builder(data: DataConfig, seed: int) -> TaskSuite
 
+Suites in modules of their own register themselves on import; SUITE_MODULES names
+those modules, so `build_suite` loads only the suite a run asks for.
+
 File-backed code data sets (HumanEval, MBPP, CoopHumanEval JSONL) share
 `DatasetSuite`; the built-in integer-function family is `mtrl.data.synthetic.suite`.
 """
@@ -24,6 +27,7 @@ File-backed code data sets (HumanEval, MBPP, CoopHumanEval JSONL) share
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import re
 from typing import Any, Callable, Protocol
 
@@ -59,8 +63,8 @@ class DataConfig:
     options: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
-        if self.name not in SUITES:
-            raise ValueError(f"name: unknown suite {self.name!r}; valid: {list(SUITES.names())}")
+        if self.name not in suite_names():
+            raise ValueError(f"name: unknown suite {self.name!r}; valid: {list(suite_names())}")
         for field in ("path", "train_split", "eval_split", "test_split"):
             if not isinstance(getattr(self, field), str):
                 raise ValueError(f"{field} must be a string, got {getattr(self, field)!r}")
@@ -170,23 +174,21 @@ for _name in ("humaneval", "mbpp", "mbpp_sanitized", "coop_humaneval"):
     SUITES.register(_name)(DatasetSuite)
 
 
-@SUITES.register("intfn")
-def _family(data: DataConfig, seed: int) -> Any:
-    from mtrl.data.synthetic.suite import FamilySuite  # generated on demand
-    return FamilySuite(data, seed)
+# Suites that register themselves when their module is imported: name -> module,
+# imported by `build_suite` on first use (the family is generated, GSM8K reads JSONL,
+# TextWorld imports its engine), so this module imports none of them.
+SUITE_MODULES = {
+    "intfn": "mtrl.data.synthetic.suite",
+    "gsm8k": "mtrl.data.gsm8k_suite",
+    "textworld": "mtrl.data.textworld_suite",
+}
 
 
-@SUITES.register("gsm8k")
-def _gsm8k(data: DataConfig, seed: int) -> Any:
-    from mtrl.data.gsm8k_suite import GSM8KSuite  # math tasks: not a code data set
-    return GSM8KSuite(data, seed)
-
-
-@SUITES.register("textworld")
-def _textworld(data: DataConfig, seed: int) -> Any:
-    from mtrl.envs.textworld.suite import TextWorldSuite  # imports textworld on demand
-    return TextWorldSuite(data, seed)
+def suite_names() -> tuple[str, ...]:
+    return tuple(sorted(set(SUITES.names()) | set(SUITE_MODULES)))
 
 
 def build_suite(data: DataConfig, seed: int) -> TaskSuite:
+    if data.name in SUITE_MODULES:
+        importlib.import_module(SUITE_MODULES[data.name])
     return SUITES.get(data.name)(data, seed)

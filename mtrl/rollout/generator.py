@@ -7,7 +7,7 @@ J = G; `cross`: the Cartesian product, J = G^N), the environment scores all join
 actions of all nodes in one batched call, and a node expands (one child per joint
 action) unless the mean immediate reward of its J joint actions is strictly above
 `termination_threshold`; a joint action whose step ended its episode
-(`StepResult.ended`, mtrl/envs/base.py) gets no child either way. A child's history is its parent's history, the agent's own
+(`StepResult.ended`, mtrl/rollout/environment.py) gets no child either way. A child's history is its parent's history, the agent's own
 completion in that joint action, and the observation the environment wrote for
 that branch — appended, so the backend extends the parent's KV cache instead of
 re-encoding the history.
@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 from mtrl.credit import joint_action_index, termination_mask
-from mtrl.envs.base import Environment
+from mtrl.rollout.environment import Environment
 from mtrl.rollout.backend import PolicyBackend
 from mtrl.rollout.config import RolloutConfig
 from mtrl.rollout.formatting import PlainFormat
@@ -119,7 +119,7 @@ def rollout(tasks: Sequence[Any], env: Environment, backend: PolicyBackend, toke
             # sampled token ends its branches here, as at the last turn.
             node_expands &= ~np.concatenate([_full(made, config.max_context)
                                              for made, _ in per_group])
-        # The episode-end rule (mtrl/envs/base.py): a step that ended its episode is
+        # The episode-end rule (mtrl/rollout/environment.py): a step that ended its episode is
         # the last of its path, whatever its siblings do.
         expands = node_expands[:, None] & ~ended
         names = sorted(results[0].components) if results else []

@@ -1,5 +1,5 @@
 """Builds a run's components from its validated config: tokenizer, one model per
-agent, tasks, the environment (env.name: training/environment.py), the rollout config,
+agent, tasks, the environment (env.name: envs/registry.py), the rollout config,
 the training objective."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import jax
 from flax import nnx
 
 from mtrl.data.suite import SPLITS, DataConfig, TaskSuite, build_suite
-from mtrl.envs.base import Environment
-from mtrl.training.environment import build_environment
+from mtrl.rollout.environment import Environment
+from mtrl.envs.registry import build_environment
 from mtrl.losses import KLPenaltyConfig, POLICY_LOSSES, PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
 from mtrl.rollout import RolloutConfig

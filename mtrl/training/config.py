@@ -18,6 +18,8 @@ from typing import Any
 import ml_collections
 from ml_collections.config_dict import placeholder
 
+from mtrl.config.fields import as_dict, build, known_fields  # noqa: F401 (re-exported)
+
 
 def base_config() -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
@@ -30,7 +32,7 @@ def base_config() -> ml_collections.ConfigDict:
     # checkpoint) and test ("" : none; evaluated once at the end) splits.
     c.data = dict(name="intfn", path="", train_split="train", eval_split="heldout",
                   test_split="", num_train=2000, num_eval=100, num_test=100, options={})
-    # env.name: a builder in training/environment.py; env.options: that environment's
+    # env.name: a builder in envs/registry.py; env.options: that environment's
     # own extras (the code environment's fields are the env.* below).
     c.env = dict(name="code", options={}, num_agents=2, feedback_mode="level_feedback", sandbox_slice=1,
                  history_mode="full", reward="level", templates="tiny",
@@ -103,28 +105,6 @@ def resolve_path(value: str, field: str, must_exist: bool = True) -> str | None:
     if must_exist and not os.path.exists(path):
         raise ValueError(f"config.{field}: path {value!r} does not exist")
     return path
-
-
-def build(cls, field: str, **kwargs) -> Any:
-    """cls(**kwargs), re-raising validation errors with the config field named."""
-    try:
-        return cls(**kwargs)
-    except (ValueError, TypeError, KeyError) as e:
-        raise ValueError(f"config.{field}: {e}") from None
-
-
-def as_dict(section) -> dict:
-    return section.to_dict() if hasattr(section, "to_dict") else dict(section)
-
-
-def known_fields(cls, section, field: str) -> dict:
-    """The section's entries, which must all be fields of `cls`."""
-    values = as_dict(section)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - names)
-    if unknown:
-        raise ValueError(f"config.{field}: unknown field(s) {unknown}; valid: {sorted(names)}")
-    return values
 
 
 RESTORE_MODES = ("latest", "best", "none")

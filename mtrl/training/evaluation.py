@@ -26,7 +26,7 @@ from typing import Sequence
 import jax
 import numpy as np
 
-from mtrl.envs.base import Environment
+from mtrl.rollout.environment import Environment
 from mtrl.rollout import RolloutConfig, rollout
 from mtrl.rollout.backend import PolicyBackend
 from mtrl.rollout.tree import TreeRollout

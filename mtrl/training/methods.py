@@ -199,7 +199,7 @@ def answer_ids(paths: TaskPaths) -> np.ndarray:
 
 
 # Estimators whose reading of the paper needs an episode to end at its first success
-# (mtrl/envs/base.py, "Episode ends"): UFO rewards γ^t for the first correct attempt
+# (mtrl/rollout/environment.py, "Episode ends"): UFO rewards γ^t for the first correct attempt
 # and trains no attempt after it.
 ENDS_AT_SUCCESS = ("ufo",)
 

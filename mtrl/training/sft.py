@@ -34,6 +34,7 @@ from mtrl.sampling.tracing import TraceCounter
 from mtrl.training.logprobs import predicted_mask, sequence_logprobs
 from mtrl.training.optim import OptimConfig, make_optimizer, make_schedule
 from mtrl.training.step_metrics import check_finite
+from mtrl.data.demonstrations import Revision
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,29 +90,6 @@ class SFTExamples:
 
     def __len__(self) -> int:
         return self.tokens.shape[0]
-
-
-@dataclasses.dataclass(frozen=True)
-class Revision:
-    """A later-turn prompt: the first prompt, then the earlier turns as (completion,
-    observation) pairs. Laid out exactly as the rollout builds a branch's history:
-
-        encode(first(prompt)) + Σ_turns [encode(completion) + [eos]
-                                         + encode(turn_format.next(observation))]
-
-    so SFT on revisions trains on the token histories RL samples after; with `reset`
-    (a context-resetting history mode) the history is encode(first(last observation)),
-    as the rollout restarts it."""
-
-    prompt: str
-    exchanges: tuple[tuple[str, str], ...]
-    # True when the environment resets the context at each turn (history modes "last",
-    # "feedback"): the model then sees the last observation alone, as a first prompt.
-    reset: bool = False
-
-    def __post_init__(self):
-        if not self.exchanges:
-            raise ValueError("Revision needs at least one (completion, observation) exchange")
 
 
 def prompt_token_ids(tokenizer, prompt: "str | Revision", turn_format) -> list[int]:

@@ -59,7 +59,8 @@ from mtrl.training.filters import shape_batch
 from mtrl.training.recipe import apply_recipe
 from mtrl.training.row_groups import check_groups, group_size, keep_informative_groups
 from mtrl.training.run_config import check_resumable, config_record, write_config
-from mtrl.training.sft_data import first_phase_kinds, per_agent
+from mtrl.data.demonstrations import per_agent
+from mtrl.training.sft_data import first_phase_kinds
 from mtrl.training.step_metrics import check_finite
 from mtrl.training.train_state import agent_params, init_train_state
 from mtrl.training.train_step import make_train_step

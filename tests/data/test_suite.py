@@ -3,7 +3,7 @@ inputs, demonstrations from the suite's own train split, file-backed suites."""
 
 import pytest
 
-from mtrl.data.suite import SUITES, DataConfig, build_suite
+from mtrl.data.suite import SUITES, DataConfig, build_suite, suite_names
 from mtrl.data.synthetic.terms import TERMS
 from mtrl.envs.code import CodeEnv, CodeEnvConfig
 from mtrl.envs.sandbox import SandboxPool
@@ -22,8 +22,11 @@ def family(run_seed=0, **options):
 
 
 def test_registry_names_every_suite():
-    assert set(SUITES.names()) >= {"intfn", "humaneval", "mbpp", "mbpp_sanitized",
-                                   "coop_humaneval"}
+    assert set(suite_names()) >= {"intfn", "gsm8k", "textworld", "humaneval", "mbpp",
+                                  "mbpp_sanitized", "coop_humaneval"}
+    # Suites in modules of their own register on import, which build_suite does.
+    build_suite(DataConfig(name="intfn", num_train=2, num_eval=2, num_test=2), 0)
+    assert "intfn" in SUITES
     with pytest.raises(ValueError, match="unknown suite 'nope'"):
         DataConfig(name="nope")
 

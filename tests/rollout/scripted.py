@@ -7,7 +7,7 @@ import zlib
 
 import numpy as np
 
-from mtrl.envs.base import Environment, StepResult
+from mtrl.rollout.environment import Environment, StepResult
 from mtrl.rollout.backend import Contexts, PolicyBackend, Samples
 
 EOS = 3

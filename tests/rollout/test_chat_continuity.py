@@ -6,7 +6,7 @@ import jax
 import numpy as np
 import pytest
 
-from mtrl.envs.base import Environment, StepResult
+from mtrl.rollout.environment import Environment, StepResult
 from mtrl.rollout import ChatTemplateFormat, RolloutConfig
 from mtrl.rollout.backend import Contexts, PolicyBackend, Samples
 from mtrl.rollout.generator import rollout

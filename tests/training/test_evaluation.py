@@ -3,7 +3,7 @@
 import jax
 import numpy as np
 
-from mtrl.envs.base import StepResult
+from mtrl.rollout.environment import StepResult
 from mtrl.rollout import RolloutConfig
 from mtrl.training.evaluation import chain_success, evaluate
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend, ScriptedEnv

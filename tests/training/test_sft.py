@@ -215,7 +215,8 @@ def test_sft_config_validation():
 
 
 def test_revision_prompts_are_laid_out_like_the_rollout_history():
-    from mtrl.training.sft import Revision, prompt_token_ids
+    from mtrl.data.demonstrations import Revision
+    from mtrl.training.sft import prompt_token_ids
     fmt = PlainFormat()
     revision = Revision("task", (("first try", "it failed"),))
     ids = prompt_token_ids(TOKENIZER, revision, fmt)

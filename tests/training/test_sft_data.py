@@ -6,8 +6,8 @@ import pytest
 from mtrl.data.suite import build_suite
 from mtrl.training.build import data_config
 from mtrl.training.config import base_config
-from mtrl.training.sft import Revision
-from mtrl.training.sft_data import first_phase_kinds, per_agent, rows_of_kind
+from mtrl.data.demonstrations import Revision, per_agent
+from mtrl.training.sft_data import first_phase_kinds, rows_of_kind
 from mtrl.envs.code import CodeEnv, CodeEnvConfig
 from mtrl.envs.sandbox import SandboxPool
 

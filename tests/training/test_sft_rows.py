@@ -15,7 +15,7 @@ from mtrl.rollout.backend import Contexts, PolicyBackend, Samples
 from mtrl.rollout.formatting import PlainFormat
 from mtrl.tokenizers import ByteTokenizer
 from mtrl.training.sft import sft_examples
-from mtrl.training.sft_data import revision_pairs
+from mtrl.data.demonstrations import revision_pairs
 
 
 class Teacher(PolicyBackend):

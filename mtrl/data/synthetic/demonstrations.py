@@ -22,7 +22,7 @@ By default the demonstrated answer is the true function, which the one example
 does not determine, so a policy fit to them spreads its first guesses over the
 members that fit the example (about 1/|terms| turn-1 success). With `first_guess`
 the teacher instead always opens with one term, and the revision demonstrations
-start from that guess; `mtrl.training.sft_data` can also make the teacher weak
+start from that guess; `mtrl.data.demonstrations` can also make the teacher weak
 (resubmitting its guess in a share of revisions), which is how the embedded
 default lands in the band where RL has something to add.
 """

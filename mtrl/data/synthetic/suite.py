@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import functools
 
-from mtrl.data.suite import DataConfig, check_split, default_templates
+from mtrl.data.demonstrations import per_agent, revision_pairs
+from mtrl.data.suite import SUITES, DataConfig, check_split, default_templates
 from mtrl.data.synthetic.demonstrations import (check_first_guess, revision_demonstrations,
                                                 sft_demonstrations)
 from mtrl.data.synthetic.family import FamilyConfig
@@ -67,7 +68,6 @@ class FamilySuite:
         train tasks, then per agent sft.revision_fraction revisions whose prompts carry
         the environment's feedback on the wrong first attempt (sft_data.revision_pairs),
         sft.resubmit_fraction of them answered with the attempt unchanged."""
-        from mtrl.training.sft_data import per_agent, revision_pairs
         self.check_sft(sft, num_agents)
         first_guess = sft.first_guess or None
         train = self.splits.train
@@ -91,3 +91,6 @@ class FamilySuite:
                 if fractions[a] == fraction:
                     pairs[a].extend(scored[a])
         return pairs
+
+
+SUITES.register("intfn")(FamilySuite)

@@ -7,8 +7,8 @@ from mtrl.envs.code.env import CodeEnv, CodeEnvConfig
 from mtrl.envs.code.rewards import CodeRewardConfig
 from mtrl.envs.code.experts.factory import build_expert
 from mtrl.envs.sandbox import Limits, SandboxPool
-from mtrl.training.config import as_dict, build, known_fields
-from mtrl.training.environment import ENV_BUILDERS, BuiltEnv, EnvRequest
+from mtrl.config import as_dict, build, known_fields
+from mtrl.envs.registry import ENV_BUILDERS, BuiltEnv, EnvRequest
 
 
 @ENV_BUILDERS.register("code")

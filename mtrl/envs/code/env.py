@@ -23,7 +23,7 @@ A step, for a batch of branches (one joint action each):
    revision needs). Feedback shows the task's asserts, never the
    full test code run after them (`Verdict.feedback_tests`).
 
-Episode ends (mtrl/envs/base.py): with `end_on_success`, a step whose program passes
+Episode ends (mtrl/rollout/environment.py): with `end_on_success`, a step whose program passes
 every test ends its episode (`ended`; the generator plays no later turn there), as
 UFO's "first success" and outcome-read estimators expect. Without it (the default,
 CoMLRL's protocol) an episode runs its T turns and a solved branch keeps revising,
@@ -38,7 +38,7 @@ import dataclasses
 import zlib
 from typing import Any, Protocol, Sequence
 
-from mtrl.envs.base import Environment, StepResult
+from mtrl.rollout.environment import Environment, StepResult
 from mtrl.envs.code.analysis import (AUX_NAME, CandidateAnalysis, agent_programs,
                                      analyze_candidate, role_function_names)
 from mtrl.envs.code.experts.base import Expert, ExpertRequest

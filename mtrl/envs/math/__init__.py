@@ -6,9 +6,10 @@ from mtrl.envs.math.answer import (answers_match, boxed_contents, extract_answer
 from mtrl.envs.math.env import (MATH_HISTORY_MODES, MathBranchState, MathEnv, MathEnvConfig,
                                 answer_id, team_answer)
 from mtrl.envs.math.prompts import MATH_FEEDBACK, FeedbackInput, MathTemplates, first_prompt
+from mtrl.envs.math.task import MathTask
 
 __all__ = [
     "MATH_FEEDBACK", "MATH_HISTORY_MODES", "FeedbackInput", "MathBranchState", "MathEnv",
-    "MathEnvConfig", "MathTemplates", "answer_id", "answers_match", "boxed_contents",
+    "MathEnvConfig", "MathTask", "MathTemplates", "answer_id", "answers_match", "boxed_contents",
     "extract_answer", "first_prompt", "normalize_number", "team_answer",
 ]

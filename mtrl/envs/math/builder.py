@@ -7,8 +7,8 @@ env.history_mode (full | last) and env.templates ("default"); env.options may se
 from __future__ import annotations
 
 from mtrl.envs.math.env import MathEnv, MathEnvConfig
-from mtrl.training.config import as_dict, build
-from mtrl.training.environment import ENV_BUILDERS, BuiltEnv, EnvRequest
+from mtrl.config import as_dict, build
+from mtrl.envs.registry import ENV_BUILDERS, BuiltEnv, EnvRequest
 
 _OPTIONS = ("max_completion_chars",)
 

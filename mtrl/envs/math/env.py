@@ -10,7 +10,7 @@ A step, for a batch of branches (one joint action each):
    normalisation), else 0;
 4. the episode ends at the first correct answer (UFO's rule): the step reports
    `ended` (and `done`), and the generator plays no later turn on that branch
-   (mtrl/envs/base.py); an episode without a correct answer runs to the last turn;
+   (mtrl/rollout/environment.py); an episode without a correct answer runs to the last turn;
 5. each agent's next observation comes from the feedback mode (prompts.py); history
    mode "full" appends it, "last" sends a fresh prompt with the previous response.
 
@@ -27,8 +27,8 @@ import dataclasses
 import zlib
 from typing import Any, Sequence
 
-from mtrl.data.gsm8k import MathTask
-from mtrl.envs.base import Environment, StepResult
+from mtrl.envs.math.task import MathTask
+from mtrl.rollout.environment import Environment, StepResult
 from mtrl.envs.code.extraction import decode_completion
 from mtrl.envs.math.answer import extract_answer, normalize_number
 from mtrl.envs.math.prompts import MATH_FEEDBACK, FeedbackInput, MathTemplates, first_prompt

@@ -4,8 +4,8 @@ options are TextWorldEnvConfig's fields (`env.options`)."""
 from __future__ import annotations
 
 from mtrl.envs.textworld.env import TextWorldEnv, TextWorldEnvConfig
-from mtrl.training.config import as_dict, build
-from mtrl.training.environment import ENV_BUILDERS, BuiltEnv, EnvRequest
+from mtrl.config import as_dict, build
+from mtrl.envs.registry import ENV_BUILDERS, BuiltEnv, EnvRequest
 
 
 @ENV_BUILDERS.register("textworld")

@@ -12,7 +12,7 @@ as it was. Rewards, per step:
 so a won game's rewards sum to 1 (less penalties). `done` is true on the step that
 wins (the evaluation reads `done` as success). The step that wins, loses, or uses
 the last of `max_moves` ends the episode (`ended`): the generator plays no later
-turn on that branch (mtrl/envs/base.py), so no post-game turn is generated, scored
+turn on that branch (mtrl/rollout/environment.py), so no post-game turn is generated, scored
 or trained.
 Step info `anchor_id` is a hash of the world facts after the step (GiGPO's anchor
 state: steps from equal states group across a task's trajectories, e.g. after a
@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
-from mtrl.envs.base import Environment, StepResult
+from mtrl.rollout.environment import Environment, StepResult
 from mtrl.envs.textworld.commands import MAX_COMMAND_CHARS, match_admissible, parse_command
 from mtrl.envs.textworld.engine import GameEngine, Outcome
 from mtrl.envs.textworld.games import GameTask

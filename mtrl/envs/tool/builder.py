@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from mtrl.envs.sandbox import Limits, SandboxPool
 from mtrl.envs.tool.env import ToolEnv, ToolEnvConfig
-from mtrl.training.config import as_dict, build
-from mtrl.training.environment import ENV_BUILDERS, BuiltEnv, EnvRequest
+from mtrl.config import as_dict, build
+from mtrl.envs.registry import ENV_BUILDERS, BuiltEnv, EnvRequest
 
 _OPTIONS = ("max_turns", "max_output_chars", "max_completion_chars")
 

@@ -15,7 +15,7 @@ it"). One agent. A step, for a batch of branches:
 4. an answer ends the episode: reward 1 if it is correct (math: the normalised
    number equals the truth; code: every test of the task passes), else 0. The step
    reports `ended`, and the generator plays no later turn on that branch
-   (mtrl/envs/base.py);
+   (mtrl/rollout/environment.py);
 5. the last turn (`max_turns`) without an answer ends the episode unsolved. `done`
    is true only for a solved episode (evaluation counts `done` as success).
 
@@ -31,8 +31,8 @@ import dataclasses
 import zlib
 from typing import Any, Protocol, Sequence
 
-from mtrl.data.gsm8k import MathTask
-from mtrl.envs.base import Environment, StepResult
+from mtrl.envs.math.task import MathTask
+from mtrl.rollout.environment import Environment, StepResult
 from mtrl.envs.code.extraction import decode_completion
 from mtrl.envs.code.task import CodeTask
 from mtrl.envs.math.answer import normalize_number

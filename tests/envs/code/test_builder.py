@@ -6,7 +6,7 @@ import pytest
 from mtrl.data.suite import DataConfig, build_suite
 from mtrl.envs.code.rewards import CodeRewardConfig
 from mtrl.training.config import base_config
-from mtrl.training.environment import build_environment
+from mtrl.envs.registry import build_environment
 
 
 def built(**env):

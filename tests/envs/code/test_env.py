@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from mtrl.envs.base import StepResult
+from mtrl.rollout.environment import StepResult
 from mtrl.envs.code import (CodeBranchState, CodeEnv, CodeEnvConfig, CodeRewardConfig,
                             LocalModelExpert, PromptTemplates, ReferenceExpert)
 

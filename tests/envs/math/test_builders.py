@@ -6,7 +6,7 @@ import pytest
 from mtrl.data.suite import DataConfig, build_suite
 from mtrl.envs.math import MathEnv
 from mtrl.envs.tool import ToolEnv
-from mtrl.training.environment import build_environment
+from mtrl.envs.registry import build_environment
 from tests.envs.math.smoke import minimal
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from mtrl.data.suite import DataConfig, build_suite
 from mtrl.envs.textworld.games import GameSpec, default_cache_dir, generate
-from mtrl.envs.textworld.suite import TextWorldSuite
+from mtrl.data.textworld_suite import TextWorldSuite
 
 
 def test_same_seed_same_game_in_fresh_caches(tmp_path):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import random
 
-from mtrl.data.suite import DataConfig, check_split
+from mtrl.data.suite import SUITES, DataConfig, check_split
 from mtrl.envs.textworld.games import (DEFAULT_CHALLENGES, GameTask, check_challenge,
                                        default_cache_dir, make_split)
 
@@ -108,3 +108,6 @@ class TextWorldSuite:
                 pairs.append((prompt, command))
                 prompt = result.observations[0]
         return [pairs]
+
+
+SUITES.register("textworld")(TextWorldSuite)

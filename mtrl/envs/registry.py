@@ -1,5 +1,6 @@
-"""The environment seam: `env.name` picks a builder that turns the run's config into an
-Environment (and the sandbox pool it owns, if any).
+"""The environment registry: `env.name` picks a builder that turns the run's config into
+an Environment (and the sandbox pool it owns, if any). It lives with the environments
+(not the trainer), so no environment imports the trainer to register itself.
 
     builder(request: EnvRequest) -> BuiltEnv
 
@@ -16,7 +17,7 @@ import dataclasses
 import importlib
 from typing import Any, Callable
 
-from mtrl.envs.base import Environment
+from mtrl.rollout.environment import Environment
 from mtrl.registry import Registry
 
 

@@ -1,4 +1,5 @@
-"""The environment protocol the trajectory generator drives (DESIGN.md section 1).
+"""The environment protocol the trajectory generator drives (DESIGN.md section 1),
+kept beside it: environments (mtrl/envs) implement it and import it from here.
 
 An environment is host-side and batched. For each task it produces the agents'
 first prompts; then, for a batch of branches, it scores one joint action per
