@@ -111,4 +111,4 @@ def refuel_loss(inputs: PolicyLossInputs, config: RefuelConfig = RefuelConfig())
     return jax.tree.map(lambda x: x.reshape((batch, length)), out)
 
 
-POLICY_LOSSES.register("refuel")(PolicyLoss(refuel_loss, RefuelConfig))
+POLICY_LOSSES.register("refuel")(PolicyLoss(refuel_loss, RefuelConfig, "seq-mean-token-sum"))

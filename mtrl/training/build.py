@@ -14,7 +14,7 @@ from flax import nnx
 from mtrl.data.suite import SPLITS, DataConfig, TaskSuite, build_suite
 from mtrl.envs.base import Environment
 from mtrl.training.environment import build_environment
-from mtrl.losses import KLPenaltyConfig, POLICY_LOSSES, PolicyObjectiveConfig
+from mtrl.losses import AGGREGATIONS, KLPenaltyConfig, POLICY_LOSSES, PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
 from mtrl.rollout import RolloutConfig
 from mtrl.tokenizers import ByteTokenizer, load_tokenizer
@@ -154,8 +154,9 @@ def loss_name(name: str) -> str:
 
 
 def build_objective(config) -> PolicyObjectiveConfig:
-    """The objective of config.loss: every clip setting reaches every clipped loss, and
-    turn-ratio gets the rollout's number of turns (without it turn 2+ tokens drop out)."""
+    """The objective of config.loss: every clip setting reaches every clipped loss,
+    turn-ratio gets the rollout's number of turns (without it turn 2+ tokens drop out),
+    and an unset loss.aggregation is the loss's own (GSPO: seq-mean-token-mean)."""
     loss = config.loss
     name = loss_name(loss.policy_loss)
     if name not in POLICY_LOSSES:
@@ -174,6 +175,9 @@ def build_objective(config) -> PolicyObjectiveConfig:
     elif name == "refuel":
         options["eta"] = loss.refuel_eta
     loss_config = build(POLICY_LOSSES.get(name).config_type, "loss", **options)
+    if loss.aggregation is not None and loss.aggregation not in AGGREGATIONS:
+        raise ValueError(f"config.loss.aggregation: unknown {loss.aggregation!r}; valid: "
+                         f"{', '.join(AGGREGATIONS.names())} (unset: the loss's own)")
     kl = build(KLPenaltyConfig, "loss.kl_coef", estimator=loss.kl_estimator, coef=loss.kl_coef)
     if kl_place(config) == "reward":
         kl = KLPenaltyConfig(kl.estimator, 0.0)  # the penalty goes into the returns instead

@@ -50,7 +50,8 @@ def base_config() -> ml_collections.ConfigDict:
                     turn_coef=1.0, lambda_on="turn", igpo_gain="prob",
                     igpo_normalization="joint", gigpo_omega=1.0, ufo_gamma=0.9,
                     ufo_penalty=0.5)
-    c.loss = dict(policy_loss="reinforce", aggregation="seq-mean-token-sum",
+    # aggregation unset: the policy loss's own (its paper's, losses.PolicyLoss).
+    c.loss = dict(policy_loss="reinforce", aggregation=placeholder(str),
                   kl_estimator="k3", kl_coef=0.0, eps_low=placeholder(float),
                   eps_high=placeholder(float), dual_clip=0.0, refuel_eta=1.0, kl_in="loss")
     c.filters = dict(overlong_cache=0, void_turns=False)  # training/filters.py
