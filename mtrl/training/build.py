@@ -14,7 +14,8 @@ from flax import nnx
 from mtrl.data.suite import SPLITS, DataConfig, TaskSuite, build_suite
 from mtrl.envs.base import Environment
 from mtrl.training.environment import build_environment
-from mtrl.losses import AGGREGATIONS, KLPenaltyConfig, POLICY_LOSSES, PolicyObjectiveConfig
+from mtrl.losses import (AGGREGATIONS, KL_ESTIMATORS, KLPenaltyConfig, POLICY_LOSSES,
+                         PolicyObjectiveConfig, check_kl_placement)
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
 from mtrl.rollout import RolloutConfig
 from mtrl.tokenizers import ByteTokenizer, load_tokenizer
@@ -178,7 +179,7 @@ def build_objective(config) -> PolicyObjectiveConfig:
     if loss.aggregation is not None and loss.aggregation not in AGGREGATIONS:
         raise ValueError(f"config.loss.aggregation: unknown {loss.aggregation!r}; valid: "
                          f"{', '.join(AGGREGATIONS.names())} (unset: the loss's own)")
-    kl = build(KLPenaltyConfig, "loss.kl_coef", estimator=loss.kl_estimator, coef=loss.kl_coef)
+    kl = kl_penalty(config)
     if kl_place(config) == "reward":
         kl = KLPenaltyConfig(kl.estimator, 0.0)  # the penalty goes into the returns instead
     return build(PolicyObjectiveConfig, "loss", loss=name, loss_config=loss_config,
@@ -197,12 +198,30 @@ def kl_place(config) -> str:
     return config.loss.kl_in
 
 
+def kl_penalty(config) -> KLPenaltyConfig:
+    """config.loss.kl_estimator and kl_coef, each error naming its own field; an
+    estimator that regularises nothing in loss.kl_in's place is refused
+    (mtrl.losses.KL_PLACEMENTS: k1 in the loss, k2 / k3 in the reward)."""
+    loss = config.loss
+    if loss.kl_estimator not in KL_ESTIMATORS:
+        raise ValueError(f"config.loss.kl_estimator: unknown {loss.kl_estimator!r}; valid: "
+                         f"{', '.join(KL_ESTIMATORS.names())}")
+    coef = loss.kl_coef
+    if isinstance(coef, bool) or not isinstance(coef, (int, float)) or not coef >= 0:
+        raise ValueError(f"config.loss.kl_coef: must be >= 0, got {coef!r}")
+    try:
+        check_kl_placement(loss.kl_estimator, kl_place(config), coef)
+    except ValueError as e:
+        raise ValueError(f"config.loss.kl_estimator: {e} (loss.kl_in={loss.kl_in!r}, "
+                         f"kl_coef={coef})") from None
+    return KLPenaltyConfig(loss.kl_estimator, float(coef))
+
+
 def build_reward_kl(config) -> KLPenaltyConfig | None:
     """The KL penalty applied to returns (kl_in=reward with kl_coef > 0), else None."""
     if kl_place(config) != "reward" or not config.loss.kl_coef > 0:
         return None
-    return build(KLPenaltyConfig, "loss.kl_coef", estimator=config.loss.kl_estimator,
-                 coef=config.loss.kl_coef)
+    return kl_penalty(config)
 
 
 def build_components(config) -> Components:

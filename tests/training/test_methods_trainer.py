@@ -13,7 +13,7 @@ from tests.training.test_compile_count import small_config
 @pytest.mark.parametrize("credit, loss", [
     ({"estimator": "ufo"}, {"policy_loss": "turn_ratio", "aggregation": "token-mean"}),
     ({"estimator": "magrpo", "baseline": "raw"}, {"policy_loss": "refuel"}),
-    ({"estimator": "rloo"}, {"kl_in": "reward", "kl_coef": 0.1}),
+    ({"estimator": "rloo"}, {"kl_in": "reward", "kl_coef": 0.1, "kl_estimator": "k1"}),
 ])
 def test_two_steps_with_the_method(tmp_path, credit, loss):
     c = small_config()

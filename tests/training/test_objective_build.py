@@ -114,3 +114,32 @@ def test_each_loss_brings_its_papers_aggregation(loss, paper):
 def test_an_explicit_aggregation_is_kept(loss):
     for choice in ("seq-mean-token-sum", "token-mean"):
         assert build_objective(config_for(loss, aggregation=choice)).aggregation == choice
+
+
+@pytest.mark.parametrize("estimator, place", [("k1", "loss"), ("k2", "reward"),
+                                              ("k3", "reward")])
+def test_a_kl_that_regularises_nothing_is_refused(estimator, place):
+    with pytest.raises(ValueError, match=f"config.loss.kl_estimator: '{estimator}' in the "
+                                         f"{place}") as error:
+        build_objective(config_for("reinforce", kl_estimator=estimator, kl_in=place,
+                                   kl_coef=0.1))
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("estimator, place", [("k1", "reward"), ("k2", "loss"), ("k3", "loss"),
+                                              ("k1", "loss")])
+def test_a_kl_that_regularises_is_built(estimator, place):
+    coef = 0.0 if (estimator, place) == ("k1", "loss") else 0.1  # coef 0: reported only
+    objective = build_objective(config_for("reinforce", kl_estimator=estimator, kl_in=place,
+                                           kl_coef=coef))
+    assert objective.kl.estimator == estimator
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("kl_estimator", "k4", "config.loss.kl_estimator: unknown 'k4'"),
+    ("kl_coef", -0.1, "config.loss.kl_coef: must be >= 0"),
+])
+def test_bad_kl_fields_name_themselves(field, value, match):
+    with pytest.raises(ValueError, match=match) as error:
+        build_objective(config_for("reinforce", **{field: value}))
+    assert "\n" not in str(error.value)
