@@ -27,7 +27,10 @@ from mtrl.credit import RewardRecipe
 from mtrl.training.curriculum import CurriculumConfig, curriculum_config
 from mtrl.training.filters import FilterConfig, filter_config
 from mtrl.training.recipe import reward_recipe
-from mtrl.training.methods import TREE_ESTIMATORS, CreditConfig, check_method, credit_config
+from mtrl.training.methods import (TREE_ESTIMATORS, CreditConfig, check_group_size,
+                                   check_method, credit_config)
+from mtrl.training.row_groups import group_size
+from mtrl.rollout.batch import round_up_pow2
 from mtrl.training.optim import OptimConfig
 
 
@@ -189,6 +192,28 @@ def build_objective(config) -> PolicyObjectiveConfig:
 KL_PLACES = ("loss", "reward")
 
 
+def check_minibatches(minibatches: int, tasks_per_step: int, num_generations: int,
+                      unit: int) -> None:
+    """One-line error unless train.minibatches splits every step's rows evenly.
+
+    A step's batch has a power-of-two number of rows, at least
+    round_up_pow2(tasks_per_step·G, 8) (make_batch pads to a power of two >= 8 and the
+    turn-1 rows, P·G, are always there; the zero-advantage filter pads to one too), and
+    ppo_update deals them into M equal minibatches of whole units (REFUEL: pairs). So M
+    units must be a power of two no larger than the smallest batch. (With k processes
+    the rows of all processes are gathered: k·b rows, a power of two when k is.)
+    """
+    smallest = round_up_pow2(tasks_per_step * num_generations, 8)
+    rows = minibatches * unit
+    if rows & (rows - 1) or rows > smallest:
+        whole = " of whole pairs (REFUEL: 2 rows each)" if unit == 2 else ""
+        raise ValueError(f"config.train.minibatches: {minibatches} does not split every step's "
+                         f"rows into equal minibatches{whole}; a step has a power-of-two number "
+                         f"of rows, at least {smallest} (train.tasks_per_step x "
+                         f"rollout.num_generations, rounded up to a power of two >= 8), so use "
+                         f"a power of two <= {smallest // unit}")
+
+
 def kl_place(config) -> str:
     """config.loss.kl_in: "loss" (β·k per token in the loss) or "reward" (β·KL_i off
     each completion's return, training/reward_kl.py)."""
@@ -233,7 +258,10 @@ def build_components(config) -> Components:
         raise ValueError(f"config.rollout: {e} (with train.tasks_per_step="
                          f"{config.train.tasks_per_step})") from None
     objective = build_objective(config)
+    check_minibatches(config.train.minibatches, config.train.tasks_per_step,
+                      rollout.num_generations, group_size(objective.loss))
     credit = credit_config(config)  # names checked before any model or data is built
+    check_group_size(credit, rollout.num_generations)
     filters = filter_config(config, rollout.max_new_tokens)
     recipe = reward_recipe(config, rollout.num_turns)  # dominance checked here
     curriculum = curriculum_config(config)
