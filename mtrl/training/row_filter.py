@@ -30,18 +30,24 @@ def informative_rows(minibatch: PolicyMinibatch) -> np.ndarray:
     return np.asarray(jax.device_get(signal))
 
 
-def keep_informative_rows(minibatch: PolicyMinibatch, min_rows: int = 8
-                          ) -> tuple[PolicyMinibatch | None, int]:
-    """(the informative rows padded to a power of two >= min_rows with loss-masked
-    copies of row 0, number of informative rows); (None, 0) when no row is informative.
+def keep_informative_groups(minibatch: PolicyMinibatch, size: int = 1, min_rows: int = 8
+                            ) -> tuple[PolicyMinibatch | None, int]:
+    """Keeps a group of `size` consecutive rows (1: rows; 2: REFUEL's pairs, which move
+    whole) when any of its rows is informative; pads with loss-masked copies of the
+    first kept group to a power of two >= min_rows. Returns (rows, kept real rows), or
+    (None, 0) when no row is informative.
 
     Padding copies have an all-false loss mask, so they add nothing to any loss or
     gradient (the train step's padding convention)."""
-    keep = np.flatnonzero(informative_rows(minibatch))
-    if keep.size == 0:
+    informative = informative_rows(minibatch).reshape(-1, size).any(axis=1)
+    groups = np.flatnonzero(informative)
+    if groups.size == 0:
         return None, 0
-    size = min(round_up_pow2(keep.size, min_rows), max(minibatch.tokens.shape[1], keep.size))
-    rows = np.concatenate([keep, np.full(size - keep.size, keep[0])])
+    real = groups.size * size
+    total = max(round_up_pow2(real, min_rows), size)
+    padding = np.full((total - real) // size, groups[0])
+    chosen = np.concatenate([groups, padding])
+    rows = (chosen[:, None] * size + np.arange(size)).reshape(-1)
     kept = take_rows(minibatch, rows)
-    real = jnp.asarray(np.arange(size) < keep.size)
-    return kept.replace(loss_mask=kept.loss_mask & real[None, :, None]), int(keep.size)
+    is_real = jnp.asarray(np.arange(total) < real)
+    return kept.replace(loss_mask=kept.loss_mask & is_real[None, :, None]), int(real)
