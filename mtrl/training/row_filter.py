@@ -1,16 +1,21 @@
-"""Dynamic sampling for tree batches: train only on rows that carry a policy gradient.
+"""The zero-advantage filter (`train.drop_zero_advantage`): train only on rows that
+carry a policy gradient.
 
 A row whose advantage is zero on every loss token of every agent (typically every
 row of a sibling group whose returns are all equal: all failed or all solved) adds
-nothing to a REINFORCE or clipped-ratio policy gradient. DAPO's dynamic sampling
-drops such groups; here the rows are dropped before the update, and the survivors
-are padded with masked rows to a power of two, so the train step compiles for a
-handful of row counts and its cost follows the informative rows, not the tree.
+nothing to a REINFORCE or clipped-ratio policy gradient. Such rows are dropped before
+the update, and the survivors are padded with masked rows to a power of two, so the
+train step compiles for a handful of row counts and its cost follows the informative
+rows, not the tree.
+
+This is not DAPO's dynamic sampling (Yu et al. 2025), which over-samples prompts until
+the batch holds only groups whose accuracy lies strictly between 0 and 1: here the
+batch shrinks instead of being refilled. (The option was called
+`train.dynamic_sampling`; that name now fails in one line pointing here.)
 
 What changes: the loss's mean over rows runs over the kept rows only (the gradient
 is rescaled, its direction unchanged for a row-mean aggregation), and a KL penalty
-no longer reaches the dropped rows. The trainer applies it only when
-`train.dynamic_sampling` is set.
+no longer reaches the dropped rows.
 """
 
 from __future__ import annotations

@@ -104,3 +104,23 @@ def test_kl_fields_are_reported_under_their_own_name(tmp_path, no_work, field, v
     c = small_config()
     c.loss[field] = value
     refused(tmp_path, c, match)
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_the_old_dynamic_sampling_name_points_to_what_the_option_does(tmp_path, no_work, value):
+    # mtrl drops zero-advantage rows; DAPO's dynamic sampling over-samples until every
+    # group has accuracy strictly between 0 and 1, which mtrl does not do.
+    c = small_config()
+    c.train.dynamic_sampling = value
+    refused(tmp_path, c, r"^config\.train\.dynamic_sampling: renamed "
+                         r"train\.drop_zero_advantage .*over-samples")
+
+
+def test_drop_zero_advantage_is_the_trainers_switch():
+    from mtrl.training.config import train_config
+    c = small_config()
+    c.train.drop_zero_advantage = True
+    assert train_config(c).drop_zero_advantage is True
+    c.train = dict(c.train.to_dict(), drop_zero_advantage=1)  # the type, not the value
+    with pytest.raises(ValueError, match=r"^config\.train: drop_zero_advantage must be True"):
+        train_config(c)

@@ -1,6 +1,6 @@
 """The trainer trains with the configured method: two steps end to end through the
 code environment for a path estimator with the turn-level ratio, for REFUEL's pairs
-with dynamic sampling and two minibatches, and for the KL in the reward."""
+with the zero-advantage filter and two minibatches, and for the KL in the reward."""
 
 import json
 
@@ -22,7 +22,7 @@ def test_two_steps_with_the_method(tmp_path, credit, loss):
         c.reward.recipe = "recipe"
     c.train.steps = c.train.eval_interval = c.train.save_interval = 2
     c.train.minibatches = 2
-    c.train.dynamic_sampling = loss.get("policy_loss") == "refuel"
+    c.train.drop_zero_advantage = loss.get("policy_loss") == "refuel"
     c.credit.update(credit)
     c.loss.update(loss)
     trainer = Trainer(c, tmp_path, show_progress=False)
