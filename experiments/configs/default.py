@@ -57,7 +57,7 @@ def get_config():
     # restates the task for main, the failing probe names k for the helper).
     c.env.history_mode = "feedback"
     c.rollout.max_context = 192  # main's turn-2 prompt is ~105 tokens, + 48 new
-    c.train.dynamic_sampling = True
+    c.train.drop_zero_advantage = True
     c.train.eval_interval = 10
     c.train.steps = 200
     # A budget, not a cap: every planned step runs; the run warns when it takes longer.

@@ -48,6 +48,6 @@ def get_config():
     c.sft = dict(c.sft.to_dict(), steps=240, batch_size=16, learning_rate=2e-3, max_len=544,
                  revision_fraction=0.0, checkpoint_every=80)
     c.train = dict(c.train.to_dict(), steps=24, tasks_per_step=4, eval_interval=4,
-                   save_interval=4, dynamic_sampling=True, budget_minutes=20.0)
+                   save_interval=4, drop_zero_advantage=True, budget_minutes=20.0)
     c.optim.learning_rate = 2e-4
     return c

@@ -1,4 +1,4 @@
-"""Credit assignment: returns, group and turn-level advantages, reward shaping, filters.
+"""Credit assignment: returns, group and turn-level advantages, reward shaping.
 
 Pure functions over arrays with explicit masks (jit- and vmap-safe); swappable
 choices are registered by name:
@@ -13,8 +13,7 @@ choices are registered by name:
 from mtrl.credit.curriculum import (BandFilterConfig, LearnableBandFilter,
                                     back_to_front_start, back_to_front_turn_mask,
                                     front_to_back_turn_mask, front_to_back_window)
-from mtrl.credit.filters import (dapo_overlong_penalty, dynamic_sampling_keep,
-                                 void_turn_keep_mask, void_turns)
+from mtrl.credit.filters import dapo_overlong_penalty
 from mtrl.credit.gigpo import anchor_group_advantages, gigpo_advantages
 from mtrl.credit.group import (ADVANTAGE_ESTIMATORS, dr_grpo_advantages, group_advantages,
                                grpo_advantages, masked_mean, masked_std,
@@ -52,7 +51,7 @@ __all__ = [
     "anchor_group_advantages", "gigpo_advantages",
     "ufo_reward",
     # filters, shaping, curricula, KL
-    "void_turns", "void_turn_keep_mask", "dapo_overlong_penalty", "dynamic_sampling_keep",
+    "dapo_overlong_penalty",
     "RewardRecipe", "RewardBreakdown", "ShapingReport",
     "front_to_back_window", "back_to_front_start", "front_to_back_turn_mask",
     "back_to_front_turn_mask", "BandFilterConfig", "LearnableBandFilter",

@@ -15,8 +15,8 @@ from mtrl.losses.aggregation import (AGGREGATIONS, aggregate, seq_mean_token_mea
 from mtrl.losses.gspo import GSPOConfig, gspo_loss, gspo_sequence_loss, gspo_token_loss
 from mtrl.losses.interface import (LOG_RATIO_LIMIT, POLICY_LOSSES, PolicyLoss, PolicyLossInputs,
                                    PolicyLossOutput)
-from mtrl.losses.kl import (KL_ESTIMATORS, KLPenaltyConfig, kl_k1, kl_k2, kl_k3, masked_kl,
-                            sequence_kl)
+from mtrl.losses.kl import (KL_ESTIMATORS, KL_PLACEMENTS, KLPenaltyConfig, check_kl_placement,
+                            kl_k1, kl_k2, kl_k3, masked_kl, sequence_kl)
 from mtrl.losses.masked import masked_count, masked_max, masked_mean, masked_min, masked_sum
 from mtrl.losses.metrics import policy_loss_metrics
 from mtrl.losses.objective import PolicyObjectiveConfig, policy_objective
@@ -40,7 +40,7 @@ __all__ = [
     "TurnRatioConfig", "turn_ratio_loss", "turn_ratio_sequence_loss", "turn_mean",
     "RefuelConfig", "refuel_loss", "refuel_pair_loss", "refuel_regression_loss",
     # KL.
-    "KLPenaltyConfig", "kl_k1", "kl_k2", "kl_k3", "masked_kl", "sequence_kl",
+    "KL_PLACEMENTS", "check_kl_placement", "KLPenaltyConfig", "kl_k1", "kl_k2", "kl_k3", "masked_kl", "sequence_kl",
     # Aggregations.
     "aggregate", "token_mean", "seq_mean_token_mean", "seq_mean_token_sum",
     "seq_mean_token_sum_norm",

@@ -97,5 +97,6 @@ def gspo_token_loss(inputs: PolicyLossInputs, config: GSPOConfig = GSPOConfig())
     return jax.vmap(per_sequence)(inputs.logp, inputs.old_logp, inputs.advantages, inputs.mask)
 
 
-POLICY_LOSSES.register("gspo")(PolicyLoss(gspo_loss, GSPOConfig))
-POLICY_LOSSES.register("gspo-token")(PolicyLoss(gspo_token_loss, GSPOConfig))
+POLICY_LOSSES.register("gspo")(PolicyLoss(gspo_loss, GSPOConfig, "seq-mean-token-mean"))
+POLICY_LOSSES.register("gspo-token")(PolicyLoss(gspo_token_loss, GSPOConfig,
+                                                "seq-mean-token-mean"))

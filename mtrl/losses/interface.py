@@ -67,10 +67,12 @@ class PolicyLossOutput:
 
 
 class PolicyLoss(NamedTuple):
-    """A registry entry: the batch loss function and the config type it expects."""
+    """A registry entry: the batch loss function, the config type it expects and the
+    aggregation of its paper's objective (used when the user names none)."""
 
     fn: Callable[[PolicyLossInputs, Any], PolicyLossOutput]
     config_type: type
+    aggregation: str  # a name in AGGREGATIONS
 
 
 POLICY_LOSSES: Registry[PolicyLoss] = Registry("policy loss")

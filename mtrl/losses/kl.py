@@ -10,10 +10,15 @@ r = π_ref/π. Estimators of KL(π ‖ π_ref) from that one sample (Schulman,
 
 Worked check: π = 0.5, π_ref = 0.25 → k1 = 0.693147, k2 = 0.240227, k3 = 0.193147.
 
-k3 as a loss term is GRPO's choice (Shao et al. 2024, "DeepSeekMath"), added
-per token as β·k3 to the policy loss before aggregation; k1 summed over a
-sequence is the usual per-sequence reward penalty (the penalty itself is
-applied in mtrl.credit, which calls `sequence_kl`).
+Which divergence an estimator optimises depends on where it goes (KL_PLACEMENTS;
+docs/methods.md has the table). In the loss (β·k_t per token, GRPO's place, Shao
+et al. 2024) the sample y is not differentiated, so the expected gradient is
+E_π[∇k]: k1 gives E_π[∇log π] = 0, k2 gives ∇KL(π‖π_ref), k3 gives
+∇KL(π_ref‖π). In the reward (R ← R − β·Σ_t k_t, then the policy gradient;
+Ziegler et al. 2019) the gradient is E_π[k·∇log π]: k1 gives ∇KL(π‖π_ref), while
+k2 and k3 give differences of gradients that are no divergence's (near π_ref
+they nearly cancel, far from it they push away). `check_kl_placement` refuses
+the three that regularise nothing.
 
 Numerics: log r is clipped to ±LOG_RATIO_LIMIT (20) before exp, so k3 cannot
 overflow in float32; the clip also applies to k1 and k2 so the three
@@ -105,6 +110,36 @@ def sequence_kl(logp_t: jax.Array, ref_logp_t: jax.Array, mask_t: jax.Array, *,
     if reduction == "sum":
         return masked_sum(kl_t, mask_t)
     return masked_mean(kl_t, mask_t)
+
+
+# (estimator, place) -> (the expected gradient a descent step follows, per unit β, on
+# on-policy samples; whether that regularises towards π_ref). Checked exactly on a
+# categorical in tests/losses/test_kl_placement.py.
+KL_PLACEMENTS = {
+    ("k1", "loss"): ("0", False),
+    ("k2", "loss"): ("grad KL(pi||ref)", True),
+    ("k3", "loss"): ("grad KL(ref||pi)", True),
+    ("k1", "reward"): ("grad KL(pi||ref)", True),
+    ("k2", "reward"): ("grad E_pi[k2] - grad KL(pi||ref)", False),
+    ("k3", "reward"): ("grad KL(pi||ref) - grad KL(ref||pi)", False),
+}
+_PLACE_FIX = {"loss": "use k3 (KL(ref||pi)) or k2 (KL(pi||ref)) in the loss, or k1 in the reward",
+              "reward": "use k1 in the reward (KL(pi||ref)), or k2 / k3 in the loss"}
+
+
+def check_kl_placement(estimator: str, place: str, coef: float) -> None:
+    """One-line ValueError when a KL term with coef > 0 would regularise nothing.
+
+    place: "loss" (β·k per token in the loss) or "reward" (β·Σ k off the return).
+    With coef 0 nothing is optimised (the KL is only reported), so anything goes.
+    """
+    if (estimator, place) not in KL_PLACEMENTS:
+        raise ValueError(f"no KL placement ({estimator!r}, {place!r}); valid: "
+                         f"{sorted(KL_PLACEMENTS)}")
+    gradient, regularises = KL_PLACEMENTS[(estimator, place)]
+    if coef > 0 and not regularises:
+        raise ValueError(f"{estimator!r} in the {place} regularises nothing (its expected "
+                         f"gradient is {gradient}); {_PLACE_FIX[place]}")
 
 
 @dataclasses.dataclass(frozen=True)

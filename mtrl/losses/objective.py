@@ -6,7 +6,9 @@ This is the one call a train step needs; every choice in it is a registry name
 held by a hashable frozen config, so the config can be a static argument of
 jax.jit (or closed over) and the step traces once per input shape.
 
-Exact reproductions of published objectives (see each loss's docstring):
+Exact reproductions of published objectives (see each loss's docstring); an
+unset aggregation is the loss's own (PolicyLoss.aggregation: reinforce and
+refuel seq-mean-token-sum, ppo and turn-ratio token-mean, gspo seq-mean-token-mean):
     MAGRPO    loss="reinforce", aggregation="seq-mean-token-sum"
     GRPO      loss="ppo", aggregation="seq-mean-token-mean", kl=KLPenaltyConfig("k3", β)
     DAPO      loss="ppo" with PPOClipConfig(0.2, 0.28), aggregation="token-mean"
@@ -36,14 +38,15 @@ class PolicyObjectiveConfig:
     loss: a name in POLICY_LOSSES.
     loss_config: an instance of that loss's config type (POLICY_LOSSES.get(loss)
       .config_type); None means its defaults.
-    aggregation: a name in AGGREGATIONS.
+    aggregation: a name in AGGREGATIONS; None means the loss's own (its paper's,
+      PolicyLoss.aggregation), so a loss brings its objective unless overridden.
     max_length: L_max for "seq-mean-token-sum-norm" (None: the padded length).
     kl: the KL-to-reference term; its coefficient 0 disables it.
     """
 
     loss: str = "ppo"
     loss_config: Any = None
-    aggregation: str = "token-mean"
+    aggregation: str | None = None
     max_length: int | None = None
     kl: KLPenaltyConfig = KLPenaltyConfig()
 
@@ -57,6 +60,8 @@ class PolicyObjectiveConfig:
         elif type(self.loss_config) is not config_type:
             raise ValueError(f"loss {self.loss!r} takes a {config_type.__name__}, "
                              f"got {type(self.loss_config).__name__}")
+        if self.aggregation is None:
+            object.__setattr__(self, "aggregation", POLICY_LOSSES.get(self.loss).aggregation)
         if self.aggregation not in AGGREGATIONS:
             raise ValueError(f"PolicyObjectiveConfig.aggregation must be one of "
                              f"{AGGREGATIONS.names()}, got {self.aggregation!r}")

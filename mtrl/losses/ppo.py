@@ -113,4 +113,5 @@ def ppo_loss(inputs: PolicyLossInputs, config: PPOClipConfig = PPOClipConfig()) 
     return jax.vmap(per_sequence)(inputs.logp, inputs.old_logp, inputs.advantages, inputs.mask)
 
 
-POLICY_LOSSES.register("ppo")(PolicyLoss(ppo_loss, PPOClipConfig))
+# DAPO's token-mean goes with the default clip-higher range (training/build.py).
+POLICY_LOSSES.register("ppo")(PolicyLoss(ppo_loss, PPOClipConfig, "token-mean"))

@@ -16,13 +16,14 @@ h's response only), and η > 0 is the step-size-like scale of the regression.
 Batch layout: rows (2i, 2i+1) of the [B, L] inputs form pair i (B even), i.e.
 a group of G = 2 siblings flattened. Q̂ is read per row as the mean of
 `advantages` over its valid tokens, so pass the returns Q̂ broadcast over the
-response tokens. Only the difference within a pair enters, so a baseline
+response tokens. A pair with a row that has no loss token leaves the loss
+whole (refuel_pair_loss). Only the difference within a pair enters, so a baseline
 shared by the two siblings (mean) cancels; do not std-normalise (that rescales
 the target) and do not use RLOO (it scales the difference by G/(G−1)).
 
 Per-token output: the pair loss ℓ is spread over each row as ℓ·m_t/n (n the
 row's valid tokens), so each row sums to ℓ and "seq-mean-token-sum" gives the
-mean of ℓ over pairs, REFUEL's objective exactly (when no row is empty). Other
+mean of ℓ over the trained pairs, REFUEL's objective exactly. Other
 aggregations reweight pairs. No clipping; ratio metrics are diagnostics.
 """
 
@@ -78,7 +79,16 @@ def refuel_regression_loss(logp_t: jax.Array, old_logp_t: jax.Array, return_: ja
 
 def refuel_pair_loss(logp_t: jax.Array, old_logp_t: jax.Array, return_: jax.Array,
                      mask_t: jax.Array, config: RefuelConfig = RefuelConfig()) -> PolicyLossOutput:
-    """Per-token form of one pair ([2, L]): ℓ·m_t/n on each row, so each row sums to ℓ."""
+    """Per-token form of one pair ([2, L]): ℓ·m_t/n on each row, so each row sums to ℓ.
+
+    A pair is trained only when both rows have a loss token. A row out of the loss (a
+    context cut, the void-turn filter, a turn after the episode ended) has no log-ratio
+    and reads Q̂ = 0 (the mean over no tokens), so the regression would target
+    Q̂(y) − 0 instead of Q̂(y) − Q̂(y'): the whole pair leaves the loss (output mask
+    false on both rows, so the aggregation does not count it either).
+    """
+    check_shapes("[2, L]", mask_t=mask_t)
+    mask_t = mask_t & jnp.all(jnp.any(mask_t, axis=-1))
     pair_loss = refuel_regression_loss(logp_t, old_logp_t, return_, mask_t, config)
     row_tokens = jnp.maximum(masked_count(mask_t, axis=-1), 1.0)  # [2]
     loss_t = pair_loss * mask_t.astype(jnp.float32) / row_tokens[:, None]
@@ -101,4 +111,4 @@ def refuel_loss(inputs: PolicyLossInputs, config: RefuelConfig = RefuelConfig())
     return jax.tree.map(lambda x: x.reshape((batch, length)), out)
 
 
-POLICY_LOSSES.register("refuel")(PolicyLoss(refuel_loss, RefuelConfig))
+POLICY_LOSSES.register("refuel")(PolicyLoss(refuel_loss, RefuelConfig, "seq-mean-token-sum"))

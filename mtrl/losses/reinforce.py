@@ -53,4 +53,5 @@ def reinforce_loss(inputs: PolicyLossInputs, config: ReinforceConfig = Reinforce
     return jax.vmap(per_sequence)(inputs.logp, inputs.old_logp, inputs.advantages, inputs.mask)
 
 
-POLICY_LOSSES.register("reinforce")(PolicyLoss(reinforce_loss, ReinforceConfig))
+POLICY_LOSSES.register("reinforce")(PolicyLoss(reinforce_loss, ReinforceConfig,
+                                               "seq-mean-token-sum"))

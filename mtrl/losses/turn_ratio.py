@@ -102,4 +102,5 @@ def turn_ratio_loss(inputs: PolicyLossInputs, config: TurnRatioConfig = TurnRati
                                   inputs.turn_ids)
 
 
-POLICY_LOSSES.register("turn-ratio")(PolicyLoss(turn_ratio_loss, TurnRatioConfig))
+# A PPO variant with per-turn ratios: PPO's (DAPO's) token-mean.
+POLICY_LOSSES.register("turn-ratio")(PolicyLoss(turn_ratio_loss, TurnRatioConfig, "token-mean"))

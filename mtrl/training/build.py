@@ -14,7 +14,8 @@ from flax import nnx
 from mtrl.data.suite import SPLITS, DataConfig, TaskSuite, build_suite
 from mtrl.rollout.environment import Environment
 from mtrl.envs.registry import build_environment
-from mtrl.losses import KLPenaltyConfig, POLICY_LOSSES, PolicyObjectiveConfig
+from mtrl.losses import (AGGREGATIONS, KL_ESTIMATORS, KLPenaltyConfig, POLICY_LOSSES,
+                         PolicyObjectiveConfig, check_kl_placement)
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
 from mtrl.rollout import RolloutConfig
 from mtrl.tokenizers import ByteTokenizer, load_tokenizer
@@ -26,8 +27,10 @@ from mtrl.credit import RewardRecipe
 from mtrl.training.curriculum import CurriculumConfig, curriculum_config
 from mtrl.training.filters import FilterConfig, filter_config
 from mtrl.training.recipe import reward_recipe
-from mtrl.training.methods import (TREE_ESTIMATORS, CreditConfig, check_episode_end, check_method,
-                                   credit_config)
+from mtrl.training.methods import (TREE_ESTIMATORS, CreditConfig, check_episode_end,
+                                   check_group_size, check_method, credit_config)
+from mtrl.training.row_groups import group_size
+from mtrl.rollout.batch import round_up_pow2
 from mtrl.training.optim import OptimConfig
 
 
@@ -155,8 +158,9 @@ def loss_name(name: str) -> str:
 
 
 def build_objective(config) -> PolicyObjectiveConfig:
-    """The objective of config.loss: every clip setting reaches every clipped loss, and
-    turn-ratio gets the rollout's number of turns (without it turn 2+ tokens drop out)."""
+    """The objective of config.loss: every clip setting reaches every clipped loss,
+    turn-ratio gets the rollout's number of turns (without it turn 2+ tokens drop out),
+    and an unset loss.aggregation is the loss's own (GSPO: seq-mean-token-mean)."""
     loss = config.loss
     name = loss_name(loss.policy_loss)
     if name not in POLICY_LOSSES:
@@ -175,7 +179,10 @@ def build_objective(config) -> PolicyObjectiveConfig:
     elif name == "refuel":
         options["eta"] = loss.refuel_eta
     loss_config = build(POLICY_LOSSES.get(name).config_type, "loss", **options)
-    kl = build(KLPenaltyConfig, "loss.kl_coef", estimator=loss.kl_estimator, coef=loss.kl_coef)
+    if loss.aggregation is not None and loss.aggregation not in AGGREGATIONS:
+        raise ValueError(f"config.loss.aggregation: unknown {loss.aggregation!r}; valid: "
+                         f"{', '.join(AGGREGATIONS.names())} (unset: the loss's own)")
+    kl = kl_penalty(config)
     if kl_place(config) == "reward":
         kl = KLPenaltyConfig(kl.estimator, 0.0)  # the penalty goes into the returns instead
     return build(PolicyObjectiveConfig, "loss", loss=name, loss_config=loss_config,
@@ -183,6 +190,28 @@ def build_objective(config) -> PolicyObjectiveConfig:
 
 
 KL_PLACES = ("loss", "reward")
+
+
+def check_minibatches(minibatches: int, tasks_per_step: int, num_generations: int,
+                      unit: int) -> None:
+    """One-line error unless train.minibatches splits every step's rows evenly.
+
+    A step's batch has a power-of-two number of rows, at least
+    round_up_pow2(tasks_per_step·G, 8) (make_batch pads to a power of two >= 8 and the
+    turn-1 rows, P·G, are always there; the zero-advantage filter pads to one too), and
+    ppo_update deals them into M equal minibatches of whole units (REFUEL: pairs). So M
+    units must be a power of two no larger than the smallest batch. (With k processes
+    the rows of all processes are gathered: k·b rows, a power of two when k is.)
+    """
+    smallest = round_up_pow2(tasks_per_step * num_generations, 8)
+    rows = minibatches * unit
+    if rows & (rows - 1) or rows > smallest:
+        whole = " of whole pairs (REFUEL: 2 rows each)" if unit == 2 else ""
+        raise ValueError(f"config.train.minibatches: {minibatches} does not split every step's "
+                         f"rows into equal minibatches{whole}; a step has a power-of-two number "
+                         f"of rows, at least {smallest} (train.tasks_per_step x "
+                         f"rollout.num_generations, rounded up to a power of two >= 8), so use "
+                         f"a power of two <= {smallest // unit}")
 
 
 def kl_place(config) -> str:
@@ -194,12 +223,30 @@ def kl_place(config) -> str:
     return config.loss.kl_in
 
 
+def kl_penalty(config) -> KLPenaltyConfig:
+    """config.loss.kl_estimator and kl_coef, each error naming its own field; an
+    estimator that regularises nothing in loss.kl_in's place is refused
+    (mtrl.losses.KL_PLACEMENTS: k1 in the loss, k2 / k3 in the reward)."""
+    loss = config.loss
+    if loss.kl_estimator not in KL_ESTIMATORS:
+        raise ValueError(f"config.loss.kl_estimator: unknown {loss.kl_estimator!r}; valid: "
+                         f"{', '.join(KL_ESTIMATORS.names())}")
+    coef = loss.kl_coef
+    if isinstance(coef, bool) or not isinstance(coef, (int, float)) or not coef >= 0:
+        raise ValueError(f"config.loss.kl_coef: must be >= 0, got {coef!r}")
+    try:
+        check_kl_placement(loss.kl_estimator, kl_place(config), coef)
+    except ValueError as e:
+        raise ValueError(f"config.loss.kl_estimator: {e} (loss.kl_in={loss.kl_in!r}, "
+                         f"kl_coef={coef})") from None
+    return KLPenaltyConfig(loss.kl_estimator, float(coef))
+
+
 def build_reward_kl(config) -> KLPenaltyConfig | None:
     """The KL penalty applied to returns (kl_in=reward with kl_coef > 0), else None."""
     if kl_place(config) != "reward" or not config.loss.kl_coef > 0:
         return None
-    return build(KLPenaltyConfig, "loss.kl_coef", estimator=config.loss.kl_estimator,
-                 coef=config.loss.kl_coef)
+    return kl_penalty(config)
 
 
 def build_components(config) -> Components:
@@ -211,7 +258,10 @@ def build_components(config) -> Components:
         raise ValueError(f"config.rollout: {e} (with train.tasks_per_step="
                          f"{config.train.tasks_per_step})") from None
     objective = build_objective(config)
+    check_minibatches(config.train.minibatches, config.train.tasks_per_step,
+                      rollout.num_generations, group_size(objective.loss))
     credit = credit_config(config)  # names checked before any model or data is built
+    check_group_size(credit, rollout.num_generations)
     filters = filter_config(config, rollout.max_new_tokens)
     recipe = reward_recipe(config, rollout.num_turns)  # dominance checked here
     curriculum = curriculum_config(config)

@@ -55,7 +55,8 @@ def base_config() -> ml_collections.ConfigDict:
                     turn_coef=1.0, lambda_on="turn", igpo_gain="prob",
                     igpo_normalization="joint", gigpo_omega=1.0, ufo_gamma=0.9,
                     ufo_penalty=0.5)
-    c.loss = dict(policy_loss="reinforce", aggregation="seq-mean-token-sum",
+    # aggregation unset: the policy loss's own (its paper's, losses.PolicyLoss).
+    c.loss = dict(policy_loss="reinforce", aggregation=placeholder(str),
                   kl_estimator="k3", kl_coef=0.0, eps_low=placeholder(float),
                   eps_high=placeholder(float), dual_clip=0.0, refuel_eta=1.0, kl_in="loss")
     c.filters = dict(overlong_cache=0, void_turns=False)  # training/filters.py
@@ -69,7 +70,7 @@ def base_config() -> ml_collections.ConfigDict:
                    weight_decay=0.0, max_grad_norm=1.0)
     c.train = dict(steps=300, tasks_per_step=3, ppo_epochs=1, minibatches=1,
                    eval_interval=20, save_interval=20, keep_best=2, eval_samples=0,
-                   num_transcripts=2, dynamic_sampling=False, export_best=True,
+                   num_transcripts=2, drop_zero_advantage=False, export_best=True,
                    restore="latest", budget_minutes=0.0, init_from="", packing="tree",
                    remat="none", pack_budget=0, off_policy=0)
     c.sft = dict(enabled=True, steps=400, batch_size=32, learning_rate=2e-3,
@@ -122,7 +123,9 @@ class TrainConfig:
     keep_best: ranked checkpoints kept. eval_samples: sampled completions per task
       for pass@k at evaluation (0: greedy only). num_transcripts: evaluation
       transcripts written per evaluation.
-    dynamic_sampling: train only on rows with a non-zero advantage (row_filter.py).
+    drop_zero_advantage: train only on rows with a non-zero advantage on some loss
+      token (REFUEL: whole pairs; row_filter.py). Not DAPO's dynamic sampling, which
+      over-samples until every group's accuracy lies strictly between 0 and 1.
     export_best: write the best checkpoint as Hugging Face files at the end (runs
       loaded from a Hugging Face checkpoint only).
     restore: resume from the "latest" or "best" checkpoint in the workdir, or "none".
@@ -146,7 +149,7 @@ class TrainConfig:
     keep_best: int = 2
     eval_samples: int = 0
     num_transcripts: int = 2
-    dynamic_sampling: bool = False
+    drop_zero_advantage: bool = False
     export_best: bool = True
     restore: str = "latest"
     budget_minutes: float = 0.0
@@ -163,7 +166,7 @@ class TrainConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
-        for name in ("dynamic_sampling", "export_best"):
+        for name in ("drop_zero_advantage", "export_best"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.restore not in RESTORE_MODES:
@@ -191,8 +194,19 @@ class TrainConfig:
             raise ValueError(f"init_from must be a path or '', got {self.init_from!r}")
 
 
+# Old names of train fields: the name said something the option does not do.
+RENAMED_TRAIN_FIELDS = {
+    "dynamic_sampling": ("drop_zero_advantage", "it drops rows whose advantage is 0; DAPO's "
+                         "dynamic sampling over-samples until every group's accuracy lies "
+                         "strictly between 0 and 1, which mtrl does not do"),
+}
+
+
 def train_config(config) -> TrainConfig:
     """The validated `train` section (one-line errors naming config.train.<field>)."""
+    for old, (new, why) in RENAMED_TRAIN_FIELDS.items():
+        if old in config.train:
+            raise ValueError(f"config.train.{old}: renamed train.{new} ({why})")
     values = known_fields(TrainConfig, config.train, "train")
     checked = build(TrainConfig, "train", **values)
     if checked.init_from:

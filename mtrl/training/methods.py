@@ -86,8 +86,29 @@ class CreditConfig:
         if self.normalize_std and self.estimator != "magrpo":
             raise ValueError(f"normalize_std applies to magrpo's baselines; {self.estimator!r} "
                              "fixes its own normalization")
-        if not 0.0 <= self.ufo_gamma <= 1.0 or self.ufo_penalty < 0 or self.turn_coef < 0:
-            raise ValueError("ufo_gamma must lie in [0, 1]; ufo_penalty and turn_coef >= 0")
+        for name in ("turn_coef", "gigpo_omega", "ufo_gamma", "ufo_penalty"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+            if not value >= 0:
+                raise ValueError(f"{name} must be >= 0, got {value!r}")
+        if not self.ufo_gamma <= 1.0:
+            raise ValueError(f"ufo_gamma must lie in [0, 1], got {self.ufo_gamma!r}")
+        # An option only one estimator reads, set away from its default while another
+        # estimator is selected, would be ignored silently: the user meant something else.
+        defaults = {f.name: f.default for f in dataclasses.fields(CreditConfig)}
+        for name, owner in OPTION_OWNERS.items():
+            value = getattr(self, name)
+            if value != defaults[name] and self.estimator != owner:
+                raise ValueError(f"{name} is set to {value!r} but only {owner} reads it; "
+                                 f"credit.estimator is {self.estimator!r}")
+
+
+# The options one estimator reads (normalize_std: checked above; credit: every
+# estimator in cross mode).
+OPTION_OWNERS = {"baseline": "magrpo", "turn_coef": "mt_grpo", "lambda_on": "mt_grpo",
+                 "igpo_gain": "igpo", "igpo_normalization": "igpo", "gigpo_omega": "gigpo",
+                 "ufo_gamma": "ufo", "ufo_penalty": "ufo"}
 
 
 class Estimator(NamedTuple):
@@ -244,6 +265,22 @@ def token_advantages(credit: CreditConfig, batch, tree, gamma, penalty=None) -> 
 
 
 PAIRWISE_LOSSES = ("refuel",)
+
+
+def check_group_size(credit: CreditConfig, num_generations: int) -> None:
+    """One-line error when G = 1 leaves a group-relative estimator nothing to compare.
+
+    Every estimator but magrpo with baseline raw subtracts a baseline over a group: the
+    agent's G completions of a node (tree estimators) or the task's root-to-leaf paths,
+    of which there are J^(T−1)·J with J = 1 when G = 1 (path estimators). A group of one
+    gives every advantage 0, so every update is skipped and nothing trains.
+    """
+    if num_generations == 1 and not (credit.estimator == "magrpo" and credit.baseline == "raw"):
+        name = credit.estimator + (f" (baseline {credit.baseline!r})"
+                                   if credit.estimator == "magrpo" else "")
+        raise ValueError(f"config.rollout.num_generations: 1 sample per node leaves every group "
+                         f"of credit.estimator {name} one member, so every advantage is 0; use "
+                         f">= 2 (or credit.estimator=magrpo with credit.baseline=raw)")
 
 
 def check_method(credit: CreditConfig, loss: str, num_generations: int, env,

@@ -7,7 +7,7 @@ uninterrupted one):
   2. tree rollout (sampler with KV reuse; environment = code sandbox);
   3. rollout batch -> per-token advantages of credit.estimator (methods.py);
   4. PPO-style epochs/minibatches of the jitted train step (one optimizer per agent),
-     on every row or, with train.dynamic_sampling, on the rows with a non-zero
+     on every row or, with train.drop_zero_advantage, on the rows with a non-zero
      advantage (row_filter.py); the rows are packed (train.packing, default "tree":
      each shared prefix computed once, packing.py);
   5. every eval_interval steps: held-out evaluation, transcripts, checkpoint ranked by
@@ -257,7 +257,7 @@ class Trainer(WarmStart):
                 rows, kept = gather_rows(rows)
             unit = group_size(c.objective.loss)  # REFUEL's pairs move whole
             check_groups(batch, unit)
-            if cfg.dynamic_sampling:
+            if cfg.drop_zero_advantage:
                 rows, kept = keep_informative_groups(rows, unit,
                                                      min_rows=max(8, cfg.minibatches * unit))
             update_metrics = []

@@ -87,3 +87,33 @@ def test_errors():
                                jnp.ones((3, 4), bool))
     with pytest.raises(ValueError, match="eta"):
         RefuelConfig(eta=0.0)
+
+
+def test_a_pair_with_one_row_out_of_the_loss_leaves_whole():
+    # The two-row example: returns (1, 0), mean baseline -> advantages (0.5, -0.5).
+    # The pair regresses onto A_y - A_y' = 1.0. When y' is out of the loss (context cut,
+    # void-turn filter) its mean advantage reads 0 and the target would become 0.5 - 0:
+    # instead the whole pair leaves the loss, its gradient and the aggregation.
+    old_logp = jnp.full((4, 3), -1.0, jnp.float32)
+    mask = jnp.array([[True, True, False], [True, True, True],
+                      [True, True, False], [False, False, False]])
+    advantages = jnp.where(mask, jnp.array([0.5, -0.5, 0.5, -0.5])[:, None], 0.0)
+    objective = PolicyObjectiveConfig(loss="refuel", aggregation="seq-mean-token-sum")
+
+    def loss_of(logp):
+        inputs = PolicyLossInputs(logp=logp, old_logp=old_logp, advantages=advantages,
+                                  mask=mask)
+        return policy_objective(inputs, objective)[0]
+
+    out = jax.jit(refuel_loss, static_argnums=1)(
+        PolicyLossInputs(logp=old_logp, old_logp=old_logp, advantages=advantages, mask=mask),
+        RefuelConfig())
+    # Intact pair at ratio 1: (0 - 1.0)^2 = 1.0 (target 1.0, not 0.5); broken pair: nothing.
+    np.testing.assert_allclose(out.loss.sum(-1), [1.0, 1.0, 0.0, 0.0], rtol=1e-6)
+    np.testing.assert_array_equal(out.mask[2:], False)
+    loss, grad = jax.jit(jax.value_and_grad(loss_of))(old_logp)
+    assert float(loss) == pytest.approx(1.0, rel=1e-6)  # mean over the one intact pair
+    np.testing.assert_array_equal(grad[2:], 0.0)
+    # Intact pair: d/dlogp_t of (Δ - 1)² at Δ = 0 is -2 on y's tokens, +2 on y''s.
+    np.testing.assert_allclose(grad[0], [-2.0, -2.0, 0.0], rtol=1e-6)
+    np.testing.assert_allclose(grad[1], [2.0, 2.0, 2.0], rtol=1e-6)

@@ -1,6 +1,6 @@
 """The trainer trains with the configured method: two steps end to end through the
 code environment for a path estimator with the turn-level ratio, for REFUEL's pairs
-with dynamic sampling and two minibatches, and for the KL in the reward."""
+with the zero-advantage filter and two minibatches, and for the KL in the reward."""
 
 import json
 
@@ -13,7 +13,7 @@ from tests.training.test_compile_count import small_config
 @pytest.mark.parametrize("credit, loss", [
     ({"estimator": "ufo"}, {"policy_loss": "turn_ratio", "aggregation": "token-mean"}),
     ({"estimator": "magrpo", "baseline": "raw"}, {"policy_loss": "refuel"}),
-    ({"estimator": "rloo"}, {"kl_in": "reward", "kl_coef": 0.1}),
+    ({"estimator": "rloo"}, {"kl_in": "reward", "kl_coef": 0.1, "kl_estimator": "k1"}),
 ])
 def test_two_steps_with_the_method(tmp_path, credit, loss):
     c = small_config()
@@ -22,7 +22,7 @@ def test_two_steps_with_the_method(tmp_path, credit, loss):
         c.reward.recipe = "recipe"
     c.train.steps = c.train.eval_interval = c.train.save_interval = 2
     c.train.minibatches = 2
-    c.train.dynamic_sampling = loss.get("policy_loss") == "refuel"
+    c.train.drop_zero_advantage = loss.get("policy_loss") == "refuel"
     c.credit.update(credit)
     c.loss.update(loss)
     trainer = Trainer(c, tmp_path, show_progress=False)

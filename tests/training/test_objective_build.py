@@ -74,3 +74,72 @@ def test_bad_loss_config_is_one_line(loss, fields, match):
     with pytest.raises(ValueError, match=match) as error:
         build_objective(config_for(loss, **fields))
     assert "\n" not in str(error.value)
+
+
+def gspo_lengths_2_and_6():
+    """Two sequences of 2 and 6 tokens, each with loss 1 per token at ratio 1 (A = −1)."""
+    mask = np.zeros((2, 6), bool)
+    mask[0, :2] = mask[1, :] = True
+    zeros = jnp.zeros((2, 6), jnp.float32)
+    adv = jnp.asarray(np.where(mask, -1.0, 0.0), jnp.float32)
+    return PolicyLossInputs(logp=zeros, old_logp=zeros, advantages=adv, mask=jnp.asarray(mask))
+
+
+@pytest.mark.parametrize("loss", ["gspo", "gspo-token"])
+def test_gspo_brings_its_papers_aggregation(loss):
+    # GSPO's objective is the sequence mean of token means: the 2-token and the 6-token
+    # sequence weigh alike. Under seq-mean-token-sum the 6-token one got 3x the gradient.
+    objective = build_objective(config_for(loss))
+    assert objective.aggregation == "seq-mean-token-mean"
+    inputs = gspo_lengths_2_and_6()
+
+    def total(logp):
+        return policy_objective(inputs.replace(logp=logp), objective)[0]
+
+    grad = np.asarray(jax.grad(total)(inputs.logp))
+    per_sequence = grad.sum(axis=1)
+    np.testing.assert_allclose(per_sequence[0], per_sequence[1], rtol=1e-6)
+    # d/dlogp_t of −(1/2)·Σ_i (1/|y_i|)·Σ_t s_i·A_i with A_i = −1 and s_i = 1: 1/2 per sequence.
+    np.testing.assert_allclose(per_sequence, [0.5, 0.5], rtol=1e-6)
+
+
+@pytest.mark.parametrize("loss, paper", [("reinforce", "seq-mean-token-sum"),
+                                         ("refuel", "seq-mean-token-sum"),
+                                         ("ppo", "token-mean"), ("turn_ratio", "token-mean")])
+def test_each_loss_brings_its_papers_aggregation(loss, paper):
+    assert build_objective(config_for(loss)).aggregation == paper
+
+
+@pytest.mark.parametrize("loss", ["gspo", "reinforce", "ppo"])
+def test_an_explicit_aggregation_is_kept(loss):
+    for choice in ("seq-mean-token-sum", "token-mean"):
+        assert build_objective(config_for(loss, aggregation=choice)).aggregation == choice
+
+
+@pytest.mark.parametrize("estimator, place", [("k1", "loss"), ("k2", "reward"),
+                                              ("k3", "reward")])
+def test_a_kl_that_regularises_nothing_is_refused(estimator, place):
+    with pytest.raises(ValueError, match=f"config.loss.kl_estimator: '{estimator}' in the "
+                                         f"{place}") as error:
+        build_objective(config_for("reinforce", kl_estimator=estimator, kl_in=place,
+                                   kl_coef=0.1))
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("estimator, place", [("k1", "reward"), ("k2", "loss"), ("k3", "loss"),
+                                              ("k1", "loss")])
+def test_a_kl_that_regularises_is_built(estimator, place):
+    coef = 0.0 if (estimator, place) == ("k1", "loss") else 0.1  # coef 0: reported only
+    objective = build_objective(config_for("reinforce", kl_estimator=estimator, kl_in=place,
+                                           kl_coef=coef))
+    assert objective.kl.estimator == estimator
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("kl_estimator", "k4", "config.loss.kl_estimator: unknown 'k4'"),
+    ("kl_coef", -0.1, "config.loss.kl_coef: must be >= 0"),
+])
+def test_bad_kl_fields_name_themselves(field, value, match):
+    with pytest.raises(ValueError, match=match) as error:
+        build_objective(config_for("reinforce", **{field: value}))
+    assert "\n" not in str(error.value)

@@ -69,8 +69,9 @@ def test_row_kl_sums_the_estimator_over_loss_tokens():
 
 def test_kl_in_reward_moves_the_coefficient_out_of_the_loss():
     c = base_config()
-    c.loss.kl_coef, c.loss.kl_in = 0.05, "reward"
+    # k1 in the reward, k3 in the loss: the placements that regularise (losses.KL_PLACEMENTS).
+    c.loss.kl_coef, c.loss.kl_in, c.loss.kl_estimator = 0.05, "reward", "k1"
     assert build_objective(c).kl.coef == 0.0
     assert build_reward_kl(c).coef == 0.05
-    c.loss.kl_in = "loss"
+    c.loss.kl_in, c.loss.kl_estimator = "loss", "k3"
     assert build_objective(c).kl.coef == 0.05 and build_reward_kl(c) is None

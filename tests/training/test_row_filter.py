@@ -1,5 +1,6 @@
-"""Dynamic sampling on tree batches: which rows are kept, how they are padded, and that
-MAGRPO's gradient on the kept rows is the full batch's, rescaled by the row counts."""
+"""The zero-advantage filter (train.drop_zero_advantage) on tree batches: which rows are
+kept, how they are padded, and that MAGRPO's gradient on the kept rows is the full
+batch's, rescaled by the row counts. It is the function the trainer calls."""
 
 import dataclasses
 
@@ -13,7 +14,8 @@ from flax import nnx
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.training.minibatch import PolicyMinibatch
-from mtrl.training.row_filter import informative_rows, keep_informative_rows
+from mtrl.training import row_groups
+from mtrl.training.row_filter import informative_rows, keep_informative_groups
 from mtrl.training.train_state import init_train_state
 from mtrl.training.train_step import make_train_step
 
@@ -55,19 +57,19 @@ def test_a_row_is_informative_if_any_agent_has_a_nonzero_advantage():
 def test_kept_rows_are_padded_to_a_power_of_two_with_masked_copies():
     adv = advantages_with_signal_in([0, 2, 3, 5, 7, 8, 10, 12, 13], [2])
     full = batch(adv)
-    kept, count = keep_informative_rows(full)
+    kept, count = keep_informative_groups(full)
     assert count == 9
     assert kept.tokens.shape == (N, 16, L)  # 9 rows -> 16
     np.testing.assert_array_equal(kept.tokens[:, :9], full.tokens[:, [0, 2, 3, 5, 7, 8, 10, 12, 13]])
     assert not np.asarray(kept.loss_mask[:, 9:]).any()
     assert np.asarray(kept.loss_mask[:, :9]).any(axis=2).all()
 
-    few, count = keep_informative_rows(batch(advantages_with_signal_in([3], [6])))
+    few, count = keep_informative_groups(batch(advantages_with_signal_in([3], [6])))
     assert count == 2 and few.tokens.shape == (N, 8, L)  # at least min_rows
 
 
 def test_no_informative_row_means_no_update():
-    kept, count = keep_informative_rows(batch(np.zeros((N, C), np.float32)))
+    kept, count = keep_informative_groups(batch(np.zeros((N, C), np.float32)))
     assert kept is None and count == 0
 
 
@@ -86,7 +88,7 @@ def test_magrpo_gradient_on_kept_rows_is_the_full_gradient_rescaled():
     step = make_train_step(graphdef, MAGRPO, recording_sgd(), num_agents=N, shared=False)
     adv = advantages_with_signal_in([0, 3, 5, 6, 9], [3, 12])
     full = batch(adv, real_rows=14)
-    kept, count = keep_informative_rows(full)
+    kept, count = keep_informative_groups(full)
     grads = []
     for rows in (full, kept):
         state = init_train_state([params0, params1], recording_sgd(), shared=False,
@@ -98,3 +100,9 @@ def test_magrpo_gradient_on_kept_rows_is_the_full_gradient_rescaled():
         np.testing.assert_allclose(np.asarray(g_kept) * count, np.asarray(g_full) * 14,
                                    rtol=2e-4, atol=1e-6)
     assert any(np.abs(np.asarray(g)).max() > 0 for g in jax.tree.leaves(grads[1]))
+
+
+def test_the_trainer_calls_this_filter():
+    from mtrl.training import trainer
+    assert trainer.keep_informative_groups is keep_informative_groups
+    assert row_groups.keep_informative_groups is keep_informative_groups

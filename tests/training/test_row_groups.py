@@ -1,4 +1,4 @@
-"""REFUEL's pairs come from the same parent through the PPO shuffle and dynamic sampling."""
+"""REFUEL's pairs share a parent through the PPO shuffle and the zero-advantage filter."""
 
 import jax
 import jax.numpy as jnp
@@ -49,12 +49,12 @@ def assert_pairs_share_parents(minibatch_parents):
     np.testing.assert_array_equal(pairs[real, 0], pairs[real, 1])
 
 
-@pytest.mark.parametrize("dynamic_sampling", [False, True])
-def test_refuel_pairs_share_a_parent(dynamic_sampling):
+@pytest.mark.parametrize("drop_zero_advantage", [False, True])
+def test_refuel_pairs_share_a_parent(drop_zero_advantage):
     batch, rows = parent_tagged_rows()
     size = group_size("refuel")
     check_groups(batch, size)
-    if dynamic_sampling:
+    if drop_zero_advantage:
         rows, kept = keep_informative_groups(rows, size, min_rows=8)
         assert kept % 2 == 0 and kept > 0
     recorder = Recorder()

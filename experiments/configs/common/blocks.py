@@ -73,7 +73,7 @@ def real_model_cpu_run(c) -> None:
     c.train.eval_samples = 2
     c.train.packing = "tree"
     c.train.remat = "full"
-    c.train.dynamic_sampling = True
+    c.train.drop_zero_advantage = True
 
 
 def real_model_gpu_run(c) -> None:

@@ -31,7 +31,11 @@ def build_code_env(request: EnvRequest) -> BuiltEnv:
                        end_on_success=e.get("end_on_success", False))
     pool = SandboxPool(num_workers=e.workers or None, limits=limits)
     try:  # env.expert: who answers the expert_edits feedback mode (experts/factory.py)
-        expert = build_expert(e.expert, dict(as_dict(e.expert_options)), request.tokenizer)
+        # This environment also serves validation and test episodes: an expert may read
+        # the solutions of the train split only.
+        train = request.suite.tasks("train") if e.expert else ()
+        expert = build_expert(e.expert, dict(as_dict(e.expert_options)), request.tokenizer,
+                              train_tasks=train)
         return BuiltEnv(CodeEnv(env_config, sandbox=pool, expert=expert), pool)
     except ValueError:
         pool.close()

@@ -19,7 +19,7 @@ def test_one_step_of_the_textworld_config(tmp_path):
     c.data.num_train, c.data.num_eval, c.data.num_test = 2, 2, 2
     c.sft.steps, c.sft.batch_size = 2, 4
     c.train.steps, c.train.tasks_per_step, c.train.eval_interval = 1, 2, 1
-    c.train.dynamic_sampling = False  # a random model's step may have no signal to keep
+    c.train.drop_zero_advantage = False  # a random model's step may have no signal to keep
     c.rollout.num_generations = 2
     trainer = Trainer(c, tmp_path, show_progress=False)
     try:
