@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 
 UID_BASE = 2_000_000_000  # far above any account uid; uid = UID_BASE + pid
 MAX_OPEN_FILES = 64
+# Threads a candidate allowed no process may start: RLIMIT_NPROC counts threads,
+# and the stacked no-process seccomp filter (seccomp.py) already refuses every
+# fork, so this room can only hold threads (their stacks count against RLIMIT_AS).
+THREAD_ALLOWANCE = 64
 _PARK_FD = 200
 _MAX_FD = 1 << 20
 

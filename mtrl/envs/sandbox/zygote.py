@@ -172,11 +172,16 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
             signal.signal(signal.SIGXCPU, _cpu_limit_reached)
 
         def confine() -> None:  # in the candidate and in its helper
-            confinement.limit_processes(report, max_processes + bool(helper_names), task_base)
             filter_program, no_process_program = filters
+            no_process = bool(no_process_program) and max_processes == 0
+            # RLIMIT_NPROC counts threads too; where the no-process filter refuses
+            # every fork, the allowance is for threads only (issue 25, item 2).
+            threads = confinement.THREAD_ALLOWANCE if no_process else 0
+            confinement.limit_processes(report, max_processes + bool(helper_names) + threads,
+                                        task_base)
             # First: of two filters answering with an errno the newer one wins, so
             # clone(CLONE_NEW*) keeps the base filter's EPERM.
-            if no_process_program and max_processes == 0:  # exact, where NPROC is a bound
+            if no_process:  # exact, where NPROC is a bound
                 seccomp.install(no_process_program)
             if filter_program:
                 seccomp.install(filter_program)
