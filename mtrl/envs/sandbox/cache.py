@@ -23,7 +23,7 @@ import time
 from mtrl.envs.sandbox.types import (ExecutionResult, Limits, Program, SyntaxErrorInfo,
                                      TestResult)
 
-HARNESS_VERSION = "mtrl-sandbox-5"  # bump when verdict semantics change (5: the jail)
+HARNESS_VERSION = "mtrl-sandbox-6"  # bump when verdict semantics change (6: round 3)
 BUSY_TIMEOUT_MS = 30_000
 
 
