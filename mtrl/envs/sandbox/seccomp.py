@@ -16,6 +16,8 @@ ways out of the jail that honest solutions never need:
   no address-space limit sees), prctl(PR_SET_PDEATHSIG) (clearing the
   parent-death signal that ties a candidate to its slot) and prctl(PR_SET_DUMPABLE)
   (a two-agent program's main process stays closed to its helper's /proc/<pid>/mem).
+socket() and socketpair() take AF_UNIX, AF_INET and AF_INET6 only (EAFNOSUPPORT
+otherwise: no vsock, netlink or packet sockets).
 clone3 fails with ENOSYS so that libc falls back to clone, whose flags the filter
 can inspect (clone3 passes them in memory). System calls of a foreign ABI (32-bit
 x86) are killed by libseccomp's architecture check.
@@ -51,6 +53,7 @@ DENIED = (
 _CLONE_NEW_FLAGS = (0x00000080, 0x00020000, 0x02000000, 0x04000000, 0x08000000,
                     0x10000000, 0x20000000, 0x40000000)  # time ns .. net ns
 _PR_SET_PDEATHSIG = 1
+_ALLOWED_FAMILIES = (1, 2, 10)  # AF_UNIX, AF_INET, AF_INET6
 _PR_SET_DUMPABLE = 4
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
@@ -76,10 +79,25 @@ def build_program() -> bytes:
         for flag in _CLONE_NEW_FLAGS:
             rules.add_rule(denied, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
         rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+        _allow_families(sc, rules)
         rules.add_rule(denied, "prctl", sc.Arg(0, sc.EQ, _PR_SET_PDEATHSIG))
         rules.add_rule(denied, "prctl", sc.Arg(0, sc.EQ, _PR_SET_DUMPABLE))
         _PROGRAM = _export(rules)
     return _PROGRAM
+
+
+def _allow_families(sc, rules) -> None:
+    """socket() and socketpair() for AF_UNIX, AF_INET and AF_INET6 only; any other
+    family fails with EAFNOSUPPORT. AF_VSOCK is not network-namespaced (the VM's
+    port space is shared), AF_NETLINK and AF_PACKET reach kernel and link state,
+    and the rest are attack surface honest programs never need. The comparison is
+    on the full 64-bit register: only the three exact values pass."""
+    refused = sc.ERRNO(errno.EAFNOSUPPORT)
+    for call in ("socket", "socketpair"):
+        rules.add_rule(refused, call, sc.Arg(0, sc.GT, max(_ALLOWED_FAMILIES)))
+        for family in range(max(_ALLOWED_FAMILIES)):
+            if family not in _ALLOWED_FAMILIES:
+                rules.add_rule(refused, call, sc.Arg(0, sc.EQ, family))
 
 
 def build_no_process_program() -> bytes:
