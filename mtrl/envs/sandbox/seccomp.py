@@ -12,7 +12,9 @@ ways out of the jail that honest solutions never need:
   fsopen/fsmount/move_mount/open_tree), namespaces (unshare, setns, and clone with
   any CLONE_NEW* flag), ptrace and process_vm_*, bpf, perf_event_open, io_uring_*,
   userfaultfd, kernel modules, reboot, kexec, swap, SysV shared memory and message
-  queues (shmget, msgget: memory that outlives the process), memfd_create (memory
+  queues (shmget, msgget: memory that outlives the process), file locks (flock,
+  fcntl's lock, lease and dnotify commands), inotify and fanotify, mincore and
+  cachestat (channels through the /usr every jail shares), memfd_create (memory
   no address-space limit sees), prctl(PR_SET_PDEATHSIG) (clearing the
   parent-death signal that ties a candidate to its slot) and prctl(PR_SET_DUMPABLE)
   (a two-agent program's main process stays closed to its helper's /proc/<pid>/mem).
@@ -49,7 +51,15 @@ DENIED = (
     "reboot", "kexec_load", "kexec_file_load", "swapon", "swapoff",
     "shmget", "msgget",
     "memfd_create",
+    # Channels through state every jail shares (issue 25, item 5): locks on the
+    # common /usr and device nodes, watches on the standard library's directory
+    # (which modules the judge imports), and the page cache's residency.
+    "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init",
+    "fanotify_mark", "mincore", "cachestat",
 )
+# fcntl commands refused for the same reason: F_GETLK, F_SETLK, F_SETLKW, the
+# open-file-description locks F_OFD_GETLK/SETLK/SETLKW, leases and dnotify.
+_FCNTL_DENIED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
 _CLONE_NEW_FLAGS = (0x00000080, 0x00020000, 0x02000000, 0x04000000, 0x08000000,
                     0x10000000, 0x20000000, 0x40000000)  # time ns .. net ns
 _PR_SET_PDEATHSIG = 1
@@ -80,10 +90,20 @@ def build_program() -> bytes:
             rules.add_rule(denied, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
         rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
         _allow_families(sc, rules)
-        rules.add_rule(denied, "prctl", sc.Arg(0, sc.EQ, _PR_SET_PDEATHSIG))
-        rules.add_rule(denied, "prctl", sc.Arg(0, sc.EQ, _PR_SET_DUMPABLE))
+        for command in _FCNTL_DENIED:
+            rules.add_rule(denied, "fcntl", _low32(sc, 1, command))
+        rules.add_rule(denied, "prctl", _low32(sc, 0, _PR_SET_PDEATHSIG))
+        rules.add_rule(denied, "prctl", _low32(sc, 0, _PR_SET_DUMPABLE))
         _PROGRAM = _export(rules)
     return _PROGRAM
+
+
+def _low32(sc, index: int, value: int):
+    """Argument `index` equals `value` in its low 32 bits. The kernel reads an int
+    argument (prctl's option, fcntl's command) from the low half of its register,
+    while seccomp compares all 64 bits: an exact match would let 1 << 32 | value
+    through to the very call it denies."""
+    return sc.Arg(index, sc.MASKED_EQ, 0xFFFFFFFF, value)
 
 
 def _allow_families(sc, rules) -> None:
