@@ -112,6 +112,41 @@ def interpreter() -> tuple[str, str]:
                           f"{own}); install one under /usr or make its prefix readable")
 
 
+_PATHS_PROBE = ("import json, site, sys, sysconfig\n"
+                "paths = sysconfig.get_paths()\n"
+                "print(json.dumps([sys.path + site.getsitepackages(),"
+                " [paths['stdlib'], paths['platstdlib']]]))")
+
+
+@functools.lru_cache(maxsize=1)
+def hidden_python_paths() -> tuple[str, ...]:
+    """Directories on the jail interpreter's import path that are not its standard
+    library, where the jail shows them (under /usr or the prefix): each is covered
+    by an empty tmpfs. A Debian system Python (prefix /usr) imports from
+    /usr/lib/python3/dist-packages and /usr/local/lib/python3.X/dist-packages
+    besides <prefix>/lib/python3.X/site-packages (issue 25, item 6); asking the
+    interpreter finds them all, .pth additions included."""
+    executable, prefix = interpreter()
+    answer = subprocess.run([executable, "-I", "-c", _PATHS_PROBE], capture_output=True,
+                            text=True, timeout=60, env={}, cwd="/")
+    if answer.returncode != 0:
+        raise JailUnavailable(f"{executable} cannot list its import path "
+                              f"({' '.join(answer.stderr.split())[:200]})")
+    import json
+    entries, stdlib = json.loads(answer.stdout)
+    shown = ("/usr", prefix)
+    found = set()
+    for entry in entries:
+        path = os.path.realpath(entry) if entry else ""
+        if not path or not os.path.isdir(path) or any(
+                path == s or path.startswith(s + "/") for s in map(os.path.realpath, stdlib)):
+            continue
+        if any(path == top or path.startswith(top + "/") for top in shown):
+            found.add(path)
+    # The outermost only: a tmpfs over a directory hides what lies below it.
+    return tuple(sorted(p for p in found if not any(p.startswith(q + "/") for q in found)))
+
+
 def _harness_files() -> dict[str, bytes]:
     here = os.path.dirname(os.path.abspath(__file__))
     files = {"mtrl/__init__.py": b"", "mtrl/envs/__init__.py": b""}
@@ -149,10 +184,8 @@ class Launch:
                 "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin"]
         if not (prefix == "/usr" or prefix.startswith("/usr/")):
             argv += ["--ro-bind", prefix, prefix]
-        site = os.path.join(prefix, "lib", f"python{sys.version_info.major}."
-                            f"{sys.version_info.minor}", "site-packages")
-        if os.path.isdir(site):
-            argv += ["--tmpfs", site, "--remount-ro", site]
+        for hidden in hidden_python_paths():
+            argv += ["--tmpfs", hidden, "--remount-ro", hidden]
         for relative, content in _harness_files().items():
             fd = os.memfd_create("mtrl-harness", 0)
             os.write(fd, content)
