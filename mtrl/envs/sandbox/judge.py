@@ -43,7 +43,7 @@ import json
 import signal
 from typing import Any, Callable
 
-from mtrl.envs.sandbox import codec, prefetch
+from mtrl.envs.sandbox import codec, lifecycle, prefetch
 from mtrl.envs.sandbox.remote import (CandidateError, CandidateGone, CandidateLink,
                                       RemoteFunction, RemoteValueUnavailable, Slot,
                                       copy_back, remote_exception, request_text)
@@ -100,7 +100,9 @@ class Judge:
             self._pending.clear()
             self._upcoming.clear()
             status, error_type, message = self.slot.reap(expect_dead)
-        return CandidateGone(str(status), str(error_type), str(message))
+        # Only the slot's report can mark the sandbox's own failure (never cached).
+        return CandidateGone(str(status), str(error_type), str(message),
+                             infra=[status, error_type, message] == lifecycle.SETUP_FAILED)
 
     def _receive(self) -> Any:
         try:
@@ -146,10 +148,16 @@ class Judge:
         self._clean = False
         try:
             hello = self._receive()
-        except (CandidateGone, CandidateError):
+        except CandidateGone as gone:
+            if gone.infra:
+                raise
+            hello = {}
+        except CandidateError:
             hello = {}
         if type(hello) is not dict or "names" not in hello:
-            self.reap(expect_dead=False)
+            gone = self.reap(expect_dead=False)
+            if gone.infra:
+                raise gone
             self._load_failure = CandidateGone(
                 "error", "CandidateReloadFailed",
                 "the candidate could not be reloaded after an earlier test ended it")
@@ -274,7 +282,7 @@ class Judge:
 
     def run_test(self, index: int, body: Callable[[], None],
                  calls: list[prefetch.StaticCall]) -> None:
-        status, error_type, message = "passed", "", ""
+        status, error_type, message, infra = "passed", "", "", False
 
         def prefetched_body() -> None:
             self.send_batch(calls)
@@ -287,17 +295,20 @@ class Judge:
             message = f"test exceeded {self.limits.wall_s_per_test} s"
         except CandidateGone as gone:
             status, error_type, message = gone.status, gone.error_type, str(gone)
+            infra = gone.infra
         except AssertionError as error:
             status, error_type, message = "failed", "AssertionError", str(error)
         except BaseException as error:
             status = "error"
             error_type = getattr(error, "mtrl_error_type", type(error).__name__)
             message = str(error)
-        self.emit(i=index, s=status, t=error_type, m=message)
+        self.emit(i=index, s=status, t=error_type, m=message, **({"infra": 1} if infra else {}))
 
-    def fail_all(self, count: int, status: str, error_type: str, message: str) -> None:
+    def fail_all(self, count: int, status: str, error_type: str, message: str,
+                 infra: bool = False) -> None:
         for index in range(count):
-            self.emit(i=index, s=status, t=error_type, m=message)
+            self.emit(i=index, s=status, t=error_type, m=message,
+                      **({"infra": 1} if infra else {}))
 
     def finish(self) -> None:
         if self._link is not None:

@@ -33,7 +33,7 @@ def run(judge: Judge, setup_code, tests: list[tuple[Any, list[prefetch.StaticCal
         tests[0] = (tests[0][0], [])
     hello = judge.await_hello()
     if isinstance(hello, CandidateGone):
-        judge.fail_all(count, hello.status, hello.error_type, str(hello))
+        judge.fail_all(count, hello.status, hello.error_type, str(hello), hello.infra)
     elif "syntax_error" in hello:
         line, column, message = _fields(hello["syntax_error"], [0, 0, ""])
         line, column = (n if 0 <= n < _MAX_POSITION else 0 for n in (line, column))

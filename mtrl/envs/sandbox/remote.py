@@ -21,9 +21,10 @@ _CONTROL_FLOW = (StopIteration, StopAsyncIteration)
 class CandidateGone(Exception):
     """The candidate process ended or stopped answering."""
 
-    def __init__(self, status: str, error_type: str, message: str):
+    def __init__(self, status: str, error_type: str, message: str, infra: bool = False):
         super().__init__(message)
         self.status, self.error_type = status, error_type
+        self.infra = infra  # the slot says the sandbox, not the program, caused it
 
 
 class CandidateError(Exception):

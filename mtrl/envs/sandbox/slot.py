@@ -78,6 +78,7 @@ class Candidate:
     workdir: str
     uid: int | None
     max_processes: int = 0
+    setup_failed: bool = False  # it was gone before its program reached it
 
 
 class Slot:
@@ -123,7 +124,8 @@ class Slot:
 
     def arm(self) -> None:
         """Has the zygote fork the next candidate; it waits for its program."""
-        workdir = lifecycle.make_workdir()
+        # In the jail each candidate mounts a tmpfs of its own (no directory to make).
+        workdir = "" if self.isolation.filesystem == "jail" else lifecycle.make_workdir()
         judge_side, candidate_side = socket.socketpair()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -166,8 +168,8 @@ class Slot:
             view = memoryview(payload)
             while view:
                 view = view[os.write(chosen.bootstrap_fd, view):]
-        except OSError:
-            pass  # it died while armed: the judge sees its socket close
+        except OSError:  # it died while armed, before any program: the sandbox's doing
+            chosen.setup_failed = True
         os.close(chosen.bootstrap_fd)
         self.current = chosen
 
@@ -207,6 +209,8 @@ class Slot:
             outcome = self._wait(chosen.pid, block=True)
         self.ended.append(chosen)
         _, status, usage = outcome
+        if chosen.setup_failed:
+            return list(lifecycle.SETUP_FAILED)
         return lifecycle.describe_exit(status, usage.ru_utime + usage.ru_stime, limits, killed)
 
     def cleanup(self) -> None:
@@ -221,7 +225,7 @@ class Slot:
                     lifecycle.kill_uid(chosen.uid)
                     codec.write_fd_frame(self.report_fd, {"swept": chosen.uid})
                     swept = True
-                removed = lifecycle.remove_tree(chosen.workdir)
+                removed = not chosen.workdir or lifecycle.remove_tree(chosen.workdir)
             except BaseException as error:  # noqa: BLE001 - the slot must live on
                 removed, why = False, f"cleanup failed: {type(error).__name__}"
             else:
@@ -287,11 +291,14 @@ class Slot:
 
     def run(self, program: dict[str, Any]) -> None:
         limits = Limits(**program["limits"])
+        # The previous program's candidate is reaped (and with it the kernel frees
+        # its namespaces and tmpfs) before this program's clock starts: cleaning
+        # up never eats into another program's deadline.
+        self.finish_dying()
         deadline = time.monotonic() + limits.wall_s_total
         self.launch(program)
         started = self._tell_judge(json.dumps({"op": "start", "id": program["id"],
                                                "limits": program["limits"]}).encode())
-        self.finish_dying()  # the previous program's candidate, while this one loads
         self.arm()
         abort = self.supervise(program, limits, deadline) if started else _JUDGE_DIED
         if self.current is not None:  # killed now, reaped during the next program

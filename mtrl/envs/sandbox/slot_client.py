@@ -271,6 +271,7 @@ def assemble(program: Program, program_id: str, judge_messages: list[Any], abort
     healthy = not torn
     acknowledged = False
     done: dict[str, Any] = {}
+    infra = ""
     for message in judge_messages:
         if not isinstance(message, dict) or message.get("id") != program_id:
             healthy = False
@@ -286,9 +287,13 @@ def assemble(program: Program, program_id: str, judge_messages: list[Any], abort
             index = int(message["i"])
             verdicts[index] = TestResult(program.tests[index], valid_text(message["s"]),
                                          valid_text(message["t"]), valid_text(message["m"]))
+            if message.get("infra"):  # the judge's flag, from the slot's report
+                infra = valid_text(message["m"])
     if not acknowledged:
         healthy = False  # the tests frame may still sit, whole or torn, in the pipe
     error = "" if done else abort
+    if infra and not error:
+        error = infra
     if error and not error.startswith("program wall-clock"):
         error = f"sandbox failure: {error}"  # not the program's doing: never cached
     tests = []

@@ -144,7 +144,7 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
         sock_fd, out_fd, err_fd, boot_fd = fds
         sock_fd, boot_fd = confinement.redirect_stdio(out_fd, err_fd, [sock_fd, boot_fd])
         if report.filesystem == "jail":
-            confinement.enter_candidate_mounts(workdir)
+            confinement.enter_candidate_mounts()
         elif report.users == "per-process-uid":
             confinement.make_workdir_owned(workdir, confinement.UID_BASE + os.getpid())
             os.chdir(workdir)
@@ -157,7 +157,10 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
             confinement.refuse_sockets()
         if report.users == "shared-uid" and not report.pid_namespace:
             confinement.guard_signals()
-        program = codec.read_fd_frame(boot_fd)  # EOF (slot gone) ends this process
+        try:
+            program = codec.read_fd_frame(boot_fd)
+        except EOFError:  # the slot is gone or shut down: nothing to report
+            os._exit(0)
         os.close(boot_fd)
         # Only now: the slot adopted us from the intermediate, which has been
         # reaped by the time the program arrives.
@@ -191,8 +194,10 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
             extra = _start_helper(judge_link, program["setup"],
                                   str(program.get("helper_code", "")), helper_names, confine)
         confine()
-        candidate.serve(judge_link, program["setup"], program["code"], extra)
     except BaseException:
-        pass
+        # The sandbox's failure, not the program's: none of its code has run.
+        os._exit(lifecycle.SETUP_FAILED_EXIT)
+    try:
+        candidate.serve(judge_link, program["setup"], program["code"], extra)
     finally:
         os._exit(0)
