@@ -34,7 +34,7 @@ from mtrl.envs.sandbox import bwrap_cache, isolation
 HARNESS_ROOT = "/opt/mtrl-harness"  # where the jail sees the harness modules
 HARNESS_MODULES = ("__init__", "candidate", "codec", "confinement", "isolation", "judge",
                    "judge_main", "judge_run", "lifecycle", "prefetch", "remote", "seccomp",
-                   "slot", "syscalls", "types", "zygote")
+                   "slot", "slot_main", "syscalls", "types", "zygote")
 TMP_BYTES = 1 << 20  # the jail's own /tmp: candidates mount theirs (confinement.py)
 SHM_BYTES = 1 << 20  # the jail's /dev/shm: candidates see their own tmpfs there
 JAIL_UID_BASE = 1_900_000_000  # host uids of jails when the pool runs as root

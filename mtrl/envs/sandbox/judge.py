@@ -40,7 +40,9 @@ from __future__ import annotations
 import builtins
 import collections
 import json
+import resource
 import signal
+import time
 from typing import Any, Callable
 
 from mtrl.envs.sandbox import codec, lifecycle, prefetch
@@ -80,16 +82,26 @@ class Judge:
         self._upcoming: collections.deque[str] = collections.deque()  # certain, not sent
         self._load_failure: CandidateGone | None = None
         self.calls = 0  # diagnostics
+        self.out_of_memory = False  # a test hit this process's memory limit: retire it
+        self.budget_items = codec.item_budget(limits.memory_bytes)
         signal.signal(signal.SIGALRM, _on_alarm)
 
     # --- candidate lifecycle --------------------------------------------------
 
     def timed(self, seconds: float, fn: Callable[[], Any]) -> Any:
+        """fn() under the per-test alarm, and under a CPU limit for this process a
+        second past it: C code (set(range(n)), sum over a huge range) never lets
+        the alarm's handler run, so the kernel's SIGXCPU ends the judge instead
+        and the slot reports the program's test as a timeout (issue 25, item 8)."""
+        used = time.process_time()
+        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
         try:
+            resource.setrlimit(resource.RLIMIT_CPU, (int(used + seconds) + 2, hard))
             signal.setitimer(signal.ITIMER_REAL, seconds)
             return fn()
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
+            resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))
 
     def reap(self, expect_dead: bool) -> CandidateGone:
         """Ends the candidate (if alive); the slot describes how it ended."""
@@ -247,9 +259,10 @@ class Judge:
         if "e" in reply:
             type_name, message = (list(reply["e"]) + ["", ""])[:2]
             raise remote_exception(str(type_name), str(message))
+        budget = codec.Budget(self.budget_items)  # the reply and mutated arguments together
         try:
-            value = codec.from_plain(reply["r"])
-            mutated = [(key, codec.from_plain(tree)) for key, tree in reply.get("m", [])]
+            value = codec.from_plain(reply["r"], 0, budget)
+            mutated = [(key, codec.from_plain(tree, 0, budget)) for key, tree in reply.get("m", [])]
         except (KeyError, TypeError, ValueError, codec.ProtocolError) as error:
             raise CandidateError(f"malformed reply from the candidate: {error}") from None
         for key, new in mutated:
@@ -262,8 +275,22 @@ class Judge:
     # --- tests ----------------------------------------------------------------
 
     def bind(self, namespace: dict[str, Any], names: dict[str, Any],
-             overridable: set[str]) -> None:
-        """Binds the candidate's names; builtins and setup names win unless overridable."""
+             overridable: set[str]) -> CandidateGone | None:
+        """Binds the candidate's names under the per-test timer (a forged hello may
+        hold values that are slow to build: hash-colliding keys); None when done,
+        else the verdict for every test."""
+        try:
+            self.timed(self.limits.wall_s_per_test,
+                       lambda: self._bind(namespace, names, overridable))
+        except TestTimeout:
+            return CandidateGone("timeout", "Timeout", "decoding the candidate's names "
+                                 f"exceeded {self.limits.wall_s_per_test} s")
+        return None
+
+    def _bind(self, namespace: dict[str, Any], names: dict[str, Any],
+              overridable: set[str]) -> None:
+        """Builtins and setup names win unless overridable."""
+        budget = codec.Budget(self.budget_items)  # all of the hello's values together
         protected = (set(namespace) | set(dir(builtins))) - overridable
         for name, info in names.items():
             if not isinstance(name, str) or name.startswith("__") or name in protected:
@@ -274,7 +301,9 @@ class Judge:
                 namespace[name] = RemoteFunction(self, name)
             elif kind == "value":
                 try:
-                    namespace[name] = codec.from_plain(info[1])
+                    namespace[name] = codec.from_plain(info[1], 0, budget)
+                except codec.ProtocolError as error:  # beyond the budget: say so on use
+                    namespace[name] = RemoteValueUnavailable(name, str(error)[:200])
                 except Exception:  # noqa: BLE001 - e.g. {"$range": [0, 1, 0]}: not bound
                     continue
             else:
@@ -298,6 +327,9 @@ class Judge:
             infra = gone.infra
         except AssertionError as error:
             status, error_type, message = "failed", "AssertionError", str(error)
+        except MemoryError as error:
+            self.out_of_memory = True
+            status, error_type, message = "error", "MemoryError", str(error)
         except BaseException as error:
             status = "error"
             error_type = getattr(error, "mtrl_error_type", type(error).__name__)

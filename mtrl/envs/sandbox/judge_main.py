@@ -64,13 +64,14 @@ class OutputCapture:
 class CandidateLink:
     """Socket to one candidate process plus the read ends of its output pipes."""
 
-    def __init__(self, fds: list[int], capture: OutputCapture):
+    def __init__(self, fds: list[int], capture: OutputCapture,
+                 frame_limit: int = codec.MAX_FRAME_BYTES):
         sock_fd, out_fd, err_fd = fds
         self.sock = socket.socket(fileno=sock_fd)
         self.outputs = {out_fd: "stdout", err_fd: "stderr"}
         for fd in self.outputs:
             os.set_blocking(fd, False)
-        self.capture = capture
+        self.capture, self.frame_limit = capture, frame_limit
         self.buffer = bytearray()
         self.poller = select.poll()
         for fd in (sock_fd, out_fd, err_fd):
@@ -83,8 +84,8 @@ class CandidateLink:
         if len(self.buffer) < _HEADER.size:
             return None
         (size,) = _HEADER.unpack(self.buffer[:_HEADER.size])
-        if size > codec.MAX_FRAME_BYTES:
-            raise codec.ProtocolError(f"frame of {size} bytes exceeds {codec.MAX_FRAME_BYTES}")
+        if size > self.frame_limit:  # the candidate's share (codec.frame_limit)
+            raise codec.ProtocolError(f"frame of {size} bytes exceeds {self.frame_limit}")
         if len(self.buffer) < _HEADER.size + size:
             return None
         frame = bytes(self.buffer[_HEADER.size:_HEADER.size + size])
@@ -134,6 +135,7 @@ class SlotLink:
         self.sock = sock
         self.armed: collections.deque[list[int]] = collections.deque()
         self.capture = OutputCapture(0)
+        self.frame_limit = codec.MAX_FRAME_BYTES  # set per program from its limits
 
     def _send(self, message: dict[str, Any]) -> None:
         self.sock.send(json.dumps(message).encode())
@@ -161,7 +163,7 @@ class SlotLink:
             message = self._receive_one()
             if message.get("op") != "arm":
                 raise codec.ProtocolError(f"expected an armed candidate, got {message!r:.100}")
-        return CandidateLink(self.armed.popleft(), self.capture)
+        return CandidateLink(self.armed.popleft(), self.capture, self.frame_limit)
 
     def reap(self, expect_dead: bool) -> list[str]:
         self._send({"op": "reap", "expect_dead": expect_dead})
@@ -174,8 +176,10 @@ class SlotLink:
             raise codec.ProtocolError(f"unexpected slot reply {reply!r:.100}")
         return self.take_armed()
 
-    def done(self) -> None:
-        self._send({"op": "done"})
+    def done(self, retire: bool = False) -> None:
+        """retire: this judge hit its memory limit; the slot replaces it (a judge
+        that ran out of memory may hold a broken state)."""
+        self._send({"op": "done", "retire": True} if retire else {"op": "done"})
 
 
 class ResultWriter:
@@ -279,6 +283,7 @@ def serve(control_fd: int, tests_fd: int, results_fd: int) -> None:
         limits = Limits(**start["limits"])
         writer.program_id = start["id"]
         slot.capture = OutputCapture(limits.output_bytes)
+        slot.frame_limit = codec.frame_limit(limits.memory_bytes)
         link = slot.take_armed()
         message = read_tests(tests_fd, start["id"])
         writer.emit(ack=1)
@@ -290,11 +295,14 @@ def serve(control_fd: int, tests_fd: int, results_fd: int) -> None:
             the_judge.reap(expect_dead=False)
             the_judge.fail_all(len(tests), "error", "SetupError", f"setup does not compile: {error}")
             calls = 0
+            retire = False
         else:
             the_judge = judge.Judge(limits, slot, link, writer.emit)
             judge_run.run(the_judge, prepared.setup, list(prepared.tests),
                           message["entry_point"], tuple(message["candidate_names"]))
-            calls = the_judge.calls
+            calls, retire = the_judge.calls, the_judge.out_of_memory
         writer.emit(done=1, stdout=slot.capture.text("stdout"), stderr=slot.capture.text("stderr"),
                     wall_s=time.monotonic() - started, calls=calls)
-        slot.done()
+        slot.done(retire)
+        if retire:
+            return

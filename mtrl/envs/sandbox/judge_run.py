@@ -45,9 +45,13 @@ def run(judge: Judge, setup_code, tests: list[tuple[Any, list[prefetch.StaticCal
     elif not isinstance(hello.get("names"), dict):
         judge.fail_all(count, "error", "CandidateError", "malformed hello from the candidate")
     else:
-        judge.bind(namespace, hello["names"], set(candidate_names) | {entry_point})
-        for index, (code, calls) in enumerate(tests):
-            judge.run_test(index, _test_body(namespace, code, entry_point), calls)
+        stalled = judge.bind(namespace, hello["names"], set(candidate_names) | {entry_point})
+        if stalled is not None:
+            judge.reap(expect_dead=False)
+            judge.fail_all(count, stalled.status, stalled.error_type, str(stalled))
+        else:
+            for index, (code, calls) in enumerate(tests):
+                judge.run_test(index, _test_body(namespace, code, entry_point), calls)
     judge.finish()
 
 

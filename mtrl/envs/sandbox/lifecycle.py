@@ -48,6 +48,21 @@ def describe_exit(status: int, cpu_s: float, limits: Limits, killed: bool) -> li
     return ["error", "Killed", f"the candidate process was killed by {name}"]
 
 
+# The judge's own CPU limit (judge.Judge.timed) ended it: test code stuck in C on
+# a candidate's value. The program's doing: its test is a timeout, never a
+# "sandbox failure" (slot_client.assemble reads the "program" prefix).
+JUDGE_CPU_ABORT = ("program: the judge exceeded its per-test CPU limit on this "
+                   "program's values (test code stuck in C)")
+
+
+def judge_exit(status: int) -> str:
+    """The abort reason for a judge that died with `status`; "" when not the
+    program's doing (then the program gets a sandbox failure)."""
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+        return JUDGE_CPU_ABORT
+    return ""
+
+
 def make_workdir() -> str:
     # Not tempfile.mkdtemp: tempfile imports random, whose fork hook would run in
     # every candidate. The slot's /tmp is private to it when the fs is masked.

@@ -1,7 +1,7 @@
 """A sandbox slot: one long-lived, warm worker process of the pool.
 
-Started by the pool (slot_client.SlotClient) as a fresh interpreter running main()
-with four inherited pipe fds: CONTROL REPORT TESTS RESULTS, normally inside the
+Started by the pool (slot_client.SlotClient) as a fresh interpreter running
+slot_main.main() with four inherited pipe fds: CONTROL REPORT TESTS RESULTS, normally inside the
 bubblewrap jail (jail.py; flag "jail"), else as the pool's user (unsafe=True). At
 start it imports what candidates commonly use, enters its namespaces
 (isolation.prepare_slot), forks the zygote (zygote.py: every candidate is forked
@@ -42,28 +42,12 @@ import resource
 import select
 import signal
 import socket
-import sys
 import time
 from typing import Any
 
-from mtrl.envs.sandbox import (codec, confinement, isolation, judge_main, lifecycle,
-                               syscalls, zygote)
+from mtrl.envs.sandbox import codec, confinement, isolation, judge_main, lifecycle, zygote
 from mtrl.envs.sandbox.types import Limits
 
-# Imported once here so that candidates (which may not be able to read the
-# Python installation when the filesystem is masked) and judges get them free.
-WARM_MODULES = (
-    "array", "bisect", "calendar", "cmath", "collections", "copy", "dataclasses",
-    "datetime", "decimal", "enum", "fractions", "functools", "heapq",
-    "itertools", "json", "math", "numbers", "operator", "re", "string", "textwrap",
-    "time", "typing", "unicodedata", "abc", "contextlib", "io", "collections.abc",
-    "struct", "base64", "binascii",
-)
-# Not warmed on purpose: random, statistics, tempfile (random), hashlib (libcrypto),
-# threading, queue: modules that register fork hooks or map large libraries make
-# every fork dearer for every candidate; the few candidates that use them import
-# them (the Python installation stays readable).
-_PR_SET_CHILD_SUBREAPER = 36
 _GRACE_S = 1.0  # how long a candidate that hung up may take to finish exiting
 JUDGE_MEMORY_BYTES = 4 << 30
 _JUDGE_DIED = "the judge process died"
@@ -97,6 +81,7 @@ class Slot:
         self.ended: list[Candidate] = []  # dead and reaped: working dirs to remove
         self.dying: list[Candidate] = []  # killed, not yet reaped
         self.recycling = False  # asked the pool to replace this slot
+        self.judge_retiring = False  # the judge hit its memory limit: replace it
 
     # --- processes --------------------------------------------------------------
 
@@ -269,12 +254,15 @@ class Slot:
         except OSError:
             return False
 
-    def restart_judge(self) -> None:
-        try:
-            os.kill(self.judge_pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self._wait(self.judge_pid, block=True)
+    def restart_judge(self, reaped: bool = False) -> None:
+        """reaped: the old judge was waited for already (judge_abort)."""
+        if not reaped:
+            try:
+                os.kill(self.judge_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._wait(self.judge_pid, block=True)
+        self.judge_retiring = False
         self.judge_sock.close()
         if self.armed is not None:  # its socket went down with the old judge
             os.close(self.armed.bootstrap_fd)  # end of input: it exits
@@ -309,8 +297,21 @@ class Slot:
             self.dying.append(self.current)
             self.current = None
         if abort:
-            self.restart_judge()
+            reaped = abort == _JUDGE_DIED
+            if reaped:
+                abort = self.judge_abort()
+            self.restart_judge(reaped)
             codec.write_fd_frame(self.report_fd, {"id": program["id"], "abort": abort})
+        elif self.judge_retiring:
+            self.restart_judge()
+
+    def judge_abort(self) -> str:
+        """Reaps a judge that died mid-program and says why (lifecycle.judge_exit)."""
+        try:
+            _, status, _ = self._wait(self.judge_pid, block=True)
+        except ChildProcessError:
+            return _JUDGE_DIED
+        return lifecycle.judge_exit(status) or _JUDGE_DIED
 
     def shutdown(self) -> None:
         """Ends the judge and the armed candidate and reaps them (no zombies left)."""
@@ -362,6 +363,7 @@ class Slot:
             request = json.loads(data)
             op = request.get("op")
             if op == "done":
+                self.judge_retiring = bool(request.get("retire"))
                 return ""
             if op == "reap":
                 status = self.end_current(bool(request.get("expect_dead")), limits)
@@ -374,35 +376,3 @@ class Slot:
                 if not self._tell_judge(b'{"op":"spawned"}'):
                     return _JUDGE_DIED
                 self.arm()
-
-
-def main(argv: list[str]) -> None:
-    """argv: CONTROL REPORT TESTS RESULTS [no-netns] [jail] [seccomp=HEX] [noproc=HEX]."""
-    control_fd, report_fd, tests_fd, results_fd = (int(x) for x in argv[1:5])
-    flags = argv[5:]
-    filter_program = b"".join(bytes.fromhex(f[8:]) for f in flags if f.startswith("seccomp="))
-    no_process_program = b"".join(bytes.fromhex(f[7:]) for f in flags if f.startswith("noproc="))
-    for name in WARM_MODULES:
-        __import__(name)
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    report = isolation.prepare_slot(network_namespace="no-netns" not in flags,
-                                    jailed="jail" in flags, seccomp=bool(filter_program))
-    isolation.scrub_environment()
-    syscalls.prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    os.chdir("/")
-    slot = Slot(report_fd, tests_fd, results_fd, filter_program, no_process_program)
-    slot.start_judge()
-    codec.write_fd_frame(report_fd, {"hello": dataclasses.asdict(report), "pid": os.getpid()})
-    while True:
-        if slot.dying and not select.select([control_fd], [], [], 0)[0]:
-            slot.finish_dying()  # idle: clean up now rather than with the next program
-        try:
-            program = codec.read_fd_frame(control_fd)
-        except EOFError:
-            slot.shutdown()
-            return
-        slot.run(program)
-
-
-if __name__ == "__main__":
-    main(sys.argv)

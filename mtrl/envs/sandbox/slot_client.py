@@ -37,8 +37,8 @@ _SLOT_BOOTSTRAP = (
     "envs = types.ModuleType('mtrl.envs')\n"
     "envs.__path__ = [os.path.join(os.path.dirname(mtrl.__file__), 'envs')]\n"
     "sys.modules['mtrl.envs'] = mtrl.envs = envs\n"
-    "from mtrl.envs.sandbox import slot\n"
-    "slot.main(sys.argv)\n"
+    "from mtrl.envs.sandbox import slot_main\n"
+    "slot_main.main(sys.argv)\n"
 )
 
 
@@ -294,13 +294,13 @@ def assemble(program: Program, program_id: str, judge_messages: list[Any], abort
     error = "" if done else abort
     if infra and not error:
         error = infra
-    if error and not error.startswith("program wall-clock"):
+    if error and not error.startswith("program"):  # wall clock, the judge's CPU limit
         error = f"sandbox failure: {error}"  # not the program's doing: never cached
     tests = []
     for index, source in enumerate(program.tests):
         if index in verdicts:
             tests.append(verdicts[index])
-        elif error.startswith("program wall-clock"):
+        elif error.startswith("program"):
             tests.append(TestResult(source, "timeout", "Timeout", error))
         else:
             tests.append(TestResult(source, "error", "SandboxError",
