@@ -19,7 +19,7 @@ import resource
 import signal
 from typing import TYPE_CHECKING, Sequence
 
-from mtrl.envs.sandbox.syscalls import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, MS_BIND,
+from mtrl.envs.sandbox.syscalls import (CLONE_NEWIPC, CLONE_NEWNS, CLONE_NEWPID, MS_BIND,
                                         MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_REC,
                                         PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG,
                                         PR_SET_SECUREBITS, SECBIT_NOROOT, SECBIT_NOROOT_LOCKED,
@@ -48,31 +48,15 @@ def unshare_pid_namespace() -> None:
 
 def unshare_candidate_namespaces(report: IsolationReport) -> None:
     """In the intermediate: the next child gets a PID namespace of its own, and in
-    the jail also its own IPC namespace (SysV objects die with it), mount namespace
-    (enter_candidate_mounts) and network namespace: socket state (TIME_WAIT entries,
-    bound ports, abstract unix names) dies with the candidate instead of reaching
-    the next one in the slot (issue 25, item 4). Its loopback is brought up, so
-    honest servers and clients on 127.0.0.1 work."""
+    the jail also its own IPC namespace (SysV objects die with it) and mount
+    namespace (enter_candidate_mounts). Not a network namespace of its own: that
+    cost about 1.5 ms of CPU per candidate (docs/sandbox.md); instead candidates
+    get no socket state that outlives them (seccomp.py: unix sockets only, no
+    sendmsg), and the slot reaps one before it starts the next."""
     flags = CLONE_NEWPID
     if report.filesystem == "jail":
-        flags |= CLONE_NEWIPC | CLONE_NEWNS | CLONE_NEWNET
+        flags |= CLONE_NEWIPC | CLONE_NEWNS
     check(libc.unshare(flags), "unshare(candidate namespaces)")
-    if flags & CLONE_NEWNET:
-        _loopback_up()
-
-
-_SIOCSIFFLAGS = 0x8914
-_IFF_UP, _IFF_LOOPBACK, _IFF_RUNNING = 0x1, 0x8, 0x40
-
-
-def _loopback_up() -> None:
-    """`ip link set lo up` in this (fresh) network namespace; the kernel gives lo
-    127.0.0.1 and ::1 when it comes up."""
-    import socket
-    import struct
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as handle:
-        request = struct.pack("16sH22x", b"lo", _IFF_UP | _IFF_LOOPBACK | _IFF_RUNNING)
-        fcntl.ioctl(handle.fileno(), _SIOCSIFFLAGS, request)
 
 
 def enter_candidate_mounts() -> None:

@@ -187,7 +187,7 @@ def prepare_slot(hidden: Sequence[str] = HIDDEN_PATHS,
         _REPORT = IsolationReport(
             network="netns", users="shared-uid", filesystem="jail", pid_namespace=True,
             jail="bubblewrap", seccomp=seccomp,
-            namespaces="user,pid,ipc,uts,net,mnt,cgroup; candidate: pid,ipc,mnt,net")
+            namespaces="user,pid,ipc,uts,net,mnt,cgroup; candidate: pid,ipc,mnt")
         return _REPORT
     privileged = os.geteuid() == 0
     net, mounts = _enter_namespaces(privileged, network_namespace)

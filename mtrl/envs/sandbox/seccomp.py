@@ -18,8 +18,9 @@ ways out of the jail that honest solutions never need:
   no address-space limit sees), prctl(PR_SET_PDEATHSIG) (clearing the
   parent-death signal that ties a candidate to its slot) and prctl(PR_SET_DUMPABLE)
   (a two-agent program's main process stays closed to its helper's /proc/<pid>/mem).
-socket() and socketpair() take AF_UNIX, AF_INET and AF_INET6 only (EAFNOSUPPORT
-otherwise: no vsock, netlink or packet sockets).
+socket() and socketpair() take AF_UNIX only (EAFNOSUPPORT otherwise: no inet,
+vsock, netlink or packet sockets), and sendmsg is refused: no socket state of a
+candidate outlives it in the network namespace its slot's candidates share.
 clone3 fails with ENOSYS so that libc falls back to clone, whose flags the filter
 can inspect (clone3 passes them in memory). System calls of a foreign ABI (32-bit
 x86) are killed by libseccomp's architecture check.
@@ -56,6 +57,10 @@ DENIED = (
     # (which modules the judge imports), and the page cache's residency.
     "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init",
     "fanotify_mark", "mincore", "cachestat",
+    # sendmsg carries SCM_RIGHTS: a socket passed in a cycle of in-flight
+    # descriptors outlives every process until the kernel's garbage collector runs,
+    # with its abstract name still bound in the slot's network namespace.
+    "sendmsg", "sendmmsg",
 )
 # fcntl commands refused for the same reason: F_GETLK, F_SETLK, F_SETLKW, the
 # open-file-description locks F_OFD_GETLK/SETLK/SETLKW, leases and dnotify.
@@ -63,7 +68,7 @@ _FCNTL_DENIED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
 _CLONE_NEW_FLAGS = (0x00000080, 0x00020000, 0x02000000, 0x04000000, 0x08000000,
                     0x10000000, 0x20000000, 0x40000000)  # time ns .. net ns
 _PR_SET_PDEATHSIG = 1
-_ALLOWED_FAMILIES = (1, 2, 10)  # AF_UNIX, AF_INET, AF_INET6
+_ALLOWED_FAMILIES = (1,)  # AF_UNIX
 _PR_SET_DUMPABLE = 4
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
@@ -107,11 +112,13 @@ def _low32(sc, index: int, value: int):
 
 
 def _allow_families(sc, rules) -> None:
-    """socket() and socketpair() for AF_UNIX, AF_INET and AF_INET6 only; any other
-    family fails with EAFNOSUPPORT. AF_VSOCK is not network-namespaced (the VM's
-    port space is shared), AF_NETLINK and AF_PACKET reach kernel and link state,
-    and the rest are attack surface honest programs never need. The comparison is
-    on the full 64-bit register: only the three exact values pass."""
+    """socket() and socketpair() for AF_UNIX only; any other family fails with
+    EAFNOSUPPORT (issue 25, item 4). Candidates share their slot's network
+    namespace, and inet sockets leave state there that outlives them (TIME_WAIT
+    entries in /proc/net/tcp relayed bits to the next candidate); AF_VSOCK is not
+    network-namespaced at all (the VM's port space), AF_NETLINK and AF_PACKET
+    reach kernel and link state. The comparison is on the full 64-bit register:
+    only the exact value passes (the kernel reads the low 32 bits)."""
     refused = sc.ERRNO(errno.EAFNOSUPPORT)
     for call in ("socket", "socketpair"):
         rules.add_rule(refused, call, sc.Arg(0, sc.GT, max(_ALLOWED_FAMILIES)))
