@@ -10,10 +10,13 @@ dependency: nothing to install by hand). The jail gets:
   own (JAIL_UID_BASE + ...), so whatever happens inside holds no host privilege
   and the kernel's per-user process count (RLIMIT_NPROC) is per slot;
 * a read-only root: /usr (with the /bin /lib /lib64 links), the interpreter's
-  prefix when it lies elsewhere (its site-packages covered by an empty tmpfs),
-  and the harness: the few mtrl.envs.sandbox files copied in through memfds, so
-  no host directory of the project (nor its data) is visible; its own /proc and
-  /dev; size-capped tmpfs at /tmp (the only writable place) and /dev/shm;
+  prefix when it lies elsewhere, every non-standard-library directory on its
+  import path covered by an empty tmpfs (hidden_python_paths), and the harness:
+  the few mtrl.envs.sandbox files copied in through memfds, so no host directory
+  of the project (nor its data) is visible; its own /proc and /dev; small tmpfs
+  at /tmp and /dev/shm (each candidate mounts a capped tmpfs of its own there);
+* bwrap itself from a root-owned copy (bwrap_cache.py) where the jail's uid
+  cannot reach the installed binary (root, package under a 0700 directory);
 * --die-with-parent and --new-session; an empty environment plus CANDIDATE_ENV.
 
 Inside, the slot holds the capabilities of the jail's user namespace (--cap-add

@@ -12,7 +12,7 @@ the intermediate first unshares the namespaces the candidate gets for itself
 (confinement.unshare_candidate_namespaces): its own PID namespace (it is init
 there: it sees and signals nothing else, and all it starts dies with it), and in
 the jail its own IPC namespace (SysV objects vanish with it) and mount namespace
-(its working directory becomes its /tmp and /dev/shm).
+(a capped tmpfs of its own becomes its /tmp and /dev/shm, freed with it).
 
 Candidate set-up order, all before the candidate's code: new session, stdio,
 mounts, working directory, then credentials (own uid or no capabilities, no new
