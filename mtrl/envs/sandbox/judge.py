@@ -327,9 +327,10 @@ class Judge:
             infra = gone.infra
         except AssertionError as error:
             status, error_type, message = "failed", "AssertionError", str(error)
-        except MemoryError as error:
-            self.out_of_memory = True
-            status, error_type, message = "error", "MemoryError", str(error)
+        except MemoryError as error:  # the judge's own limit, or the host's memory
+            self.out_of_memory = infra = True  # replaced after this program, not cached
+            status, error_type, message = "error", "MemoryError", (
+                f"the judge ran out of memory running this test {error}".strip())
         except BaseException as error:
             status = "error"
             error_type = getattr(error, "mtrl_error_type", type(error).__name__)

@@ -64,3 +64,22 @@ def test_a_judge_stuck_in_c_code_is_killed_by_its_own_cpu_limit():
     assert result.tests[0].status == "timeout", result.tests
     assert "judge" in result.tests[0].message and "CPU" in result.tests[0].message, result.tests
     assert not result.error.startswith("sandbox failure"), result.error
+
+
+def test_a_judge_out_of_memory_is_replaced_and_its_verdict_never_cached(tmp_path):
+    # 5 GB asked of a judge whose address space is capped at 4 GiB: MemoryError at
+    # once. The judge may be left in a broken state and the host's memory may be
+    # what ran out, so the slot replaces it and the verdict is not cached.
+    from mtrl.envs.sandbox.cache import ResultCache, cache_key
+    program = Program("def f():\n    return 5\n", ("assert len(bytes(f()) * 10 ** 9) > 0",))
+    cache_path = tmp_path / "verdicts.sqlite"
+    with SandboxPool(num_workers=1, limits=LIMITS, cache_path=cache_path) as pool:
+        result = pool.submit(program).result()
+        after = pool.submit(Program("def f():\n    return 1\n", ("assert f() == 1",))).result()
+    assert result.tests[0].error_type == "MemoryError", result.tests
+    assert result.error.startswith("sandbox failure") and after.passed, (result, after)
+    cache = ResultCache(cache_path)
+    try:
+        assert cache.get(cache_key(program, LIMITS)) is None
+    finally:
+        cache.close()
