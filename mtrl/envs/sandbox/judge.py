@@ -82,6 +82,7 @@ class Judge:
         self._upcoming: collections.deque[str] = collections.deque()  # certain, not sent
         self._load_failure: CandidateGone | None = None
         self.calls = 0  # diagnostics
+        self.helper_calls = 0  # main's calls of its helper that the judge relayed
         self.out_of_memory = False  # a test hit this process's memory limit: retire it
         self.budget_items = codec.item_budget(limits.memory_bytes)
         signal.signal(signal.SIGALRM, _on_alarm)
@@ -117,14 +118,51 @@ class Judge:
                              infra=[status, error_type, message] == lifecycle.SETUP_FAILED)
 
     def _receive(self) -> Any:
+        """The candidate's next message; its calls of the helper meanwhile are
+        relayed (two agents)."""
+        while True:
+            try:
+                message = json.loads(self._link.receive())
+            except (EOFError, OSError) as error:
+                raise self.reap(expect_dead=True) from error
+            except (ValueError, RecursionError, MemoryError, codec.ProtocolError) as error:
+                # RecursionError: JSON nested too deep for the decoder.
+                self._clean = False
+                raise CandidateError(f"malformed message from the candidate: {error}") from None
+            if type(message) is not dict or "aux" not in message:
+                return message
+            self._relay(message)
+
+    def _relay(self, request: dict[str, Any]) -> None:
+        """Passes main's call of its helper to the helper's process and the answer
+        back, as JSON the judge never rebuilds; counts it, so "main calls aux" is
+        judged from what ran, not from the source (issue 25, item 9)."""
+        self.helper_calls += 1
+        answer = self._helper_answer(request)
+        self._send(json.dumps({"aux": answer}, ensure_ascii=False, allow_nan=True,
+                              separators=(",", ":")).encode("utf-8", "surrogatepass"))
+
+    def _helper_answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        link = self._link
         try:
-            return json.loads(self._link.receive())
-        except (EOFError, OSError) as error:
-            raise self.reap(expect_dead=True) from error
-        except (ValueError, RecursionError, MemoryError, codec.ProtocolError) as error:
-            # RecursionError: JSON nested too deep for the decoder.
-            self._clean = False
-            raise CandidateError(f"malformed message from the candidate: {error}") from None
+            if link.helper_hello is None:
+                link.helper_hello = json.loads(link.receive(helper=True))
+            hello = link.helper_hello
+            if type(hello) is not dict or "names" not in hello:
+                kind, detail = next(iter(hello.items()), ("load_error", "")) if (
+                    type(hello) is dict) else ("load_error", "")
+                return {"e": ["NameError", f"the helper's code did not load ({kind}: {detail})"[
+                    :2000]]}
+            call = {"call": request["aux"], "args": request.get("args", {"$tuple": []}),
+                    "kwargs": request.get("kwargs", {"$dict": []})}
+            link.send(json.dumps(call, ensure_ascii=False, allow_nan=True).encode(
+                "utf-8", "surrogatepass"), helper=True)
+            reply = json.loads(link.receive(helper=True))
+        except (EOFError, OSError, ValueError, RecursionError, codec.ProtocolError) as error:
+            return {"e": ["RuntimeError", f"the helper process ended ({type(error).__name__})"]}
+        if type(reply) is not dict or ("r" not in reply and "e" not in reply):
+            return {"e": ["RuntimeError", "malformed reply from the helper"]}
+        return {"e": reply["e"]} if "e" in reply else {"r": reply["r"]}
 
     def await_hello(self) -> dict[str, Any] | CandidateGone:
         """The candidate's first message (names, or why it could not load), or a
@@ -312,6 +350,7 @@ class Judge:
     def run_test(self, index: int, body: Callable[[], None],
                  calls: list[prefetch.StaticCall]) -> None:
         status, error_type, message, infra = "passed", "", "", False
+        relayed = self.helper_calls
 
         def prefetched_body() -> None:
             self.send_batch(calls)
@@ -335,7 +374,10 @@ class Judge:
             status = "error"
             error_type = getattr(error, "mtrl_error_type", type(error).__name__)
             message = str(error)
-        self.emit(i=index, s=status, t=error_type, m=message, **({"infra": 1} if infra else {}))
+        extra: dict[str, int] = {"infra": 1} if infra else {}
+        if self.helper_calls > relayed:
+            extra["a"] = self.helper_calls - relayed  # main's calls of its helper in this test
+        self.emit(i=index, s=status, t=error_type, m=message, **extra)
 
     def fail_all(self, count: int, status: str, error_type: str, message: str,
                  infra: bool = False) -> None:

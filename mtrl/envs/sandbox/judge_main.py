@@ -62,49 +62,59 @@ class OutputCapture:
 
 
 class CandidateLink:
-    """Socket to one candidate process plus the read ends of its output pipes."""
+    """Sockets to one candidate process and to its helper (two agents: the judge
+    relays main's calls of the helper, judge.Judge.relay), plus the read ends of
+    their output pipes."""
 
     def __init__(self, fds: list[int], capture: OutputCapture,
                  frame_limit: int = codec.MAX_FRAME_BYTES):
-        sock_fd, out_fd, err_fd = fds
+        sock_fd, helper_fd, out_fd, err_fd = fds
         self.sock = socket.socket(fileno=sock_fd)
+        self.helper = socket.socket(fileno=helper_fd)
         self.outputs = {out_fd: "stdout", err_fd: "stderr"}
         for fd in self.outputs:
             os.set_blocking(fd, False)
         self.capture, self.frame_limit = capture, frame_limit
-        self.buffer = bytearray()
+        self.buffers = {sock_fd: bytearray(), helper_fd: bytearray()}
         self.poller = select.poll()
-        for fd in (sock_fd, out_fd, err_fd):
+        for fd in (sock_fd, helper_fd, out_fd, err_fd):
             self.poller.register(fd, select.POLLIN)
+        self.helper_hello: Any = None  # read on the first relayed call
 
-    def send(self, payload: bytes) -> None:
-        self.sock.sendall(_HEADER.pack(len(payload)) + payload)
+    def send(self, payload: bytes, helper: bool = False) -> None:
+        (self.helper if helper else self.sock).sendall(_HEADER.pack(len(payload)) + payload)
 
-    def _frame(self) -> bytes | None:
-        if len(self.buffer) < _HEADER.size:
+    def _frame(self, buffer: bytearray) -> bytes | None:
+        if len(buffer) < _HEADER.size:
             return None
-        (size,) = _HEADER.unpack(self.buffer[:_HEADER.size])
+        (size,) = _HEADER.unpack(buffer[:_HEADER.size])
         if size > self.frame_limit:  # the candidate's share (codec.frame_limit)
             raise codec.ProtocolError(f"frame of {size} bytes exceeds {self.frame_limit}")
-        if len(self.buffer) < _HEADER.size + size:
+        if len(buffer) < _HEADER.size + size:
             return None
-        frame = bytes(self.buffer[_HEADER.size:_HEADER.size + size])
-        del self.buffer[:_HEADER.size + size]
+        frame = bytes(buffer[_HEADER.size:_HEADER.size + size])
+        del buffer[:_HEADER.size + size]
         return frame
 
-    def receive(self) -> bytes:
+    def receive(self, helper: bool = False) -> bytes:
+        """The next frame from the candidate (or its helper); output is drained
+        meanwhile, and frames from the other socket wait in its buffer."""
+        wanted = (self.helper if helper else self.sock).fileno()
         while True:
-            frame = self._frame()
+            frame = self._frame(self.buffers[wanted])
             if frame is not None:
                 return frame
             for fd, _ in self.poller.poll():
                 if fd in self.outputs:
                     self.drain(fd)
                     continue
-                chunk = self.sock.recv(1 << 20)
+                chunk = os.read(fd, 1 << 20)
                 if not chunk:
-                    raise EOFError("the candidate closed its socket")
-                self.buffer += chunk
+                    if fd == wanted:
+                        raise EOFError("the candidate closed its socket")
+                    self.poller.unregister(fd)
+                    continue
+                self.buffers[fd] += chunk
 
     def drain(self, fd: int) -> None:
         while True:
@@ -126,6 +136,7 @@ class CandidateLink:
             os.close(fd)
         self.outputs.clear()
         self.sock.close()
+        self.helper.close()
 
 
 class SlotLink:
@@ -146,8 +157,8 @@ class SlotLink:
             raise EOFError("the slot closed the control channel")
         message = json.loads(data)
         if message.get("op") == "arm":
-            if len(fds) != 3:
-                raise codec.ProtocolError("an armed candidate comes with three fds")
+            if len(fds) != 4:
+                raise codec.ProtocolError("an armed candidate comes with four fds")
             self.armed.append(list(fds))
         return message
 

@@ -112,24 +112,29 @@ class Slot:
         # In the jail each candidate mounts a tmpfs of its own (no directory to make).
         workdir = "" if self.isolation.filesystem == "jail" else lifecycle.make_workdir()
         judge_side, candidate_side = socket.socketpair()
+        # The helper's own line to the judge (two agents): unused otherwise.
+        judge_helper_side, helper_side = socket.socketpair()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         boot_r, boot_w = os.pipe()
         try:
             pid = zygote.request(self.zygote_sock, workdir,
-                                 [candidate_side.fileno(), out_w, err_w, boot_r])
+                                 [candidate_side.fileno(), helper_side.fileno(), out_w, err_w,
+                                  boot_r])
         finally:
             for fd in (out_w, err_w, boot_r):
                 os.close(fd)
             candidate_side.close()
+            helper_side.close()
         uid = confinement.UID_BASE + pid if self.isolation.users == "per-process-uid" else None
         self.armed = Candidate(pid, boot_w, workdir, uid)
         try:
             socket.send_fds(self.judge_sock, [b'{"op":"arm"}'],
-                            [judge_side.fileno(), out_r, err_r])
+                            [judge_side.fileno(), judge_helper_side.fileno(), out_r, err_r])
         except OSError:
             pass  # the judge died: supervise() notices, restart_judge() ends this candidate
         judge_side.close()
+        judge_helper_side.close()
         os.close(out_r)
         os.close(err_r)
 

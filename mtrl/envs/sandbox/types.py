@@ -70,6 +70,7 @@ class TestResult:
     status: TestStatus
     error_type: str = ""  # e.g. "AssertionError", "ZeroDivisionError", "Timeout"
     message: str = ""  # capped
+    helper_calls: int = 0  # two agents: main's calls of its helper while this test ran
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +93,12 @@ class ExecutionResult:
     cached: bool = False
     error: str = ""  # sandbox-level failure (worker killed, program-level timeout...)
     isolation: str = ""  # IsolationReport.summary() of the slot that judged it
+
+    @property
+    def helper_calls(self) -> int:
+        """Two agents: how often main called its helper while the tests ran, as the
+        judge relayed them (code that never ran counts nothing)."""
+        return sum(t.helper_calls for t in self.tests)
 
     @property
     def num_passed(self) -> int:

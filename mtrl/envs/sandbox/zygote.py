@@ -57,8 +57,9 @@ def start(report: isolation.IsolationReport, filter_program: bytes,
 
 
 def request(sock: socket.socket, workdir: str, fds: Sequence[int]) -> int:
-    """Asks the zygote for a candidate (fds: its socket, stdout, stderr, bootstrap
-    read end); returns its pid. Raises OSError when the zygote cannot."""
+    """Asks the zygote for a candidate (fds: its socket, its helper's socket,
+    stdout, stderr, bootstrap read end); returns its pid. Raises OSError when the
+    zygote cannot."""
     socket.send_fds(sock, [json.dumps({"workdir": workdir}).encode()], list(fds))
     answer = sock.recv(32)
     if not answer or not answer.isdigit() or int(answer) <= 0:
@@ -70,14 +71,14 @@ def serve(sock: socket.socket, report: isolation.IsolationReport,
           filters: tuple[bytes, bytes]) -> None:
     while True:
         try:
-            message, fds, _, _ = socket.recv_fds(sock, _MESSAGE_BYTES, 4)
+            message, fds, _, _ = socket.recv_fds(sock, _MESSAGE_BYTES, 5)
         except OSError:
             return
         if not message:
             return
         pid = 0
         try:
-            if len(fds) == 4:
+            if len(fds) == 5:
                 pid = _spawn(report, json.loads(message)["workdir"], fds, filters)
         except (OSError, ValueError, KeyError):
             pid = 0
@@ -110,22 +111,21 @@ def _spawn(report: isolation.IsolationReport, workdir: str, fds: list[int],
     return int(answer) if answer else 0
 
 
-def _start_helper(judge_link: socket.socket, setup: str, code: str,
-                  names: list[str], confine) -> dict:
-    """Forks the helper process (before the main code loads) and returns the
-    proxies that stand for its functions in the main code's namespace."""
-    main_end, helper_end = socket.socketpair()
+def _start_helper(judge_link: socket.socket, helper_link: socket.socket, setup: str,
+                  code: str, names: list[str], confine, inbox: candidate.Inbox) -> dict:
+    """Forks the helper process (before the main code loads), which serves the
+    judge on its own socket, and returns the proxies that stand for its functions
+    in the main code's namespace: they ask the judge, which relays each call (and
+    counts it: "main calls aux" is judged from what ran)."""
     pid = os.fork()
     if pid == 0:
         try:
             judge_link.close()
-            main_end.close()
             confine()
-            candidate.serve(helper_end, setup, code)
+            candidate.serve(helper_link, setup, code)
         finally:
             os._exit(0)
-    helper_end.close()
-    link = candidate.HelperLink(main_end)
+    link = candidate.HelperLink(judge_link, inbox)
     return {name: candidate.HelperFunction(link, name) for name in names}
 
 
@@ -141,8 +141,9 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
         # open this one's /proc/<pid>/mem while it waits for its program.
         confinement.harden_trusted_process()
         os.setsid()
-        sock_fd, out_fd, err_fd, boot_fd = fds
-        sock_fd, boot_fd = confinement.redirect_stdio(out_fd, err_fd, [sock_fd, boot_fd])
+        sock_fd, helper_fd, out_fd, err_fd, boot_fd = fds
+        sock_fd, helper_fd, boot_fd = confinement.redirect_stdio(
+            out_fd, err_fd, [sock_fd, helper_fd, boot_fd])
         if report.filesystem == "jail":
             confinement.enter_candidate_mounts()
         elif report.users == "per-process-uid":
@@ -152,6 +153,7 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
             os.chdir(workdir)
         # Before refuse_sockets(), which replaces socket.socket itself.
         judge_link = socket.socket(fileno=sock_fd)
+        helper_link = socket.socket(fileno=helper_fd)
         confinement.become_unprivileged(report)
         if report.network != "netns":
             confinement.refuse_sockets()
@@ -190,14 +192,17 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
                 seccomp.install(filter_program)
 
         extra = None
+        inbox = candidate.Inbox(judge_link)
         if helper_names:  # forked before the process limit, so it cannot fail on it
-            extra = _start_helper(judge_link, program["setup"],
-                                  str(program.get("helper_code", "")), helper_names, confine)
+            extra = _start_helper(judge_link, helper_link, program["setup"],
+                                  str(program.get("helper_code", "")), helper_names, confine,
+                                  inbox)
+        helper_link.close()  # main's code never holds the helper's line to the judge
         confine()
     except BaseException:
         # The sandbox's failure, not the program's: none of its code has run.
         os._exit(lifecycle.SETUP_FAILED_EXIT)
     try:
-        candidate.serve(judge_link, program["setup"], program["code"], extra)
+        candidate.serve(judge_link, program["setup"], program["code"], extra, inbox)
     finally:
         os._exit(0)
