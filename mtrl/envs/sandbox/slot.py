@@ -311,12 +311,20 @@ class Slot:
             self.restart_judge()
 
     def judge_abort(self) -> str:
-        """Reaps a judge that died mid-program and says why (lifecycle.judge_exit)."""
+        """Reaps a judge that hung up mid-program and says why (lifecycle.judge_exit);
+        one still alive after a grace period is killed (then: "the judge died")."""
+        deadline = time.monotonic() + _GRACE_S
         try:
-            _, status, _ = self._wait(self.judge_pid, block=True)
-        except ChildProcessError:
+            outcome = self._wait(self.judge_pid, block=False)
+            while outcome is None and time.monotonic() < deadline:
+                time.sleep(0.001)
+                outcome = self._wait(self.judge_pid, block=False)
+            if outcome is None:
+                os.kill(self.judge_pid, signal.SIGKILL)
+                outcome = self._wait(self.judge_pid, block=True)
+        except (ChildProcessError, ProcessLookupError):
             return _JUDGE_DIED
-        return lifecycle.judge_exit(status) or _JUDGE_DIED
+        return lifecycle.judge_exit(outcome[1]) or _JUDGE_DIED
 
     def shutdown(self) -> None:
         """Ends the judge and the armed candidate and reaps them (no zombies left)."""

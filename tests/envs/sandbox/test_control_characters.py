@@ -40,3 +40,15 @@ def test_escaping_keeps_ordinary_text():
     assert valid_text("déjà vu\n\tok ✓") == "déjà vu\n\tok ✓"
     assert valid_text("\x1b\x00\r") == "\\x1b\\x00\\x0d"
     assert valid_text("\ud800") == "?"  # a lone surrogate: still valid UTF-8
+
+
+def test_a_forged_syntax_error_is_escaped_too(pool):
+    # The candidate writes its own hello (fd 3 is its socket to the judge), claiming
+    # a syntax error whose message carries an escape sequence.
+    code = ("import json, os, struct, time\n"
+            "hello = json.dumps({'syntax_error': [1, 2, 'bad\\x1b]0;title\\x07 \\x00']}).encode()\n"
+            "os.write(3, struct.pack('>I', len(hello)) + hello)\ntime.sleep(30)\n")
+    result = pool.submit(Program(code, ("assert True",))).result()
+    assert result.syntax_error is not None and not result.passed, result
+    assert result.syntax_error.message == "bad\\x1b]0;title\\x07 \\x00", result.syntax_error
+    assert not _raw_controls(result.tests[0].message), result.tests
