@@ -18,7 +18,9 @@ class Limits:
     wall_s_total: float = 10.0  # wall clock for the whole program incl. its tests
     cpu_s: float = 10.0  # RLIMIT_CPU for the executing process
     memory_bytes: int = 1 << 30  # RLIMIT_AS
-    max_processes: int = 0  # extra processes the program may start (fork bombs)
+    # Extra processes the program may start (fork bombs). At 0 a seccomp filter refuses
+    # every fork and 64 threads are allowed; above 0 threads count against it too.
+    max_processes: int = 0
     file_size_bytes: int = 1 << 20  # RLIMIT_FSIZE
     output_bytes: int = 8192  # captured stdout / stderr kept, each
 
