@@ -38,8 +38,8 @@ HARNESS_ROOT = "/opt/mtrl-harness"  # where the jail sees the harness modules
 HARNESS_MODULES = ("__init__", "candidate", "codec", "confinement", "isolation", "judge",
                    "judge_main", "judge_run", "lifecycle", "prefetch", "remote", "seccomp",
                    "slot", "slot_main", "syscalls", "types", "zygote")
-TMP_BYTES = 1 << 20  # the jail's own /tmp: candidates mount theirs (confinement.py)
-SHM_BYTES = 1 << 20  # the jail's /dev/shm: candidates see their own tmpfs there
+TMP_BYTES = 64 << 20  # the jail's own /tmp, for trusted test code: candidates mount theirs
+SHM_BYTES = 16 << 20  # the jail's /dev/shm: candidates see their own tmpfs there
 JAIL_UID_BASE = 1_900_000_000  # host uids of jails when the pool runs as root
 ENABLE_HINT = ("enable unprivileged user namespaces (sysctl -w user.max_user_namespaces="
                "15000; on Debian/Ubuntu also kernel.unprivileged_userns_clone=1 and "
