@@ -94,10 +94,12 @@ class Judge:
         second past it: C code (set(range(n)), sum over a huge range) never lets
         the alarm's handler run, so the kernel's SIGXCPU ends the judge instead
         and the slot reports the program's test as a timeout (issue 25, item 8)."""
-        used = time.process_time()
         _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        soft = int(time.process_time() + seconds) + 2
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
         try:
-            resource.setrlimit(resource.RLIMIT_CPU, (int(used + seconds) + 2, hard))
+            resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
             signal.setitimer(signal.ITIMER_REAL, seconds)
             return fn()
         finally:
