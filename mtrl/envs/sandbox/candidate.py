@@ -15,11 +15,14 @@ Protocol on the socket (frames of JSON):
   <- {"call": name, "args": tree, "kwargs": tree}
   -> {"r": tree, "m": [[position, tree], ...]}          return value, mutated args
   -> {"e": [type, message]}                             the call raised
+  -> {"aux": name, "args": tree, "kwargs": tree}         (two agents) call the helper
+  <- {"aux": {"r": tree} | {"e": [type, message]}}       the helper's answer, relayed
 """
 
 from __future__ import annotations
 
 import builtins
+import collections
 import json
 import socket
 import sys
@@ -115,10 +118,11 @@ def _call(namespace: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
 
 
 def serve(sock: socket.socket, setup: str, code: str,
-          extra: dict[str, Any] | None = None) -> None:
+          extra: dict[str, Any] | None = None, inbox: "Inbox | None" = None) -> None:
     """Loads the candidate, says hello, then answers calls until the judge hangs up.
 
-    Also the loop of a helper process, whose peer is the main candidate."""
+    Also the loop of a helper process, on its own socket to the judge."""
+    inbox = inbox or Inbox(sock)
     codec.allow_long_ints()
     # The slot froze its heap (gc.freeze) before forking: those objects stay out of
     # collections here too, so a collection never copies the inherited pages.
@@ -129,7 +133,7 @@ def serve(sock: socket.socket, setup: str, code: str,
         return
     while True:
         try:
-            request = json.loads(codec.recv_frame(sock))
+            request = inbox.next_call()
         except (EOFError, OSError, ValueError, codec.ProtocolError):
             return
         # One call per frame: the judge sends the next only after this answer.
@@ -142,27 +146,35 @@ def serve(sock: socket.socket, setup: str, code: str,
             _send(sock, {"e": ["NotPlainData", str(error)[:MESSAGE_CHARS]]})
 
 
-class HelperLink:
-    """The main candidate's connection to its helper process (Program.helper_code).
-
-    The helper says hello first (read on the first call); then one call, one
-    answer, in the candidate protocol above.
-    """
+class Inbox:
+    """Frames from the judge on the candidate's socket: calls for serve(), and (two
+    agents) the judge's answers to the helper calls it relayed, which may arrive
+    while a call of the judge's waits to be read."""
 
     def __init__(self, sock: socket.socket):
-        self.sock, self.failure = sock, None
-        self.loaded = False
+        self.sock, self.calls = sock, collections.deque()
+
+    def next_call(self) -> Any:
+        return self.calls.popleft() if self.calls else json.loads(codec.recv_frame(self.sock))
+
+    def relayed(self) -> Any:
+        while True:
+            message = json.loads(codec.recv_frame(self.sock))
+            if type(message) is dict and "aux" in message:
+                return message["aux"]
+            self.calls.append(message)
+
+
+class HelperLink:
+    """The main candidate's way to its helper process (Program.helper_code): each
+    call goes to the judge as {"aux": name, ...}; the judge relays it to the helper
+    on the helper's own socket, counts it, and answers {"aux": reply}."""
+
+    def __init__(self, sock: socket.socket, inbox: Inbox):
+        self.sock, self.inbox = sock, inbox
 
     def call(self, name: str, args: tuple, kwargs: dict) -> Any:
-        if not self.loaded:
-            self.loaded = True
-            hello = self._receive()
-            if "names" not in hello:
-                kind, detail = next(iter(hello.items()), ("load_error", ["", ""]))
-                self.failure = f"the helper's code did not load ({kind}: {detail})"
-        if self.failure:
-            raise NameError(self.failure)
-        _send(self.sock, {"call": name, "args": codec.to_plain(args),
+        _send(self.sock, {"aux": name, "args": codec.to_plain(args),
                           "kwargs": codec.to_plain(kwargs)})
         reply = self._receive()
         if "e" in reply:
@@ -178,10 +190,9 @@ class HelperLink:
 
     def _receive(self) -> dict[str, Any]:
         try:
-            message = json.loads(codec.recv_frame(self.sock))
+            message = self.inbox.relayed()
         except (EOFError, OSError, ValueError, codec.ProtocolError) as error:
-            self.failure = f"the helper process ended ({type(error).__name__})"
-            raise RuntimeError(self.failure) from None
+            raise RuntimeError(f"the judge ended ({type(error).__name__})") from None
         return message if type(message) is dict else {}
 
 

@@ -49,10 +49,42 @@ from typing import Any
 MAX_FRAME_BYTES = 32 << 20  # one value; bigger answers are an error, not a hang
 MAX_DEPTH = 200
 MAX_INT_DIGITS = 100_000
+# The judge decodes what a candidate sends within the candidate's own memory limit
+# (issue 25, item 8): JSON text grows up to ~25x as Python objects, and rebuilding
+# copies it once more, so a frame holds at most 1/64 of the limit; and a decoded
+# value, ranges included (a test may materialize one: set(range(n)) in C code, out
+# of the per-test alarm's reach), holds at most one item per 128 bytes of it.
+FRAME_SHARE = 64
+BYTES_PER_ITEM = 128
 
 _HEADER = struct.Struct(">I")
 HEADER = _HEADER  # 4-byte big-endian length before every frame
 _SCALARS = (type(None), bool, int, float, str)
+
+
+def frame_limit(memory_bytes: int) -> int:
+    """The largest frame the judge reads from a candidate with this memory limit."""
+    return min(MAX_FRAME_BYTES, max(1 << 16, memory_bytes // FRAME_SHARE))
+
+
+def item_budget(memory_bytes: int) -> int:
+    """How many items one decoded value may hold for a candidate with this limit."""
+    return max(1 << 10, memory_bytes // BYTES_PER_ITEM)
+
+
+class Budget:
+    """Items a decoding may still build (from_plain); None: no bound."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: int):
+        self.items = items
+
+    def take(self, count: int) -> None:
+        self.items -= count
+        if self.items < 0:
+            raise ProtocolError("the value holds more items than the candidate's memory "
+                                "limit allows the judge to build")
 
 
 class NotPlainData(TypeError):
@@ -174,31 +206,45 @@ def encode(value: Any) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def from_plain(node: Any, depth: int = 0) -> Any:
-    """Rebuilds a value from its tagged tree using builtin types only (judge side)."""
+def from_plain(node: Any, depth: int = 0, budget: Budget | None = None) -> Any:
+    """Rebuilds a value from its tagged tree using builtin types only (judge side).
+
+    budget: items the value may hold (lists, tuples, sets, dicts, iterators and
+    the length of ranges), else ProtocolError; None for no bound."""
     if depth > MAX_DEPTH:
         raise ProtocolError(f"value nested deeper than {MAX_DEPTH} levels")
     if type(node) in _SCALARS:
         return node
     nxt = depth + 1
     if type(node) is list:
-        return [from_plain(item, nxt) for item in node]
+        if budget is not None:
+            budget.take(len(node))
+        return [from_plain(item, nxt, budget) for item in node]
     if type(node) is not dict or len(node) != 1:
         raise ProtocolError("untagged JSON object in a plain-data frame")
     (tag, payload), = node.items()
+    if budget is not None:
+        if type(payload) is list and tag not in ("$range", "$complex", "$fraction"):
+            budget.take(len(payload))
+        elif tag == "$range":
+            budget.take(len(range(*_numbers(payload, 3, (int,)))))
+    return _tagged(tag, payload, nxt, budget)
+
+
+def _tagged(tag: str, payload: Any, nxt: int, budget: Budget | None) -> Any:
     if tag == "$tuple":
-        return tuple(from_plain(item, nxt) for item in _as_list(payload))
+        return tuple(from_plain(item, nxt, budget) for item in _as_list(payload))
     if tag == "$iter":
-        return iter([from_plain(item, nxt) for item in _as_list(payload)])
+        return iter([from_plain(item, nxt, budget) for item in _as_list(payload)])
     if tag == "$set":
-        return {from_plain(item, nxt) for item in _as_list(payload)}
+        return {from_plain(item, nxt, budget) for item in _as_list(payload)}
     if tag == "$frozenset":
-        return frozenset(from_plain(item, nxt) for item in _as_list(payload))
+        return frozenset(from_plain(item, nxt, budget) for item in _as_list(payload))
     if tag == "$dict":
         pairs = _as_list(payload)
         if not all(type(pair) is list and len(pair) == 2 for pair in pairs):
             raise ProtocolError("malformed $dict payload")
-        return {from_plain(k, nxt): from_plain(v, nxt) for k, v in pairs}
+        return {from_plain(k, nxt, budget): from_plain(v, nxt, budget) for k, v in pairs}
     if tag in ("$bytes", "$bytearray"):
         if type(payload) is not str:
             raise ProtocolError(f"malformed {tag} payload")
@@ -216,7 +262,7 @@ def from_plain(node: Any, depth: int = 0) -> Any:
             raise ProtocolError("malformed $decimal payload")
         return decimal.Decimal(payload)
     if tag in ("$ndarray", "$npscalar"):
-        return _numpy_from_plain(tag, payload, nxt)
+        return _numpy_from_plain(tag, payload, nxt, budget)
     if tag == "$opaque":
         if type(payload) is not list or len(payload) != 3 or type(payload[2]) is not str or (
                 payload[1] is not None and type(payload[1]) is not bool):
@@ -238,16 +284,16 @@ def _numbers(payload: Any, count: int, kinds: tuple[type, ...]) -> list:
     return payload
 
 
-def _numpy_from_plain(tag: str, payload: Any, depth: int) -> Any:
+def _numpy_from_plain(tag: str, payload: Any, depth: int, budget: Budget | None) -> Any:
     try:
         import numpy  # the judge only needs numpy when a candidate returns numpy values
     except ImportError:
         raise ProtocolError("numpy value received but numpy is not importable") from None
     if tag == "$npscalar":
         dtype, item = _as_list(payload)
-        return numpy.dtype(str(dtype)).type(from_plain(item, depth))
+        return numpy.dtype(str(dtype)).type(from_plain(item, depth, budget))
     dtype, shape, items = _as_list(payload)
-    return numpy.array(from_plain(items, depth), dtype=numpy.dtype(str(dtype))).reshape(
+    return numpy.array(from_plain(items, depth, budget), dtype=numpy.dtype(str(dtype))).reshape(
         [int(n) for n in _as_list(shape)])
 
 

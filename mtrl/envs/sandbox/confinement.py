@@ -30,6 +30,12 @@ if TYPE_CHECKING:
 
 UID_BASE = 2_000_000_000  # far above any account uid; uid = UID_BASE + pid
 MAX_OPEN_FILES = 64
+CANDIDATE_TMP_BYTES = 256 << 20  # each jailed candidate's own /tmp (and /dev/shm)
+CANDIDATE_TMP_INODES = 32_768  # files and directories in it: bounds kernel memory too
+# Threads a candidate allowed no process may start: RLIMIT_NPROC counts threads,
+# and the stacked no-process seccomp filter (seccomp.py) already refuses every
+# fork, so this room can only hold threads (their stacks count against RLIMIT_AS).
+THREAD_ALLOWANCE = 64
 _PARK_FD = 200
 _MAX_FD = 1 << 20
 
@@ -43,23 +49,34 @@ def unshare_pid_namespace() -> None:
 def unshare_candidate_namespaces(report: IsolationReport) -> None:
     """In the intermediate: the next child gets a PID namespace of its own, and in
     the jail also its own IPC namespace (SysV objects die with it) and mount
-    namespace (enter_candidate_mounts)."""
+    namespace (enter_candidate_mounts). Not a network namespace of its own: that
+    cost about 1.5 ms of CPU per candidate (docs/sandbox.md); instead candidates
+    get no socket state that outlives them (seccomp.py: unix sockets only, no
+    sendmsg), and the slot reaps one before it starts the next."""
     flags = CLONE_NEWPID
     if report.filesystem == "jail":
         flags |= CLONE_NEWIPC | CLONE_NEWNS
     check(libc.unshare(flags), "unshare(candidate namespaces)")
 
 
-def enter_candidate_mounts(workdir: str) -> None:
+def enter_candidate_mounts() -> None:
     """In a jailed candidate (own mount namespace, capabilities not yet dropped):
-    its working directory becomes /tmp and /dev/shm, the only places it can write,
-    so it cannot reach other candidates' directories; cwd is /tmp. A fresh /proc
-    shows its own PID namespace only: in the jail's, bwrap's init (pid 1 there,
-    dumpable) would be open to writes through /proc/1/mem."""
+    a tmpfs of its own, capped in bytes and in inodes, becomes /tmp and /dev/shm,
+    the only places it can write; cwd is /tmp. Nothing of it is shared: when the
+    candidate's processes are gone the kernel frees it with the namespace, so the
+    slot never cleans up after a candidate, and a candidate that filled it or
+    sprayed it with directories (kernel memory no size cap counts) leaves nothing
+    for the next one (issue 25, item 7). A fresh /proc shows its own PID namespace
+    only: in the jail's, bwrap's init (pid 1 there, dumpable) would be open to
+    writes through /proc/1/mem."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    for target in ("/dev/shm", "/tmp"):  # /tmp last: it covers the source path
-        mount(workdir, target, None, MS_BIND)
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+          f"size={CANDIDATE_TMP_BYTES},nr_inodes={CANDIDATE_TMP_INODES},mode=0700")
+    mount("/tmp", "/dev/shm", None, MS_BIND)
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    # /proc/locks lists every lock on the host (inode numbers included), not the
+    # namespace's: covered (the candidate itself can take none: seccomp.py).
+    mount("/dev/null", "/proc/locks", None, MS_BIND)
     os.chdir("/tmp")
 
 

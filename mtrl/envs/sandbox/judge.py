@@ -40,10 +40,12 @@ from __future__ import annotations
 import builtins
 import collections
 import json
+import resource
 import signal
+import time
 from typing import Any, Callable
 
-from mtrl.envs.sandbox import codec, prefetch
+from mtrl.envs.sandbox import codec, lifecycle, prefetch
 from mtrl.envs.sandbox.remote import (CandidateError, CandidateGone, CandidateLink,
                                       RemoteFunction, RemoteValueUnavailable, Slot,
                                       copy_back, remote_exception, request_text)
@@ -80,16 +82,29 @@ class Judge:
         self._upcoming: collections.deque[str] = collections.deque()  # certain, not sent
         self._load_failure: CandidateGone | None = None
         self.calls = 0  # diagnostics
+        self.helper_calls = 0  # main's calls of its helper that the judge relayed
+        self.out_of_memory = False  # a test hit this process's memory limit: retire it
+        self.budget_items = codec.item_budget(limits.memory_bytes)
         signal.signal(signal.SIGALRM, _on_alarm)
 
     # --- candidate lifecycle --------------------------------------------------
 
     def timed(self, seconds: float, fn: Callable[[], Any]) -> Any:
+        """fn() under the per-test alarm, and under a CPU limit for this process a
+        second past it: C code (set(range(n)), sum over a huge range) never lets
+        the alarm's handler run, so the kernel's SIGXCPU ends the judge instead
+        and the slot reports the program's test as a timeout (issue 25, item 8)."""
+        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        soft = int(time.process_time() + seconds) + 2
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
         try:
+            resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
             signal.setitimer(signal.ITIMER_REAL, seconds)
             return fn()
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
+            resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))
 
     def reap(self, expect_dead: bool) -> CandidateGone:
         """Ends the candidate (if alive); the slot describes how it ended."""
@@ -100,17 +115,56 @@ class Judge:
             self._pending.clear()
             self._upcoming.clear()
             status, error_type, message = self.slot.reap(expect_dead)
-        return CandidateGone(str(status), str(error_type), str(message))
+        # Only the slot's report can mark the sandbox's own failure (never cached).
+        return CandidateGone(str(status), str(error_type), str(message),
+                             infra=[status, error_type, message] == lifecycle.SETUP_FAILED)
 
     def _receive(self) -> Any:
+        """The candidate's next message; its calls of the helper meanwhile are
+        relayed (two agents)."""
+        while True:
+            try:
+                message = json.loads(self._link.receive())
+            except (EOFError, OSError) as error:
+                raise self.reap(expect_dead=True) from error
+            except (ValueError, RecursionError, MemoryError, codec.ProtocolError) as error:
+                # RecursionError: JSON nested too deep for the decoder.
+                self._clean = False
+                raise CandidateError(f"malformed message from the candidate: {error}") from None
+            if type(message) is not dict or "aux" not in message:
+                return message
+            self._relay(message)
+
+    def _relay(self, request: dict[str, Any]) -> None:
+        """Passes main's call of its helper to the helper's process and the answer
+        back, as JSON the judge never rebuilds; counts it, so "main calls aux" is
+        judged from what ran, not from the source (issue 25, item 9)."""
+        self.helper_calls += 1
+        answer = self._helper_answer(request)
+        self._send(json.dumps({"aux": answer}, ensure_ascii=False, allow_nan=True,
+                              separators=(",", ":")).encode("utf-8", "surrogatepass"))
+
+    def _helper_answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        link = self._link
         try:
-            return json.loads(self._link.receive())
-        except (EOFError, OSError) as error:
-            raise self.reap(expect_dead=True) from error
-        except (ValueError, RecursionError, MemoryError, codec.ProtocolError) as error:
-            # RecursionError: JSON nested too deep for the decoder.
-            self._clean = False
-            raise CandidateError(f"malformed message from the candidate: {error}") from None
+            if link.helper_hello is None:
+                link.helper_hello = json.loads(link.receive(helper=True))
+            hello = link.helper_hello
+            if type(hello) is not dict or "names" not in hello:
+                kind, detail = next(iter(hello.items()), ("load_error", "")) if (
+                    type(hello) is dict) else ("load_error", "")
+                return {"e": ["NameError", f"the helper's code did not load ({kind}: {detail})"[
+                    :2000]]}
+            call = {"call": request["aux"], "args": request.get("args", {"$tuple": []}),
+                    "kwargs": request.get("kwargs", {"$dict": []})}
+            link.send(json.dumps(call, ensure_ascii=False, allow_nan=True).encode(
+                "utf-8", "surrogatepass"), helper=True)
+            reply = json.loads(link.receive(helper=True))
+        except (EOFError, OSError, ValueError, RecursionError, codec.ProtocolError) as error:
+            return {"e": ["RuntimeError", f"the helper process ended ({type(error).__name__})"]}
+        if type(reply) is not dict or ("r" not in reply and "e" not in reply):
+            return {"e": ["RuntimeError", "malformed reply from the helper"]}
+        return {"e": reply["e"]} if "e" in reply else {"r": reply["r"]}
 
     def await_hello(self) -> dict[str, Any] | CandidateGone:
         """The candidate's first message (names, or why it could not load), or a
@@ -146,10 +200,16 @@ class Judge:
         self._clean = False
         try:
             hello = self._receive()
-        except (CandidateGone, CandidateError):
+        except CandidateGone as gone:
+            if gone.infra:
+                raise
+            hello = {}
+        except CandidateError:
             hello = {}
         if type(hello) is not dict or "names" not in hello:
-            self.reap(expect_dead=False)
+            gone = self.reap(expect_dead=False)
+            if gone.infra:
+                raise gone
             self._load_failure = CandidateGone(
                 "error", "CandidateReloadFailed",
                 "the candidate could not be reloaded after an earlier test ended it")
@@ -239,9 +299,10 @@ class Judge:
         if "e" in reply:
             type_name, message = (list(reply["e"]) + ["", ""])[:2]
             raise remote_exception(str(type_name), str(message))
+        budget = codec.Budget(self.budget_items)  # the reply and mutated arguments together
         try:
-            value = codec.from_plain(reply["r"])
-            mutated = [(key, codec.from_plain(tree)) for key, tree in reply.get("m", [])]
+            value = codec.from_plain(reply["r"], 0, budget)
+            mutated = [(key, codec.from_plain(tree, 0, budget)) for key, tree in reply.get("m", [])]
         except (KeyError, TypeError, ValueError, codec.ProtocolError) as error:
             raise CandidateError(f"malformed reply from the candidate: {error}") from None
         for key, new in mutated:
@@ -254,8 +315,22 @@ class Judge:
     # --- tests ----------------------------------------------------------------
 
     def bind(self, namespace: dict[str, Any], names: dict[str, Any],
-             overridable: set[str]) -> None:
-        """Binds the candidate's names; builtins and setup names win unless overridable."""
+             overridable: set[str]) -> CandidateGone | None:
+        """Binds the candidate's names under the per-test timer (a forged hello may
+        hold values that are slow to build: hash-colliding keys); None when done,
+        else the verdict for every test."""
+        try:
+            self.timed(self.limits.wall_s_per_test,
+                       lambda: self._bind(namespace, names, overridable))
+        except TestTimeout:
+            return CandidateGone("timeout", "Timeout", "decoding the candidate's names "
+                                 f"exceeded {self.limits.wall_s_per_test} s")
+        return None
+
+    def _bind(self, namespace: dict[str, Any], names: dict[str, Any],
+              overridable: set[str]) -> None:
+        """Builtins and setup names win unless overridable."""
+        budget = codec.Budget(self.budget_items)  # all of the hello's values together
         protected = (set(namespace) | set(dir(builtins))) - overridable
         for name, info in names.items():
             if not isinstance(name, str) or name.startswith("__") or name in protected:
@@ -266,7 +341,9 @@ class Judge:
                 namespace[name] = RemoteFunction(self, name)
             elif kind == "value":
                 try:
-                    namespace[name] = codec.from_plain(info[1])
+                    namespace[name] = codec.from_plain(info[1], 0, budget)
+                except codec.ProtocolError as error:  # beyond the budget: say so on use
+                    namespace[name] = RemoteValueUnavailable(name, str(error)[:200])
                 except Exception:  # noqa: BLE001 - e.g. {"$range": [0, 1, 0]}: not bound
                     continue
             else:
@@ -274,7 +351,8 @@ class Judge:
 
     def run_test(self, index: int, body: Callable[[], None],
                  calls: list[prefetch.StaticCall]) -> None:
-        status, error_type, message = "passed", "", ""
+        status, error_type, message, infra = "passed", "", "", False
+        relayed = self.helper_calls
 
         def prefetched_body() -> None:
             self.send_batch(calls)
@@ -287,17 +365,27 @@ class Judge:
             message = f"test exceeded {self.limits.wall_s_per_test} s"
         except CandidateGone as gone:
             status, error_type, message = gone.status, gone.error_type, str(gone)
+            infra = gone.infra
         except AssertionError as error:
             status, error_type, message = "failed", "AssertionError", str(error)
+        except MemoryError as error:  # the judge's own limit, or the host's memory
+            self.out_of_memory = infra = True  # replaced after this program, not cached
+            status, error_type, message = "error", "MemoryError", (
+                f"the judge ran out of memory running this test {error}".strip())
         except BaseException as error:
             status = "error"
             error_type = getattr(error, "mtrl_error_type", type(error).__name__)
             message = str(error)
-        self.emit(i=index, s=status, t=error_type, m=message)
+        extra: dict[str, int] = {"infra": 1} if infra else {}
+        if self.helper_calls > relayed:
+            extra["a"] = self.helper_calls - relayed  # main's calls of its helper in this test
+        self.emit(i=index, s=status, t=error_type, m=message, **extra)
 
-    def fail_all(self, count: int, status: str, error_type: str, message: str) -> None:
+    def fail_all(self, count: int, status: str, error_type: str, message: str,
+                 infra: bool = False) -> None:
         for index in range(count):
-            self.emit(i=index, s=status, t=error_type, m=message)
+            self.emit(i=index, s=status, t=error_type, m=message,
+                      **({"infra": 1} if infra else {}))
 
     def finish(self) -> None:
         if self._link is not None:

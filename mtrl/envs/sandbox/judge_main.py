@@ -62,48 +62,59 @@ class OutputCapture:
 
 
 class CandidateLink:
-    """Socket to one candidate process plus the read ends of its output pipes."""
+    """Sockets to one candidate process and to its helper (two agents: the judge
+    relays main's calls of the helper, judge.Judge.relay), plus the read ends of
+    their output pipes."""
 
-    def __init__(self, fds: list[int], capture: OutputCapture):
-        sock_fd, out_fd, err_fd = fds
+    def __init__(self, fds: list[int], capture: OutputCapture,
+                 frame_limit: int = codec.MAX_FRAME_BYTES):
+        sock_fd, helper_fd, out_fd, err_fd = fds
         self.sock = socket.socket(fileno=sock_fd)
+        self.helper = socket.socket(fileno=helper_fd)
         self.outputs = {out_fd: "stdout", err_fd: "stderr"}
         for fd in self.outputs:
             os.set_blocking(fd, False)
-        self.capture = capture
-        self.buffer = bytearray()
+        self.capture, self.frame_limit = capture, frame_limit
+        self.buffers = {sock_fd: bytearray(), helper_fd: bytearray()}
         self.poller = select.poll()
-        for fd in (sock_fd, out_fd, err_fd):
+        for fd in (sock_fd, helper_fd, out_fd, err_fd):
             self.poller.register(fd, select.POLLIN)
+        self.helper_hello: Any = None  # read on the first relayed call
 
-    def send(self, payload: bytes) -> None:
-        self.sock.sendall(_HEADER.pack(len(payload)) + payload)
+    def send(self, payload: bytes, helper: bool = False) -> None:
+        (self.helper if helper else self.sock).sendall(_HEADER.pack(len(payload)) + payload)
 
-    def _frame(self) -> bytes | None:
-        if len(self.buffer) < _HEADER.size:
+    def _frame(self, buffer: bytearray) -> bytes | None:
+        if len(buffer) < _HEADER.size:
             return None
-        (size,) = _HEADER.unpack(self.buffer[:_HEADER.size])
-        if size > codec.MAX_FRAME_BYTES:
-            raise codec.ProtocolError(f"frame of {size} bytes exceeds {codec.MAX_FRAME_BYTES}")
-        if len(self.buffer) < _HEADER.size + size:
+        (size,) = _HEADER.unpack(buffer[:_HEADER.size])
+        if size > self.frame_limit:  # the candidate's share (codec.frame_limit)
+            raise codec.ProtocolError(f"frame of {size} bytes exceeds {self.frame_limit}")
+        if len(buffer) < _HEADER.size + size:
             return None
-        frame = bytes(self.buffer[_HEADER.size:_HEADER.size + size])
-        del self.buffer[:_HEADER.size + size]
+        frame = bytes(buffer[_HEADER.size:_HEADER.size + size])
+        del buffer[:_HEADER.size + size]
         return frame
 
-    def receive(self) -> bytes:
+    def receive(self, helper: bool = False) -> bytes:
+        """The next frame from the candidate (or its helper); output is drained
+        meanwhile, and frames from the other socket wait in its buffer."""
+        wanted = (self.helper if helper else self.sock).fileno()
         while True:
-            frame = self._frame()
+            frame = self._frame(self.buffers[wanted])
             if frame is not None:
                 return frame
             for fd, _ in self.poller.poll():
                 if fd in self.outputs:
                     self.drain(fd)
                     continue
-                chunk = self.sock.recv(1 << 20)
+                chunk = os.read(fd, 1 << 20)
                 if not chunk:
-                    raise EOFError("the candidate closed its socket")
-                self.buffer += chunk
+                    if fd == wanted:
+                        raise EOFError("the candidate closed its socket")
+                    self.poller.unregister(fd)
+                    continue
+                self.buffers[fd] += chunk
 
     def drain(self, fd: int) -> None:
         while True:
@@ -125,6 +136,7 @@ class CandidateLink:
             os.close(fd)
         self.outputs.clear()
         self.sock.close()
+        self.helper.close()
 
 
 class SlotLink:
@@ -134,6 +146,7 @@ class SlotLink:
         self.sock = sock
         self.armed: collections.deque[list[int]] = collections.deque()
         self.capture = OutputCapture(0)
+        self.frame_limit = codec.MAX_FRAME_BYTES  # set per program from its limits
 
     def _send(self, message: dict[str, Any]) -> None:
         self.sock.send(json.dumps(message).encode())
@@ -144,8 +157,8 @@ class SlotLink:
             raise EOFError("the slot closed the control channel")
         message = json.loads(data)
         if message.get("op") == "arm":
-            if len(fds) != 3:
-                raise codec.ProtocolError("an armed candidate comes with three fds")
+            if len(fds) != 4:
+                raise codec.ProtocolError("an armed candidate comes with four fds")
             self.armed.append(list(fds))
         return message
 
@@ -161,7 +174,7 @@ class SlotLink:
             message = self._receive_one()
             if message.get("op") != "arm":
                 raise codec.ProtocolError(f"expected an armed candidate, got {message!r:.100}")
-        return CandidateLink(self.armed.popleft(), self.capture)
+        return CandidateLink(self.armed.popleft(), self.capture, self.frame_limit)
 
     def reap(self, expect_dead: bool) -> list[str]:
         self._send({"op": "reap", "expect_dead": expect_dead})
@@ -174,8 +187,10 @@ class SlotLink:
             raise codec.ProtocolError(f"unexpected slot reply {reply!r:.100}")
         return self.take_armed()
 
-    def done(self) -> None:
-        self._send({"op": "done"})
+    def done(self, retire: bool = False) -> None:
+        """retire: this judge hit its memory limit; the slot replaces it (a judge
+        that ran out of memory may hold a broken state)."""
+        self._send({"op": "done", "retire": True} if retire else {"op": "done"})
 
 
 class ResultWriter:
@@ -279,6 +294,7 @@ def serve(control_fd: int, tests_fd: int, results_fd: int) -> None:
         limits = Limits(**start["limits"])
         writer.program_id = start["id"]
         slot.capture = OutputCapture(limits.output_bytes)
+        slot.frame_limit = codec.frame_limit(limits.memory_bytes)
         link = slot.take_armed()
         message = read_tests(tests_fd, start["id"])
         writer.emit(ack=1)
@@ -290,11 +306,14 @@ def serve(control_fd: int, tests_fd: int, results_fd: int) -> None:
             the_judge.reap(expect_dead=False)
             the_judge.fail_all(len(tests), "error", "SetupError", f"setup does not compile: {error}")
             calls = 0
+            retire = False
         else:
             the_judge = judge.Judge(limits, slot, link, writer.emit)
             judge_run.run(the_judge, prepared.setup, list(prepared.tests),
                           message["entry_point"], tuple(message["candidate_names"]))
-            calls = the_judge.calls
+            calls, retire = the_judge.calls, the_judge.out_of_memory
         writer.emit(done=1, stdout=slot.capture.text("stdout"), stderr=slot.capture.text("stderr"),
                     wall_s=time.monotonic() - started, calls=calls)
-        slot.done()
+        slot.done(retire)
+        if retire:
+            return

@@ -33,7 +33,7 @@ def run(judge: Judge, setup_code, tests: list[tuple[Any, list[prefetch.StaticCal
         tests[0] = (tests[0][0], [])
     hello = judge.await_hello()
     if isinstance(hello, CandidateGone):
-        judge.fail_all(count, hello.status, hello.error_type, str(hello))
+        judge.fail_all(count, hello.status, hello.error_type, str(hello), hello.infra)
     elif "syntax_error" in hello:
         line, column, message = _fields(hello["syntax_error"], [0, 0, ""])
         line, column = (n if 0 <= n < _MAX_POSITION else 0 for n in (line, column))
@@ -45,9 +45,13 @@ def run(judge: Judge, setup_code, tests: list[tuple[Any, list[prefetch.StaticCal
     elif not isinstance(hello.get("names"), dict):
         judge.fail_all(count, "error", "CandidateError", "malformed hello from the candidate")
     else:
-        judge.bind(namespace, hello["names"], set(candidate_names) | {entry_point})
-        for index, (code, calls) in enumerate(tests):
-            judge.run_test(index, _test_body(namespace, code, entry_point), calls)
+        stalled = judge.bind(namespace, hello["names"], set(candidate_names) | {entry_point})
+        if stalled is not None:
+            judge.reap(expect_dead=False)
+            judge.fail_all(count, stalled.status, stalled.error_type, str(stalled))
+        else:
+            for index, (code, calls) in enumerate(tests):
+                judge.run_test(index, _test_body(namespace, code, entry_point), calls)
     judge.finish()
 
 

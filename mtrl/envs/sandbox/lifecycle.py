@@ -12,6 +12,12 @@ from mtrl.envs.sandbox.types import Limits
 # A candidate that is init of its PID namespace ignores the kernel's SIGXCPU; its
 # handler exits with this status instead (zygote.py).
 CPU_LIMIT_EXIT = 128 + signal.SIGXCPU
+# A candidate the sandbox could not set up (mounts, credentials, filter) exits
+# with this status before any of its code runs: the verdict is the sandbox's
+# failure, never cached. A candidate that exits so itself gains nothing by it: no
+# test passes, and only the cache misses it.
+SETUP_FAILED_EXIT = 121
+SETUP_FAILED = ["error", "SandboxError", "the sandbox could not set up the candidate process"]
 
 
 def describe_exit(status: int, cpu_s: float, limits: Limits, killed: bool) -> list[str]:
@@ -20,6 +26,8 @@ def describe_exit(status: int, cpu_s: float, limits: Limits, killed: bool) -> li
         return ["error", "Killed", "the candidate was stopped by the judge"]
     # (A candidate could exit with that status itself: it gains nothing, a timeout
     # is no more a pass than an exit.)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == SETUP_FAILED_EXIT:
+        return list(SETUP_FAILED)
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == CPU_LIMIT_EXIT:
         return ["timeout", "CPUTimeLimitExceeded", f"CPU time limit of {limits.cpu_s} s exceeded"]
     if os.WIFEXITED(status):
@@ -38,6 +46,21 @@ def describe_exit(status: int, cpu_s: float, limits: Limits, killed: bool) -> li
     except ValueError:
         name = str(signum)
     return ["error", "Killed", f"the candidate process was killed by {name}"]
+
+
+# The judge's own CPU limit (judge.Judge.timed) ended it: test code stuck in C on
+# a candidate's value. The program's doing: its test is a timeout, never a
+# "sandbox failure" (slot_client.assemble reads the "program" prefix).
+JUDGE_CPU_ABORT = ("program: the judge exceeded its per-test CPU limit on this "
+                   "program's values (test code stuck in C)")
+
+
+def judge_exit(status: int) -> str:
+    """The abort reason for a judge that died with `status`; "" when not the
+    program's doing (then the program gets a sandbox failure)."""
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+        return JUDGE_CPU_ABORT
+    return ""
 
 
 def make_workdir() -> str:

@@ -21,9 +21,10 @@ _CONTROL_FLOW = (StopIteration, StopAsyncIteration)
 class CandidateGone(Exception):
     """The candidate process ended or stopped answering."""
 
-    def __init__(self, status: str, error_type: str, message: str):
+    def __init__(self, status: str, error_type: str, message: str, infra: bool = False):
         super().__init__(message)
         self.status, self.error_type = status, error_type
+        self.infra = infra  # the slot says the sandbox, not the program, caused it
 
 
 class CandidateError(Exception):
@@ -31,10 +32,12 @@ class CandidateError(Exception):
 
 
 class CandidateLink(Protocol):
-    """A connection to one candidate process (judge_main.CandidateLink)."""
+    """A connection to one candidate process and its helper (judge_main.CandidateLink)."""
 
-    def send(self, payload: bytes) -> None: ...
-    def receive(self) -> bytes: ...
+    helper_hello: Any
+
+    def send(self, payload: bytes, helper: bool = False) -> None: ...
+    def receive(self, helper: bool = False) -> bytes: ...
     def close(self) -> None: ...
 
 

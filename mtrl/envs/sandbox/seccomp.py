@@ -12,10 +12,15 @@ ways out of the jail that honest solutions never need:
   fsopen/fsmount/move_mount/open_tree), namespaces (unshare, setns, and clone with
   any CLONE_NEW* flag), ptrace and process_vm_*, bpf, perf_event_open, io_uring_*,
   userfaultfd, kernel modules, reboot, kexec, swap, SysV shared memory and message
-  queues (shmget, msgget: memory that outlives the process), memfd_create (memory
+  queues (shmget, msgget: memory that outlives the process), file locks (flock,
+  fcntl's lock, lease and dnotify commands), inotify and fanotify, mincore and
+  cachestat (channels through the /usr every jail shares), memfd_create (memory
   no address-space limit sees), prctl(PR_SET_PDEATHSIG) (clearing the
   parent-death signal that ties a candidate to its slot) and prctl(PR_SET_DUMPABLE)
   (a two-agent program's main process stays closed to its helper's /proc/<pid>/mem).
+socket() and socketpair() take AF_UNIX only (EAFNOSUPPORT otherwise: no inet,
+vsock, netlink or packet sockets), and sendmsg is refused: no socket state of a
+candidate outlives it in the network namespace its slot's candidates share.
 clone3 fails with ENOSYS so that libc falls back to clone, whose flags the filter
 can inspect (clone3 passes them in memory). System calls of a foreign ABI (32-bit
 x86) are killed by libseccomp's architecture check.
@@ -47,10 +52,23 @@ DENIED = (
     "reboot", "kexec_load", "kexec_file_load", "swapon", "swapoff",
     "shmget", "msgget",
     "memfd_create",
+    # Channels through state every jail shares (issue 25, item 5): locks on the
+    # common /usr and device nodes, watches on the standard library's directory
+    # (which modules the judge imports), and the page cache's residency.
+    "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init",
+    "fanotify_mark", "mincore", "cachestat",
+    # sendmsg carries SCM_RIGHTS: a socket passed in a cycle of in-flight
+    # descriptors outlives every process until the kernel's garbage collector runs,
+    # with its abstract name still bound in the slot's network namespace.
+    "sendmsg", "sendmmsg",
 )
+# fcntl commands refused for the same reason: F_GETLK, F_SETLK, F_SETLKW, the
+# open-file-description locks F_OFD_GETLK/SETLK/SETLKW, leases and dnotify.
+_FCNTL_DENIED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
 _CLONE_NEW_FLAGS = (0x00000080, 0x00020000, 0x02000000, 0x04000000, 0x08000000,
                     0x10000000, 0x20000000, 0x40000000)  # time ns .. net ns
 _PR_SET_PDEATHSIG = 1
+_ALLOWED_FAMILIES = (1,)  # AF_UNIX
 _PR_SET_DUMPABLE = 4
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
@@ -76,10 +94,37 @@ def build_program() -> bytes:
         for flag in _CLONE_NEW_FLAGS:
             rules.add_rule(denied, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
         rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-        rules.add_rule(denied, "prctl", sc.Arg(0, sc.EQ, _PR_SET_PDEATHSIG))
-        rules.add_rule(denied, "prctl", sc.Arg(0, sc.EQ, _PR_SET_DUMPABLE))
+        _allow_families(sc, rules)
+        for command in _FCNTL_DENIED:
+            rules.add_rule(denied, "fcntl", _low32(sc, 1, command))
+        rules.add_rule(denied, "prctl", _low32(sc, 0, _PR_SET_PDEATHSIG))
+        rules.add_rule(denied, "prctl", _low32(sc, 0, _PR_SET_DUMPABLE))
         _PROGRAM = _export(rules)
     return _PROGRAM
+
+
+def _low32(sc, index: int, value: int):
+    """Argument `index` equals `value` in its low 32 bits. The kernel reads an int
+    argument (prctl's option, fcntl's command) from the low half of its register,
+    while seccomp compares all 64 bits: an exact match would let 1 << 32 | value
+    through to the very call it denies."""
+    return sc.Arg(index, sc.MASKED_EQ, 0xFFFFFFFF, value)
+
+
+def _allow_families(sc, rules) -> None:
+    """socket() and socketpair() for AF_UNIX only; any other family fails with
+    EAFNOSUPPORT (issue 25, item 4). Candidates share their slot's network
+    namespace, and inet sockets leave state there that outlives them (TIME_WAIT
+    entries in /proc/net/tcp relayed bits to the next candidate); AF_VSOCK is not
+    network-namespaced at all (the VM's port space), AF_NETLINK and AF_PACKET
+    reach kernel and link state. The comparison is on the full 64-bit register:
+    only the exact value passes (the kernel reads the low 32 bits)."""
+    refused = sc.ERRNO(errno.EAFNOSUPPORT)
+    for call in ("socket", "socketpair"):
+        rules.add_rule(refused, call, sc.Arg(0, sc.GT, max(_ALLOWED_FAMILIES)))
+        for family in range(max(_ALLOWED_FAMILIES)):
+            if family not in _ALLOWED_FAMILIES:
+                rules.add_rule(refused, call, sc.Arg(0, sc.EQ, family))
 
 
 def build_no_process_program() -> bytes:

@@ -1,7 +1,7 @@
 """A sandbox slot: one long-lived, warm worker process of the pool.
 
-Started by the pool (slot_client.SlotClient) as a fresh interpreter running main()
-with four inherited pipe fds: CONTROL REPORT TESTS RESULTS, normally inside the
+Started by the pool (slot_client.SlotClient) as a fresh interpreter running
+slot_main.main() with four inherited pipe fds: CONTROL REPORT TESTS RESULTS, normally inside the
 bubblewrap jail (jail.py; flag "jail"), else as the pool's user (unsafe=True). At
 start it imports what candidates commonly use, enters its namespaces
 (isolation.prepare_slot), forks the zygote (zygote.py: every candidate is forked
@@ -42,28 +42,12 @@ import resource
 import select
 import signal
 import socket
-import sys
 import time
 from typing import Any
 
-from mtrl.envs.sandbox import (codec, confinement, isolation, judge_main, lifecycle,
-                               syscalls, zygote)
+from mtrl.envs.sandbox import codec, confinement, isolation, judge_main, lifecycle, zygote
 from mtrl.envs.sandbox.types import Limits
 
-# Imported once here so that candidates (which may not be able to read the
-# Python installation when the filesystem is masked) and judges get them free.
-WARM_MODULES = (
-    "array", "bisect", "calendar", "cmath", "collections", "copy", "dataclasses",
-    "datetime", "decimal", "enum", "fractions", "functools", "heapq",
-    "itertools", "json", "math", "numbers", "operator", "re", "string", "textwrap",
-    "time", "typing", "unicodedata", "abc", "contextlib", "io", "collections.abc",
-    "struct", "base64", "binascii",
-)
-# Not warmed on purpose: random, statistics, tempfile (random), hashlib (libcrypto),
-# threading, queue: modules that register fork hooks or map large libraries make
-# every fork dearer for every candidate; the few candidates that use them import
-# them (the Python installation stays readable).
-_PR_SET_CHILD_SUBREAPER = 36
 _GRACE_S = 1.0  # how long a candidate that hung up may take to finish exiting
 JUDGE_MEMORY_BYTES = 4 << 30
 _JUDGE_DIED = "the judge process died"
@@ -78,6 +62,7 @@ class Candidate:
     workdir: str
     uid: int | None
     max_processes: int = 0
+    setup_failed: bool = False  # it was gone before its program reached it
 
 
 class Slot:
@@ -96,6 +81,7 @@ class Slot:
         self.ended: list[Candidate] = []  # dead and reaped: working dirs to remove
         self.dying: list[Candidate] = []  # killed, not yet reaped
         self.recycling = False  # asked the pool to replace this slot
+        self.judge_retiring = False  # the judge hit its memory limit: replace it
 
     # --- processes --------------------------------------------------------------
 
@@ -123,26 +109,32 @@ class Slot:
 
     def arm(self) -> None:
         """Has the zygote fork the next candidate; it waits for its program."""
-        workdir = lifecycle.make_workdir()
+        # In the jail each candidate mounts a tmpfs of its own (no directory to make).
+        workdir = "" if self.isolation.filesystem == "jail" else lifecycle.make_workdir()
         judge_side, candidate_side = socket.socketpair()
+        # The helper's own line to the judge (two agents): unused otherwise.
+        judge_helper_side, helper_side = socket.socketpair()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         boot_r, boot_w = os.pipe()
         try:
             pid = zygote.request(self.zygote_sock, workdir,
-                                 [candidate_side.fileno(), out_w, err_w, boot_r])
+                                 [candidate_side.fileno(), helper_side.fileno(), out_w, err_w,
+                                  boot_r])
         finally:
             for fd in (out_w, err_w, boot_r):
                 os.close(fd)
             candidate_side.close()
+            helper_side.close()
         uid = confinement.UID_BASE + pid if self.isolation.users == "per-process-uid" else None
         self.armed = Candidate(pid, boot_w, workdir, uid)
         try:
             socket.send_fds(self.judge_sock, [b'{"op":"arm"}'],
-                            [judge_side.fileno(), out_r, err_r])
+                            [judge_side.fileno(), judge_helper_side.fileno(), out_r, err_r])
         except OSError:
             pass  # the judge died: supervise() notices, restart_judge() ends this candidate
         judge_side.close()
+        judge_helper_side.close()
         os.close(out_r)
         os.close(err_r)
 
@@ -166,8 +158,8 @@ class Slot:
             view = memoryview(payload)
             while view:
                 view = view[os.write(chosen.bootstrap_fd, view):]
-        except OSError:
-            pass  # it died while armed: the judge sees its socket close
+        except OSError:  # it died while armed, before any program: the sandbox's doing
+            chosen.setup_failed = True
         os.close(chosen.bootstrap_fd)
         self.current = chosen
 
@@ -207,6 +199,8 @@ class Slot:
             outcome = self._wait(chosen.pid, block=True)
         self.ended.append(chosen)
         _, status, usage = outcome
+        if chosen.setup_failed:
+            return list(lifecycle.SETUP_FAILED)
         return lifecycle.describe_exit(status, usage.ru_utime + usage.ru_stime, limits, killed)
 
     def cleanup(self) -> None:
@@ -221,7 +215,7 @@ class Slot:
                     lifecycle.kill_uid(chosen.uid)
                     codec.write_fd_frame(self.report_fd, {"swept": chosen.uid})
                     swept = True
-                removed = lifecycle.remove_tree(chosen.workdir)
+                removed = not chosen.workdir or lifecycle.remove_tree(chosen.workdir)
             except BaseException as error:  # noqa: BLE001 - the slot must live on
                 removed, why = False, f"cleanup failed: {type(error).__name__}"
             else:
@@ -265,12 +259,15 @@ class Slot:
         except OSError:
             return False
 
-    def restart_judge(self) -> None:
-        try:
-            os.kill(self.judge_pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self._wait(self.judge_pid, block=True)
+    def restart_judge(self, reaped: bool = False) -> None:
+        """reaped: the old judge was waited for already (judge_abort)."""
+        if not reaped:
+            try:
+                os.kill(self.judge_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._wait(self.judge_pid, block=True)
+        self.judge_retiring = False
         self.judge_sock.close()
         if self.armed is not None:  # its socket went down with the old judge
             os.close(self.armed.bootstrap_fd)  # end of input: it exits
@@ -287,11 +284,14 @@ class Slot:
 
     def run(self, program: dict[str, Any]) -> None:
         limits = Limits(**program["limits"])
+        # The previous program's candidate is reaped (and with it the kernel frees
+        # its namespaces and tmpfs) before this program's clock starts: cleaning
+        # up never eats into another program's deadline.
+        self.finish_dying()
         deadline = time.monotonic() + limits.wall_s_total
         self.launch(program)
         started = self._tell_judge(json.dumps({"op": "start", "id": program["id"],
                                                "limits": program["limits"]}).encode())
-        self.finish_dying()  # the previous program's candidate, while this one loads
         self.arm()
         abort = self.supervise(program, limits, deadline) if started else _JUDGE_DIED
         if self.current is not None:  # killed now, reaped during the next program
@@ -302,8 +302,29 @@ class Slot:
             self.dying.append(self.current)
             self.current = None
         if abort:
-            self.restart_judge()
+            reaped = abort == _JUDGE_DIED
+            if reaped:
+                abort = self.judge_abort()
+            self.restart_judge(reaped)
             codec.write_fd_frame(self.report_fd, {"id": program["id"], "abort": abort})
+        elif self.judge_retiring:
+            self.restart_judge()
+
+    def judge_abort(self) -> str:
+        """Reaps a judge that hung up mid-program and says why (lifecycle.judge_exit);
+        one still alive after a grace period is killed (then: "the judge died")."""
+        deadline = time.monotonic() + _GRACE_S
+        try:
+            outcome = self._wait(self.judge_pid, block=False)
+            while outcome is None and time.monotonic() < deadline:
+                time.sleep(0.001)
+                outcome = self._wait(self.judge_pid, block=False)
+            if outcome is None:
+                os.kill(self.judge_pid, signal.SIGKILL)
+                outcome = self._wait(self.judge_pid, block=True)
+        except (ChildProcessError, ProcessLookupError):
+            return _JUDGE_DIED
+        return lifecycle.judge_exit(outcome[1]) or _JUDGE_DIED
 
     def shutdown(self) -> None:
         """Ends the judge and the armed candidate and reaps them (no zombies left)."""
@@ -355,6 +376,7 @@ class Slot:
             request = json.loads(data)
             op = request.get("op")
             if op == "done":
+                self.judge_retiring = bool(request.get("retire"))
                 return ""
             if op == "reap":
                 status = self.end_current(bool(request.get("expect_dead")), limits)
@@ -367,35 +389,3 @@ class Slot:
                 if not self._tell_judge(b'{"op":"spawned"}'):
                     return _JUDGE_DIED
                 self.arm()
-
-
-def main(argv: list[str]) -> None:
-    """argv: CONTROL REPORT TESTS RESULTS [no-netns] [jail] [seccomp=HEX] [noproc=HEX]."""
-    control_fd, report_fd, tests_fd, results_fd = (int(x) for x in argv[1:5])
-    flags = argv[5:]
-    filter_program = b"".join(bytes.fromhex(f[8:]) for f in flags if f.startswith("seccomp="))
-    no_process_program = b"".join(bytes.fromhex(f[7:]) for f in flags if f.startswith("noproc="))
-    for name in WARM_MODULES:
-        __import__(name)
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    report = isolation.prepare_slot(network_namespace="no-netns" not in flags,
-                                    jailed="jail" in flags, seccomp=bool(filter_program))
-    isolation.scrub_environment()
-    syscalls.prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    os.chdir("/")
-    slot = Slot(report_fd, tests_fd, results_fd, filter_program, no_process_program)
-    slot.start_judge()
-    codec.write_fd_frame(report_fd, {"hello": dataclasses.asdict(report), "pid": os.getpid()})
-    while True:
-        if slot.dying and not select.select([control_fd], [], [], 0)[0]:
-            slot.finish_dying()  # idle: clean up now rather than with the next program
-        try:
-            program = codec.read_fd_frame(control_fd)
-        except EOFError:
-            slot.shutdown()
-            return
-        slot.run(program)
-
-
-if __name__ == "__main__":
-    main(sys.argv)

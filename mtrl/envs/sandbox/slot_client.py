@@ -37,8 +37,8 @@ _SLOT_BOOTSTRAP = (
     "envs = types.ModuleType('mtrl.envs')\n"
     "envs.__path__ = [os.path.join(os.path.dirname(mtrl.__file__), 'envs')]\n"
     "sys.modules['mtrl.envs'] = mtrl.envs = envs\n"
-    "from mtrl.envs.sandbox import slot\n"
-    "slot.main(sys.argv)\n"
+    "from mtrl.envs.sandbox import slot_main\n"
+    "slot_main.main(sys.argv)\n"
 )
 
 
@@ -271,6 +271,7 @@ def assemble(program: Program, program_id: str, judge_messages: list[Any], abort
     healthy = not torn
     acknowledged = False
     done: dict[str, Any] = {}
+    infra = ""
     for message in judge_messages:
         if not isinstance(message, dict) or message.get("id") != program_id:
             healthy = False
@@ -285,17 +286,22 @@ def assemble(program: Program, program_id: str, judge_messages: list[Any], abort
         elif "i" in message and 0 <= int(message["i"]) < len(program.tests):
             index = int(message["i"])
             verdicts[index] = TestResult(program.tests[index], valid_text(message["s"]),
-                                         valid_text(message["t"]), valid_text(message["m"]))
+                                         valid_text(message["t"]), valid_text(message["m"]),
+                                         int(message.get("a", 0)))
+            if message.get("infra"):  # the judge's flag, from the slot's report
+                infra = valid_text(message["m"])
     if not acknowledged:
         healthy = False  # the tests frame may still sit, whole or torn, in the pipe
     error = "" if done else abort
-    if error and not error.startswith("program wall-clock"):
+    if infra and not error:
+        error = infra
+    if error and not error.startswith("program"):  # wall clock, the judge's CPU limit
         error = f"sandbox failure: {error}"  # not the program's doing: never cached
     tests = []
     for index, source in enumerate(program.tests):
         if index in verdicts:
             tests.append(verdicts[index])
-        elif error.startswith("program wall-clock"):
+        elif error.startswith("program"):
             tests.append(TestResult(source, "timeout", "Timeout", error))
         else:
             tests.append(TestResult(source, "error", "SandboxError",
@@ -307,15 +313,24 @@ def assemble(program: Program, program_id: str, judge_messages: list[Any], abort
     return result, healthy
 
 
+# C0 controls but newline and tab, DEL and the C1 controls (0x9b is a one-byte CSI):
+# written out as \x1b so that no candidate text can move a terminal's cursor, ring
+# it, rewrite a line (CR, BS) or cut a C string (NUL) in logs, transcripts and the
+# next prompt (issue 25, item 3).
+_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7f, 0xa0))
+             if chr(code) not in "\n\t"}
+
+
 def valid_text(value: Any) -> str:
-    """Candidate-derived text as valid UTF-8: lone surrogates (which JSON carries
-    and `raise ValueError(chr(0xdc80))` makes) would crash a tokenizer downstream."""
+    """Candidate-derived text as valid UTF-8 with control characters escaped
+    (_CONTROLS): lone surrogates (which JSON carries and `raise
+    ValueError(chr(0xdc80))` makes) would crash a tokenizer downstream."""
     text = str(value)
     try:
         text.encode("utf-8")
-        return text
     except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text.translate(_CONTROLS)
 
 
 def failure_result(program: Program, message: str) -> ExecutionResult:

@@ -18,7 +18,9 @@ class Limits:
     wall_s_total: float = 10.0  # wall clock for the whole program incl. its tests
     cpu_s: float = 10.0  # RLIMIT_CPU for the executing process
     memory_bytes: int = 1 << 30  # RLIMIT_AS
-    max_processes: int = 0  # extra processes the program may start (fork bombs)
+    # Extra processes the program may start (fork bombs). At 0 a seccomp filter refuses
+    # every fork and 64 threads are allowed; above 0 threads count against it too.
+    max_processes: int = 0
     file_size_bytes: int = 1 << 20  # RLIMIT_FSIZE
     output_bytes: int = 8192  # captured stdout / stderr kept, each
 
@@ -70,6 +72,7 @@ class TestResult:
     status: TestStatus
     error_type: str = ""  # e.g. "AssertionError", "ZeroDivisionError", "Timeout"
     message: str = ""  # capped
+    helper_calls: int = 0  # two agents: main's calls of its helper while this test ran
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +95,12 @@ class ExecutionResult:
     cached: bool = False
     error: str = ""  # sandbox-level failure (worker killed, program-level timeout...)
     isolation: str = ""  # IsolationReport.summary() of the slot that judged it
+
+    @property
+    def helper_calls(self) -> int:
+        """Two agents: how often main called its helper while the tests ran, as the
+        judge relayed them (code that never ran counts nothing)."""
+        return sum(t.helper_calls for t in self.tests)
 
     @property
     def num_passed(self) -> int:

@@ -12,7 +12,7 @@ the intermediate first unshares the namespaces the candidate gets for itself
 (confinement.unshare_candidate_namespaces): its own PID namespace (it is init
 there: it sees and signals nothing else, and all it starts dies with it), and in
 the jail its own IPC namespace (SysV objects vanish with it) and mount namespace
-(its working directory becomes its /tmp and /dev/shm).
+(a capped tmpfs of its own becomes its /tmp and /dev/shm, freed with it).
 
 Candidate set-up order, all before the candidate's code: new session, stdio,
 mounts, working directory, then credentials (own uid or no capabilities, no new
@@ -57,8 +57,9 @@ def start(report: isolation.IsolationReport, filter_program: bytes,
 
 
 def request(sock: socket.socket, workdir: str, fds: Sequence[int]) -> int:
-    """Asks the zygote for a candidate (fds: its socket, stdout, stderr, bootstrap
-    read end); returns its pid. Raises OSError when the zygote cannot."""
+    """Asks the zygote for a candidate (fds: its socket, its helper's socket,
+    stdout, stderr, bootstrap read end); returns its pid. Raises OSError when the
+    zygote cannot."""
     socket.send_fds(sock, [json.dumps({"workdir": workdir}).encode()], list(fds))
     answer = sock.recv(32)
     if not answer or not answer.isdigit() or int(answer) <= 0:
@@ -70,14 +71,14 @@ def serve(sock: socket.socket, report: isolation.IsolationReport,
           filters: tuple[bytes, bytes]) -> None:
     while True:
         try:
-            message, fds, _, _ = socket.recv_fds(sock, _MESSAGE_BYTES, 4)
+            message, fds, _, _ = socket.recv_fds(sock, _MESSAGE_BYTES, 5)
         except OSError:
             return
         if not message:
             return
         pid = 0
         try:
-            if len(fds) == 4:
+            if len(fds) == 5:
                 pid = _spawn(report, json.loads(message)["workdir"], fds, filters)
         except (OSError, ValueError, KeyError):
             pid = 0
@@ -110,22 +111,21 @@ def _spawn(report: isolation.IsolationReport, workdir: str, fds: list[int],
     return int(answer) if answer else 0
 
 
-def _start_helper(judge_link: socket.socket, setup: str, code: str,
-                  names: list[str], confine) -> dict:
-    """Forks the helper process (before the main code loads) and returns the
-    proxies that stand for its functions in the main code's namespace."""
-    main_end, helper_end = socket.socketpair()
+def _start_helper(judge_link: socket.socket, helper_link: socket.socket, setup: str,
+                  code: str, names: list[str], confine, inbox: candidate.Inbox) -> dict:
+    """Forks the helper process (before the main code loads), which serves the
+    judge on its own socket, and returns the proxies that stand for its functions
+    in the main code's namespace: they ask the judge, which relays each call (and
+    counts it: "main calls aux" is judged from what ran)."""
     pid = os.fork()
     if pid == 0:
         try:
             judge_link.close()
-            main_end.close()
             confine()
-            candidate.serve(helper_end, setup, code)
+            candidate.serve(helper_link, setup, code)
         finally:
             os._exit(0)
-    helper_end.close()
-    link = candidate.HelperLink(main_end)
+    link = candidate.HelperLink(judge_link, inbox)
     return {name: candidate.HelperFunction(link, name) for name in names}
 
 
@@ -141,10 +141,11 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
         # open this one's /proc/<pid>/mem while it waits for its program.
         confinement.harden_trusted_process()
         os.setsid()
-        sock_fd, out_fd, err_fd, boot_fd = fds
-        sock_fd, boot_fd = confinement.redirect_stdio(out_fd, err_fd, [sock_fd, boot_fd])
+        sock_fd, helper_fd, out_fd, err_fd, boot_fd = fds
+        sock_fd, helper_fd, boot_fd = confinement.redirect_stdio(
+            out_fd, err_fd, [sock_fd, helper_fd, boot_fd])
         if report.filesystem == "jail":
-            confinement.enter_candidate_mounts(workdir)
+            confinement.enter_candidate_mounts()
         elif report.users == "per-process-uid":
             confinement.make_workdir_owned(workdir, confinement.UID_BASE + os.getpid())
             os.chdir(workdir)
@@ -152,12 +153,16 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
             os.chdir(workdir)
         # Before refuse_sockets(), which replaces socket.socket itself.
         judge_link = socket.socket(fileno=sock_fd)
+        helper_link = socket.socket(fileno=helper_fd)
         confinement.become_unprivileged(report)
         if report.network != "netns":
             confinement.refuse_sockets()
         if report.users == "shared-uid" and not report.pid_namespace:
             confinement.guard_signals()
-        program = codec.read_fd_frame(boot_fd)  # EOF (slot gone) ends this process
+        try:
+            program = codec.read_fd_frame(boot_fd)
+        except EOFError:  # the slot is gone or shut down: nothing to report
+            os._exit(0)
         os.close(boot_fd)
         # Only now: the slot adopted us from the intermediate, which has been
         # reaped by the time the program arrives.
@@ -172,22 +177,32 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
             signal.signal(signal.SIGXCPU, _cpu_limit_reached)
 
         def confine() -> None:  # in the candidate and in its helper
-            confinement.limit_processes(report, max_processes + bool(helper_names), task_base)
             filter_program, no_process_program = filters
+            no_process = bool(no_process_program) and max_processes == 0
+            # RLIMIT_NPROC counts threads too; where the no-process filter refuses
+            # every fork, the allowance is for threads only (issue 25, item 2).
+            threads = confinement.THREAD_ALLOWANCE if no_process else 0
+            confinement.limit_processes(report, max_processes + bool(helper_names) + threads,
+                                        task_base)
             # First: of two filters answering with an errno the newer one wins, so
             # clone(CLONE_NEW*) keeps the base filter's EPERM.
-            if no_process_program and max_processes == 0:  # exact, where NPROC is a bound
+            if no_process:  # exact, where NPROC is a bound
                 seccomp.install(no_process_program)
             if filter_program:
                 seccomp.install(filter_program)
 
         extra = None
+        inbox = candidate.Inbox(judge_link)
         if helper_names:  # forked before the process limit, so it cannot fail on it
-            extra = _start_helper(judge_link, program["setup"],
-                                  str(program.get("helper_code", "")), helper_names, confine)
+            extra = _start_helper(judge_link, helper_link, program["setup"],
+                                  str(program.get("helper_code", "")), helper_names, confine,
+                                  inbox)
+        helper_link.close()  # main's code never holds the helper's line to the judge
         confine()
-        candidate.serve(judge_link, program["setup"], program["code"], extra)
     except BaseException:
-        pass
+        # The sandbox's failure, not the program's: none of its code has run.
+        os._exit(lifecycle.SETUP_FAILED_EXIT)
+    try:
+        candidate.serve(judge_link, program["setup"], program["code"], extra, inbox)
     finally:
         os._exit(0)

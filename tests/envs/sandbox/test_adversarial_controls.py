@@ -39,3 +39,27 @@ def test_honest_programs_pass_in_the_jail(honest_pool, name):
     code, test = HONEST[name]
     result = honest_pool.submit(Program(code, (test,))).result()
     assert result.passed, result
+
+
+THREADS = ("import threading\nfrom concurrent.futures import ThreadPoolExecutor\n"
+           "def f(n):\n    out = []\n"
+           "    workers = [threading.Thread(target=out.append, args=(i,)) for i in range(n)]\n"
+           "    for w in workers:\n        w.start()\n    for w in workers:\n        w.join()\n"
+           "    with ThreadPoolExecutor(max_workers=n) as pool:\n"
+           "        squares = list(pool.map(lambda x: x * x, range(n)))\n"
+           "    return sorted(out), squares\n")
+
+
+@pytest.mark.parametrize("count", [2, 8])
+def test_threads_pass_with_default_limits_as_a_pools_first_program(count):
+    # Issue 25, item 2: with max_processes=0 RLIMIT_NPROC left no room for a thread,
+    # always for a pool's first program (so for every CLI run). Processes stay refused.
+    assert Limits().max_processes == 0
+    expected = (list(range(count)), [i * i for i in range(count)])
+    fork = "import os\ndef fork():\n    try:\n        os.fork()\n    except OSError as e:\n        return type(e).__name__\n"
+    with SandboxPool(num_workers=1, limits=Limits()) as pool:
+        first = pool.submit(Program(THREADS, (f"assert f({count}) == {expected!r}",))).result()
+        again = pool.submit(Program(THREADS, (f"assert f({count}) == {expected!r}",))).result()
+        forked = pool.submit(Program(fork, ("assert fork() == 'BlockingIOError'",))).result()
+    assert first.passed and again.passed, (first, again)
+    assert forked.passed, forked

@@ -23,7 +23,7 @@ def test_escaped_processes_are_killed(hostile_pool):
             "            pid = os.fork()\n        except OSError:\n            break\n"
             "        if pid == 0:\n            os.setsid()\n            while True:\n"
             "                pass\n        made.append(pid)\n    print(*made, flush=True)\n"
-            "    return len(made)\n")
+            "    return -len(made)  # never 5: the verdict is not what this test is about\n")
     # Each jail runs under a host uid of its own: count what runs under them.
     uids = {_uid(pid) for pid in hostile_pool.slot_python_pids()}
     assert 0 not in uids
