@@ -6,7 +6,6 @@ choices are registered by name:
   ADVANTAGE_ESTIMATORS  grpo, dr_grpo, rloo, mean, max, raw   fn(rewards[G], mask[G] | None, **opts)
   JOINT_ACTION_MODES    align, cross
   INFORMATION_GAINS     prob, logprob                            (IGPO turn rewards)
-  TURN_CREDIT           mt_grpo, per_turn, igpo, gigpo, magrpo   multi-turn / tree schemes
                         (name -> function; signatures differ, see each docstring)
 """
 
@@ -28,14 +27,13 @@ from mtrl.credit.magrpo import magrpo_advantages, row_advantages
 from mtrl.credit.reward_recipe import RewardBreakdown, RewardRecipe, ShapingReport
 from mtrl.credit.tree import (termination_mask, tree_advantages, tree_exists, tree_expanded,
                               tree_layout, tree_returns)
-from mtrl.credit.turn_credit import TURN_CREDIT
 from mtrl.credit.turn_level import (MTGRPOAdvantages, broadcast_turns_to_tokens,
                                     discounted_returns, mt_grpo_advantages,
                                     mt_grpo_token_advantages, per_turn_advantages)
 from mtrl.credit.ufo import ufo_reward
 
 __all__ = [
-    "ADVANTAGE_ESTIMATORS", "INFORMATION_GAINS", "JOINT_ACTION_MODES", "TURN_CREDIT",
+    "ADVANTAGE_ESTIMATORS", "INFORMATION_GAINS", "JOINT_ACTION_MODES",
     # group
     "group_advantages", "grpo_advantages", "dr_grpo_advantages", "rloo_advantages",
     "mean_baseline_advantages", "max_baseline_advantages", "raw_advantages",
