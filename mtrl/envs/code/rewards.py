@@ -33,7 +33,7 @@ class CodeRewardConfig:
                -- stop here unless the syntax is valid --
       level 3  tests       pass rate over ALL tests, scaled              +tests * p     1.0
                -- level 4 only with two agents, aux defined, >= 1 test passed --
-      level 4  helper      entry point calls aux                         +aux_called    0.5
+      level 4  helper      entry point calls aux (while a passing test ran) +aux_called 0.5
                            ... and is not a thin wrapper of aux           +not_wrapper   1.0
                            ... but drops aux's result somewhere           -ignored_result 0.5
 
@@ -122,8 +122,13 @@ def level_reward(analysis: CandidateAnalysis, result: ExecutionResult,
             rate = result.pass_rate
             parts["level3_tests"] = config.tests * rate
             helper = analysis.helper
-            if (two_agents and aux is not None and aux.ok and result.num_passed > 0
-                    and helper is not None and helper.calls_aux):
+            # "Main calls aux" is judged from what ran: the sandbox counts main's calls
+            # of its helper per test (TestResult.helper_calls), so a call in dead code
+            # or one the tests never reach earns nothing. The wrapper and ignored-result
+            # parts stay structural (they judge how the code uses aux).
+            ran_aux = any(t.helper_calls > 0 for t in result.tests if t.status == "passed")
+            if (two_agents and aux is not None and aux.ok and ran_aux
+                    and helper is not None):
                 parts["level4_aux_called"] = config.aux_called
                 if not helper.thin_wrapper:
                     parts["level4_not_wrapper"] = config.not_wrapper

@@ -17,7 +17,7 @@ import fcntl
 import os
 import resource
 import signal
-from typing import TYPE_CHECKING, Sequence
+from typing import Protocol, Sequence
 
 from mtrl.envs.sandbox.syscalls import (CLONE_NEWIPC, CLONE_NEWNS, CLONE_NEWPID, MS_BIND,
                                         MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_REC,
@@ -25,8 +25,11 @@ from mtrl.envs.sandbox.syscalls import (CLONE_NEWIPC, CLONE_NEWNS, CLONE_NEWPID,
                                         PR_SET_SECUREBITS, SECBIT_NOROOT, SECBIT_NOROOT_LOCKED,
                                         check, libc, mount, prctl)
 
-if TYPE_CHECKING:
-    from mtrl.envs.sandbox.isolation import IsolationReport
+class Report(Protocol):
+    """What confinement reads of isolation.IsolationReport (which imports this module)."""
+
+    filesystem: str
+    users: str
 
 UID_BASE = 2_000_000_000  # far above any account uid; uid = UID_BASE + pid
 MAX_OPEN_FILES = 64
@@ -46,7 +49,7 @@ def unshare_pid_namespace() -> None:
     check(libc.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
 
 
-def unshare_candidate_namespaces(report: IsolationReport) -> None:
+def unshare_candidate_namespaces(report: Report) -> None:
     """In the intermediate: the next child gets a PID namespace of its own, and in
     the jail also its own IPC namespace (SysV objects die with it) and mount
     namespace (enter_candidate_mounts). Not a network namespace of its own: that
@@ -120,7 +123,7 @@ def count_tasks(uid: int) -> int:
     return count
 
 
-def become_unprivileged(report: IsolationReport) -> int:
+def become_unprivileged(report: Report) -> int:
     """Switches to this process's own uid (root) or drops capabilities (non-root).
 
     Returns the uid now in force.
@@ -151,7 +154,7 @@ def die_with_parent() -> None:
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def limit_processes(report: IsolationReport, extra: int, task_base: int = 0) -> None:
+def limit_processes(report: Report, extra: int, task_base: int = 0) -> None:
     """RLIMIT_NPROC: this process plus `extra` more (threads count too).
 
     With a per-process uid the count starts at this process alone. With a shared

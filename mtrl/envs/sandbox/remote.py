@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import builtins
 import json
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from mtrl.envs.sandbox import codec
 
-if TYPE_CHECKING:
-    from mtrl.envs.sandbox.judge import Judge
+
+class Caller(Protocol):
+    """What a RemoteFunction needs of the judge (judge.Judge): one relayed call."""
+
+    def call(self, name: str, args: tuple, kwargs: dict) -> Any: ...
 
 _CONTROL_FLOW = (StopIteration, StopAsyncIteration)
 
@@ -64,7 +67,7 @@ class RemoteValueUnavailable:
 class RemoteFunction:
     """A callable standing for the candidate's function `name`."""
 
-    def __init__(self, judge: "Judge", name: str):
+    def __init__(self, judge: Caller, name: str):
         self._judge, self.__name__ = judge, name
 
     def __call__(self, *args, **kwargs):

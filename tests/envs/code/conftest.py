@@ -22,23 +22,39 @@ import json, sys
 request = json.loads(sys.stdin.read())
 namespace = {}
 results = []
+calls = [0]
+
+
+def counted(fn):  # main's calls of its helper, counted per test as the sandbox does
+    def call(*args, **kwargs):
+        calls[0] += 1
+        return fn(*args, **kwargs)
+    return call
+
+
 try:
     exec(request["setup"], namespace)
+    helper = {}
+    exec(request["helper_code"], helper)
+    for name in request["helper_names"]:
+        if name in helper:
+            namespace[name] = counted(helper[name])
     exec(request["code"], namespace)
     loaded = None
 except BaseException as error:
     loaded = error
 for test in request["tests"]:
     if loaded is not None:
-        results.append(["error", type(loaded).__name__, str(loaded)])
+        results.append(["error", type(loaded).__name__, str(loaded), 0])
         continue
+    calls[0] = 0
     try:
         exec(test, namespace)
-        results.append(["passed", "", ""])
+        results.append(["passed", "", "", calls[0]])
     except AssertionError as error:
-        results.append(["failed", "AssertionError", str(error)])
+        results.append(["failed", "AssertionError", str(error), calls[0]])
     except BaseException as error:
-        results.append(["error", type(error).__name__, str(error)])
+        results.append(["error", type(error).__name__, str(error), calls[0]])
 sys.stdout.write("\n@@RESULTS@@" + json.dumps(results))
 """
 
@@ -55,9 +71,11 @@ class SubprocessExecutor:
         return [self._run(program) for program in programs]
 
     def _run(self, program: Program) -> ExecutionResult:
-        # A two-agent program's helper code joins main's here (no process split).
-        code = "\n\n".join(c for c in (program.helper_code, program.code) if c)
-        request = json.dumps({"setup": program.setup, "code": code,
+        # A two-agent program's helper runs in a namespace of its own; main sees
+        # counting proxies of its functions (no process split).
+        request = json.dumps({"setup": program.setup, "code": program.code,
+                              "helper_code": program.helper_code,
+                              "helper_names": list(program.helper_names),
                               "tests": list(program.tests)})
         try:
             done = subprocess.run([sys.executable, "-I", "-c", _HARNESS], input=request,
@@ -67,8 +85,8 @@ class SubprocessExecutor:
             return ExecutionResult(
                 tests=tuple(TR(t, "timeout", "Timeout", "") for t in program.tests),
                 error=type(error).__name__)
-        return ExecutionResult(tests=tuple(TR(source, status, kind, message)
-                                           for source, (status, kind, message)
+        return ExecutionResult(tests=tuple(TR(source, status, kind, message, calls)
+                                           for source, (status, kind, message, calls)
                                            in zip(program.tests, rows)))
 
 

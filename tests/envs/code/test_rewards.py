@@ -13,8 +13,11 @@ MAIN_IGNORES = "def f(xs):\n    aux(xs)\n    total = aux(xs)\n    return sum(tot
 MAIN_ALONE = "def f(xs):\n    return sum(x * x for x in xs)"
 
 
-def result(*statuses: str) -> ExecutionResult:
-    return ExecutionResult(tests=tuple(TR(f"assert t{i}", s) for i, s in enumerate(statuses)))
+def result(*statuses: str, helper_calls: int = 1) -> ExecutionResult:
+    """Tests with these statuses; each passing one saw `helper_calls` calls of aux."""
+    return ExecutionResult(tests=tuple(
+        TR(f"assert t{i}", s, helper_calls=helper_calls if s == "passed" else 0)
+        for i, s in enumerate(statuses)))
 
 
 def level_parts(components):
@@ -40,10 +43,23 @@ def level_parts(components):
 ])
 def test_level_reward_two_agents(aux, main, statuses, expected):
     analysis = analyze_candidate((aux, main), "f")
-    out = level_reward(analysis, result(*statuses), CodeRewardConfig())
+    calls = 1 if "aux(" in main and aux else 0  # what the sandbox would have counted
+    out = level_reward(analysis, result(*statuses, helper_calls=calls), CodeRewardConfig())
     assert out.reward == pytest.approx(expected)
     assert level_parts(out.components) == pytest.approx(out.components["raw"])
     assert out.components["raw"] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("main", [MAIN_GOOD, MAIN_ALONE,
+                                  "def f(xs):\n    if xs is None:\n        return sum(aux(xs))"
+                                  "\n    return sum(x * x for x in xs)"])
+def test_main_calls_aux_is_judged_from_what_ran(main):
+    """No helper call while a passing test ran: no level-4 bonus, whatever the source
+    says (a call in dead code earns nothing)."""
+    analysis = analyze_candidate((AUX, main), "f")
+    out = level_reward(analysis, result(*("passed",) * 4, helper_calls=0), CodeRewardConfig())
+    assert out.components["level4_aux_called"] == 0.0
+    assert out.components["level4_not_wrapper"] == 0.0 and out.reward == pytest.approx(2.5)
 
 
 def test_level_reward_stops_at_a_syntax_error():
