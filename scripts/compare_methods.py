@@ -53,7 +53,8 @@ ARMS = {
     "termination_on": ["rollout.termination_threshold=3.8"],  # level reward max 4.0
 }
 NUMBERS = ("test_success", "test_success_turn1", "test_success_turn2",
-           "test_final_turn_success", "post_sft_test_success", "validation_success",
+           "test_final_turn_success", "post_sft_test_success", "ood_test_success",
+           "post_sft_ood_test_success", "validation_success",
            "step_time_s", "generated_tokens_per_step", "generated_samples_per_step",
            "minutes")
 
@@ -160,7 +161,8 @@ def run_arm(args, config, root, arm, overrides, seed, warm) -> dict:
     summary = json.loads((workdir / "summary.json").read_text())
     test = summary.get("test_metrics") or {}
     record.update({k: summary.get(k) for k in ("minutes", "steps", "best_step",
-                                                 "over_budget", "post_sft_test_success")})
+                                                 "over_budget", "post_sft_test_success",
+                                                 "post_sft_ood_test_success")})
     record["validation_success"] = summary.get("final_best_success")
     record.update({k: v for k, v in test.items()})
     record.update(per_step(workdir))
