@@ -19,7 +19,8 @@ def _mean_values(values) -> str:
 
 
 def table_row(record: dict, record_path: str) -> str:
-    """One markdown row of a claim record (claims.claim_record)."""
+    """One markdown row of a claim record (claims.claim_record); a run below the
+    claim's size says so beside its verdict."""
     base, treat = list(record["arms"].items())
     d = record["difference"]
     ci = ("n/a" if d["ci95"] is None
@@ -28,12 +29,15 @@ def table_row(record: dict, record_path: str) -> str:
     guard_cell = "-" if not guard else (
         f"{guard['metric']} {guard['mean']:+.3g}: {guard['status']}"
         if guard["mean"] is not None else f"{guard['metric']}: {guard['status']}")
+    scale = record.get("scale") or {}
+    reduced = "" if scale.get("full_size", True) else \
+        f" (reduced scale: {scale.get('steps')} of {scale.get('claim_steps')} steps, overrides)"
     cells = [record["claim"], record["source"].split(";")[0].split(",")[0],
              f"{record['metric']} ({record['split']})",
              ",".join(str(s) for s in record["seeds"]),
              f"{base[0]}: {_mean_values(base[1]['values'])}",
              f"{treat[0]}: {_mean_values(treat[1]['values'])}",
-             ci, f"**{record['verdict']}**", guard_cell, f"{record['minutes']:.0f}",
+             ci, f"**{record['verdict']}**{reduced}", guard_cell, f"{record['minutes']:.0f}",
              f"`{record_path}`"]
     return "| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |"
 

@@ -81,7 +81,8 @@ def test_reproduce_end_to_end_writes_record_and_table_row(tmp_path, monkeypatch)
     assert text.startswith("# Benchmarks\n\nearlier text\n") and BEGIN in text and END in text
     rows = [line for line in text.split(BEGIN)[1].split(END)[0].splitlines()
             if line.startswith("| multi_vs_single_turn |")]
-    assert len(rows) == 1 and "**reproduced**" in rows[0] and "+0.3 [+0.0516, +0.548]" in rows[0]
+    assert len(rows) == 1 and "+0.3 [+0.0516, +0.548]" in rows[0]
+    assert "**reproduced** (reduced scale: 2 of 20 steps" in rows[0]
     # Running it again replaces the row instead of adding one.
     reproduce.main(argv)
     again = table.read_text()
