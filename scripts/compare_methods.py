@@ -9,7 +9,8 @@ test success of the checkpoint that validation chose.
 Per seed S the warm start is one SFT-only run (`train.steps=0`) in
 <root>/warm_seed<S>, reused if it already finished; each arm then starts from its
 weights (`train.init_from`), so arms differ only by their overrides, and SFT is paid
-once per seed. Arms are plain `--config.*` overrides (ARMS below, or `name=key=value;
+once per seed (the arm runner, mtrl/training/arm_runs.py, is scripts/reproduce.py's
+too). Arms are plain `--config.*` overrides (ARMS below, or `name=key=value;
 key=value` on the command line), so an arm naming a method another branch adds works
 once that branch is merged; an arm whose config is rejected is recorded with its
 one-line error and the others still run.
@@ -28,8 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -37,6 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's mtrl, as the trainer runs
+from mtrl.training.arm_runs import ArmPlan, run_arm, suite_config, warm_start  # noqa: E402
 from mtrl.training.seed_stats import stats_over_seeds  # noqa: E402
 
 # Arm -> overrides. With the default's T = 2, G = 4 (no termination) an agent
@@ -53,7 +53,8 @@ ARMS = {
     "termination_on": ["rollout.termination_threshold=3.8"],  # level reward max 4.0
 }
 NUMBERS = ("test_success", "test_success_turn1", "test_success_turn2",
-           "test_final_turn_success", "post_sft_test_success", "validation_success",
+           "test_final_turn_success", "post_sft_test_success", "ood_test_success",
+           "post_sft_ood_test_success", "validation_success",
            "step_time_s", "generated_tokens_per_step", "generated_samples_per_step",
            "minutes")
 
@@ -78,15 +79,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def suite_config(spec: str) -> pathlib.Path:
-    path = pathlib.Path(spec)
-    if not path.suffix:
-        path = ROOT / "experiments" / "configs" / f"{spec}.py"
-    if not path.exists():
-        raise SystemExit(f"--suite: no config {path}")
-    return path.resolve()
-
-
 def parse_arms(spec: str) -> dict[str, list[str]]:
     arms = {}
     for item in spec.split(","):
@@ -99,72 +91,6 @@ def parse_arms(spec: str) -> dict[str, list[str]]:
             raise SystemExit(f"--arms: unknown arm {name!r}; known: {', '.join(ARMS)} "
                              "(or name=key=value;key=value)")
     return arms
-
-
-def trainer_command(config: pathlib.Path, workdir: pathlib.Path, seed: int,
-                    overrides: list[str]) -> list[str]:
-    return [sys.executable, "-m", "mtrl.train", f"--config={config}", f"--workdir={workdir}",
-            f"--out={workdir / 'summary.json'}", f"--config.seed={seed}",
-            *(f"--config.{kv}" for kv in overrides)]
-
-
-def warm_start(args, config, seed, root) -> pathlib.Path:
-    """The seed's SFT-only run (reused when its summary exists)."""
-    workdir = root / f"warm_seed{seed}"
-    command = trainer_command(config, workdir, seed, ["train.steps=0", *args.override])
-    print(f"[warm {seed}] {' '.join(command)}", flush=True)
-    if not args.dry_run and not (workdir / "summary.json").exists():
-        with open(root / f"warm_seed{seed}.log", "w") as log:
-            subprocess.run(command, check=True, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    return workdir
-
-
-def per_step(workdir: pathlib.Path) -> dict[str, float | None]:
-    """Median step time and mean generated tokens / samples per RL step."""
-    lines = (workdir / "metrics.jsonl").read_text().splitlines()
-    records = [r for r in map(json.loads, filter(None, lines)) if r.get("step", 0) > 0]
-
-    def values(key):
-        return [r[key] for r in records if r.get(key) is not None]
-
-    def reduce(fn, key):
-        found = values(key)
-        return fn(found) if found else None
-    return {"step_time_s": reduce(statistics.median, "step_time_s"),
-            "generated_tokens_per_step": reduce(statistics.fmean, "rollout/generated_tokens"),
-            "generated_samples_per_step": reduce(statistics.fmean,
-                                                 "rollout/generated_samples")}
-
-
-def run_arm(args, config, root, arm, overrides, seed, warm) -> dict:
-    workdir = root / arm / f"seed{seed}"
-    extra = [f"train.steps={args.steps}", f"train.eval_interval={args.eval_interval}",
-             f"train.save_interval={args.eval_interval}", f"train.init_from={warm}",
-             f"train.budget_minutes={args.minutes}", "train.restore=none",
-             *args.override, *overrides]
-    command = trainer_command(config, workdir, seed, extra)
-    print(f"[{arm} {seed}] {' '.join(command)}", flush=True)
-    record = {"arm": arm, "seed": seed, "overrides": overrides, "workdir": str(workdir)}
-    if args.dry_run:
-        return record
-    workdir.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    with open(workdir.parent / f"seed{seed}.log", "w") as log:
-        done = subprocess.run(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    record["wall_minutes"] = (time.perf_counter() - started) / 60
-    if done.returncode:
-        tail = (workdir.parent / f"seed{seed}.log").read_text().strip().splitlines()[-1:]
-        record["error"] = tail[0] if tail else f"exit {done.returncode}"
-        print(f"[{arm} {seed}] failed: {record['error']}", flush=True)
-        return record
-    summary = json.loads((workdir / "summary.json").read_text())
-    test = summary.get("test_metrics") or {}
-    record.update({k: summary.get(k) for k in ("minutes", "steps", "best_step",
-                                                 "over_budget", "post_sft_test_success")})
-    record["validation_success"] = summary.get("final_best_success")
-    record.update({k: v for k, v in test.items()})
-    record.update(per_step(workdir))
-    return record
 
 
 def aggregate(runs: list[dict]) -> dict[str, dict]:
@@ -213,6 +139,12 @@ def write(args, config, seeds, arms, runs, started, final: bool) -> str:
     return table
 
 
+def plan_of(args, config: pathlib.Path, root: pathlib.Path) -> ArmPlan:
+    return ArmPlan(config=config, root=root, steps=args.steps,
+                   eval_interval=args.eval_interval, minutes=args.minutes,
+                   overrides=tuple(args.override), dry_run=args.dry_run)
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
     config = suite_config(args.suite)
@@ -220,13 +152,14 @@ def main(argv=None) -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     root = pathlib.Path(args.root).resolve()
     root.mkdir(parents=True, exist_ok=True)
+    plan = plan_of(args, config, root)
     started = time.perf_counter()
     runs: list[dict] = []
     lock = threading.Lock()
 
     def one(job):
         arm, overrides, seed = job
-        record = run_arm(args, config, root, arm, overrides, seed, warm[seed])
+        record = run_arm(plan, arm, overrides, seed, warm[seed])
         if not args.dry_run:
             with lock:
                 runs.append(record)
@@ -235,8 +168,7 @@ def main(argv=None) -> None:
 
     warm = {}
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        for seed, path in zip(seeds, pool.map(lambda s: warm_start(args, config, s, root),
-                                              seeds)):
+        for seed, path in zip(seeds, pool.map(lambda s: warm_start(plan, s), seeds)):
             warm[seed] = path
         jobs = [(arm, overrides, seed) for seed in seeds for arm, overrides in arms.items()]
         ordered = list(pool.map(one, jobs))

@@ -10,9 +10,11 @@ share compiled functions or state and each `minutes` is a whole run from a cold 
 
 The JSON holds, per seed, the trainer's summary (`minutes`, `post_sft_success`,
 `final_best_success`, `turn1_success`, `turn2_success` at the best checkpoint,
-`steps`, `best_checkpoint`, `learning_curve`; `test_success`, the test split's
-success for the checkpoint validation chose, on inputs no agent saw in training,
-and `post_sft_test_success`, the same split right after SFT) plus `gain` =
+`steps`, `best_checkpoint`, `learning_curve`; `test_success`, the iid test split's
+success for the checkpoint validation chose (held-out functions drawn like
+validation's), and `post_sft_test_success`, the same split right after SFT;
+`ood_test_success` and `post_sft_ood_test_success`, the same on inputs no agent saw
+in training) plus `gain` =
 final_best_success - post_sft_success and one RL step's time split (median over the
 run's steps of rollout, environment and update seconds); and over seeds the mean and the
 population standard deviation of each number. For a single seed the top level also
@@ -33,7 +35,8 @@ from mtrl.training.seed_stats import stats_over_seeds  # noqa: E402
 
 NUMBERS = ("minutes", "steps", "post_sft_success", "final_best_success", "gain",
            "turn1_success", "turn2_success", "final_turn_success", "post_sft_test_success",
-           "test_success", "step_rollout_s", "step_env_s", "step_update_s")
+           "test_success", "post_sft_ood_test_success", "ood_test_success",
+           "step_rollout_s", "step_env_s", "step_update_s")
 
 
 def run_seed(seed: int, root: pathlib.Path, overrides: list[str]) -> dict:

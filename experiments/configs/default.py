@@ -16,8 +16,10 @@ first-turn answers alone (learns to copy b from the example), then both on all
 their rows. After SFT, greedy decoding mostly resubmits, so held-out success sits
 in the low band; RL (MAGRPO on rows with a non-zero advantage, dynamic sampling)
 has to make the helper use the feedback it can already read. Held-out evaluation
-every 10 steps, best checkpoint; the test split (coefficients 5-7, offsets 10-14:
-values no agent saw) is evaluated once, after SFT and for the best checkpoint.
+every 10 steps, best checkpoint; the test split (iid: ten more unseen (term, offset)
+pairs, one per offset, drawn like validation's) and the ood_test split (coefficients
+-2, -3, -4: values no agent saw) are evaluated once, after SFT and for the best
+checkpoint.
 
     python -m mtrl.train --config=experiments/configs/default.py --workdir=/tmp/mtrl
 
@@ -30,17 +32,22 @@ from mtrl.training.config import base_config
 def get_config():
     c = base_config()
     c.model.overrides = dict(num_layers=2)  # half the tiny preset: 2x cheaper steps
-    c.data.num_train = 1000  # the family has 1,200 distinct train tasks
+    # Every distinct train task: 30 train functions x 30 tasks (the iid test's 10
+    # functions left train; before it, 1,000 of 1,200).
+    c.data.num_train = 900
     c.data.options = dict(probe_form="difference", heldout_by="function", offset_range=(0, 9),
                           terms=("x", "2x", "3x", "4x", "neg"), probe_xs=(1,),
-                          test_xs=(-3, -2, -1, 1, 2, 3, 4),
+                          test_xs=(-3, -2, -1, 1, 2, 3, 4), iid_test=True,
                           test_terms=("neg2x", "neg3x", "neg4x"), test_offset_range=(0, 9))
-    # Test split: coefficients -2, -3, -4, which no agent saw in SFT or RL (train and
-    # validation: k in {1, 2, 3, 4, -1}), so the helper's turn-2 probe and both agents'
-    # right answers are new; evaluated once, for the checkpoint the validation
-    # ("heldout") split chose. Offsets stay in 0..9: with two-digit offsets (10-14)
-    # and coefficients 5-7 the byte model wrote invalid code for every test task
-    # (0.00 on every arm), a floor that measured nothing about the method.
+    # Test split (iid_test): one more held-out term per offset (balanced over terms,
+    # fixed by the data seed), in neither train nor validation: numbers seen in
+    # training, (term, offset) pairs not; validation's functions are unchanged by it.
+    # ood_test split: coefficients -2, -3, -4, which no agent saw in SFT or RL (k in
+    # {1, 2, 3, 4, -1} elsewhere), so the helper's turn-2 probe and both agents' right
+    # answers are new (the former test split, the same tasks). Both are evaluated
+    # after SFT and once for the checkpoint validation ("heldout") chose. Offsets stay
+    # in 0..9: with two-digit offsets (10-14) and coefficients 5-7 the byte model wrote
+    # invalid code for every ood task (0.00 on every arm).
     c.data.test_split = "test"
     # Revisions: one per train task (whose term is not the teacher's guess) for both.
     # Main's turn-2 prompt (feedback alone) is a format its first turns never show;

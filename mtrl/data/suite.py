@@ -8,6 +8,8 @@ set by name:
     suite.check_sft(sft, agents)    one-line errors for SFT options it cannot honour
     suite.demonstrations(env, agents, sft)   SFT rows: [agent] -> (prompt, completion)
 
+and may declare extra test splits (`ExtraTestSplits`: suite.extra_test_splits()).
+
 The splits are disjoint: train trains, validation chooses the best checkpoint, test
 is evaluated once at the end for the chosen checkpoint (empty list: no test split).
 A demonstration's prompt is the environment's own observation (`env.reset`), so an
@@ -29,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from mtrl.data.datasets import DATASETS, load_code_tasks
 from mtrl.envs.code.prompts import PromptTemplates
@@ -94,6 +96,29 @@ class TaskSuite(Protocol):
     def check_sft(self, sft, num_agents: int) -> None: ...
 
     def demonstrations(self, env, num_agents: int, sft) -> list[list[tuple]]: ...
+
+
+@runtime_checkable
+class ExtraTestSplits(Protocol):
+    """An optional capability: a suite that reports more test splits beside "test"
+    (e.g. an out-of-distribution one), evaluated with it after SFT and once for the
+    chosen checkpoint, never used to choose. Keys name the metrics' prefix
+    ("<name>_success"); they are identifiers ending in "test", other than "test"."""
+
+    def extra_test_splits(self) -> dict[str, list]: ...
+
+
+def extra_test_splits(suite: TaskSuite) -> dict[str, list]:
+    """The suite's extra test splits ({} for a suite without the capability), names
+    checked: one-line error naming the split."""
+    if not isinstance(suite, ExtraTestSplits):
+        return {}
+    splits = suite.extra_test_splits()
+    for name in splits:
+        if not (name.isidentifier() and name.endswith("test") and name != "test"):
+            raise ValueError(f"config.data: extra test split {name!r} must be an identifier "
+                             "ending in 'test', other than 'test'")
+    return splits
 
 
 SUITES: Registry[Callable[[DataConfig, int], TaskSuite]] = Registry("task suite")

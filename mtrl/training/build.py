@@ -11,7 +11,7 @@ from typing import Any
 import jax
 from flax import nnx
 
-from mtrl.data.suite import SPLITS, DataConfig, TaskSuite, build_suite
+from mtrl.data.suite import SPLITS, DataConfig, TaskSuite, build_suite, extra_test_splits
 from mtrl.rollout.environment import Environment
 from mtrl.envs.registry import build_environment
 from mtrl.losses import (AGGREGATIONS, KL_ESTIMATORS, KLPenaltyConfig, POLICY_LOSSES,
@@ -55,6 +55,14 @@ class Components:
     filters: FilterConfig
     recipe: RewardRecipe | None  # reward.recipe: the episode reward replacing the env's
     curriculum: CurriculumConfig = CurriculumConfig()
+    # The suite's extra test splits (mtrl.data.suite.ExtraTestSplits), by name: each
+    # evaluated beside "test", metrics "<name>_*"; {} without a test split.
+    extra_tests: dict = dataclasses.field(default_factory=dict)
+
+    def test_splits(self) -> dict[str, list]:
+        """{"test": test tasks, **extra_tests}: what the final test evaluates ({}:
+        no test split)."""
+        return {"test": self.test_tasks, **self.extra_tests} if self.test_tasks else {}
 
     def close(self) -> None:
         self.env.close()
@@ -285,6 +293,7 @@ def build_components(config) -> Components:
         raise ValueError(message if message.startswith("config.") else f"config.data: {e}"
                          ) from None
     train_tasks, eval_tasks, test_tasks = build_tasks(suite)
+    extra_tests = extra_test_splits(suite) if test_tasks else {}
     built = build_environment(config, suite, tokenizer)
     env, pool = built.env, built.pool
     try:
@@ -305,4 +314,5 @@ def build_components(config) -> Components:
                       test_tasks=test_tasks, env=env, pool=pool,
                       rollout=rollout, objective=objective, optim=optim,
                       credit=credit, reward_kl=build_reward_kl(config),
-                      filters=filters, recipe=recipe, curriculum=curriculum)
+                      filters=filters, recipe=recipe, curriculum=curriculum,
+                      extra_tests=extra_tests)

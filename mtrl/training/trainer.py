@@ -172,10 +172,11 @@ class Trainer(WarmStart):
     def evaluate(self, step: int, split: str = "validation") -> dict[str, float]:
         """Greedy (and, with train.eval_samples, sampled) episodes of the current
         policy on the validation tasks (metrics "heldout_*": they choose the best
-        checkpoint) or the test tasks ("test_*": reported, never used to choose)."""
+        checkpoint) or a test split ("test_*", or "<name>_*" for a suite's extra test
+        split `name`: reported, never used to choose)."""
         cfg = self.train_config
         tasks, prefix = ((self.c.eval_tasks, "heldout") if split == "validation"
-                         else (self.c.test_tasks, "test"))
+                         else (self.c.test_splits()[split], split))
         key = self.keys.eval(step) if split == "validation" else self.keys.test(step)
         result = evaluate_across_processes(tasks, key, lambda tasks, key: evaluate(
             tasks, self.c.env, self.eval_backend, self.c.tokenizer, self.c.rollout, key,
@@ -223,8 +224,8 @@ class Trainer(WarmStart):
             metrics = self.evaluate(0)
             extra["post_sft_success"] = metrics["heldout_success"]
             extra.update({f"post_sft_{k}": v for k, v in metrics.items()})
-            if c.test_tasks:  # reported beside the final test number; chooses nothing
-                extra.update({f"post_sft_{k}": v for k, v in self.evaluate(0, "test").items()})
+            for name in c.test_splits():  # reported beside the final test; chooses nothing
+                extra.update({f"post_sft_{k}": v for k, v in self.evaluate(0, name).items()})
             logger.write(0, metrics)
             logger.flush()
             self.keeper.save_eval(0, {"train": state}, metrics, extra)
@@ -343,6 +344,9 @@ class Trainer(WarmStart):
             "learning_curve": str(png), "exported_hf": exported,
             "budget_minutes": budget.minutes, "over_budget": budget.exceeded(),
         }
+        for name in self.c.extra_tests:  # e.g. ood_test_success beside test_success
+            result[f"{name}_success"] = test.get(f"{name}_success")
+            result[f"post_sft_{name}_success"] = extra.get(f"post_sft_{name}_success")
         if self.main:
             print(summary(total_steps=step, best_step=best,
                           best_success=result["final_best_success"],
@@ -361,10 +365,14 @@ class Trainer(WarmStart):
         written to test.json. Nothing reads it back to choose anything."""
         state = self._restored(step)
         self.set_policy(state)
-        metrics = self.evaluate(step, "test")
+        metrics = {}
+        for name in self.c.test_splits():  # "test", then the suite's extra test splits
+            metrics.update(self.evaluate(step, name))
+        sizes = {f"{name}_num_tasks": len(tasks) for name, tasks in self.c.extra_tests.items()}
         if self.main:
             (self.workdir / "test.json").write_text(json.dumps(
-                {"step": step, "num_tasks": len(self.c.test_tasks), **metrics}, indent=2))
+                {"step": step, "num_tasks": len(self.c.test_tasks), **sizes, **metrics},
+                indent=2))
         return metrics
 
     def export(self, step: int) -> str:

@@ -92,6 +92,14 @@ def test_every_config_runs_one_step(path, tmp_path, hf_checkpoint, coop_file, sh
         assert test["step"] == result["best_step"] and test["num_tasks"] == 2
         assert result["test_success"] == test["test_success"]
         assert 0.0 <= result["post_sft_test_success"] <= 1.0
+        # A suite's extra test splits sit beside it: the default's iid test plus the
+        # unseen-number split (ood_test), in the summary and in test.json.
+        extra = [k[:-len("_num_tasks")] for k in test if k.endswith("_num_tasks")]
+        assert extra == (["ood_test"] if path.stem == "default" else [])
+        for name in extra:
+            assert test[f"{name}_num_tasks"] == 2
+            assert result[f"{name}_success"] == test[f"{name}_success"]
+            assert 0.0 <= result[f"post_sft_{name}_success"] <= 1.0
     if not c.model.preset:  # came from a Hugging Face checkpoint: best is exported
         assert (tmp_path / "export" / "agent0" / "config.json").exists()
 

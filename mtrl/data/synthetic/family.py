@@ -100,11 +100,17 @@ class FamilyConfig:
       occur in train with the other terms, so a policy that answers turn 1 from the
       prompt alone avoids the held-out term and can only solve held-out tasks by
       reading the feedback.
-    test_terms / test_offset_range: the test split's members, test_terms x
-      test offsets, which must share no member with terms x offset_range (empty:
-      no test split). With terms and offsets outside the training ones, a test
-      task's prompt and its failing probe (the turn-2 observation) show values no
-      agent saw in training.
+    test_terms / test_offset_range: the out-of-distribution test members, test_terms
+      x test offsets, which must share no member with terms x offset_range (empty:
+      none). With terms and offsets outside the training ones, such a task's prompt
+      and its failing probe (the turn-2 observation) show values no agent saw in
+      training. They form the "test" split, or with iid_test the "ood_test" split.
+    iid_test: the "test" split holds held-out members drawn like validation's, from
+      terms x offset_range (numbers seen in training), in neither train nor
+      validation: heldout_by="function" deals a second term per offset (one not held
+      out for validation there), heldout_by="offset" holds out as many offsets
+      again. Validation's members are the same as without it; train loses the test
+      members. The test_terms x test_offset_range members, if any, become "ood_test".
     """
 
     terms: tuple[str, ...] = ("x", "2x", "3x", "square", "neg")
@@ -119,6 +125,7 @@ class FamilyConfig:
     heldout_by: str = "offset"
     test_terms: tuple[str, ...] = ()
     test_offset_range: tuple[int, ...] = ()
+    iid_test: bool = False
 
     def __post_init__(self):
         for name in ("terms", "example_xs", "test_xs", "offset_range", "probe_xs",
@@ -158,6 +165,15 @@ class FamilyConfig:
             raise ValueError(f"FamilyConfig.heldout_by must be one of {HELDOUT_BY}, "
                              f"got {self.heldout_by!r}")
         self._check_test_members()
+        if not isinstance(self.iid_test, bool):
+            raise ValueError(f"FamilyConfig.iid_test must be a bool, got {self.iid_test!r}")
+        if self.iid_test and self.heldout_by == "function" and len(self.terms) < 3:
+            raise ValueError("FamilyConfig.iid_test with heldout_by='function' needs >= 3 "
+                             "terms (validation, test and train each keep one per offset)")
+        if self.iid_test and self.heldout_by == "offset" and \
+                self.num_offsets - 2 * self.num_heldout_offsets < 1:
+            raise ValueError("FamilyConfig.iid_test: offset_range leaves no train offset "
+                             "after validation's and test's held-out offsets")
         if not self.entry_point.isidentifier() or self.entry_point in ("x", "aux"):
             raise ValueError(f"FamilyConfig.entry_point must be an identifier other than "
                              f"'x' and 'aux', got {self.entry_point!r}")

@@ -1,7 +1,9 @@
 """The integer-function family as a task suite (mtrl.data.suite).
 
 Everything specific to the family lives here or in its modules: the splits (train,
-"heldout" = validation, and a test split of terms and offsets outside both), the
+"heldout" = validation, and a test split: terms and offsets outside both, or with
+the `iid_test` option held-out functions drawn like validation's, the former then
+being the extra test split "ood_test", suite.extra_test_splits), the
 `tiny` templates with the helper's short revision instruction, and the SFT teacher
 (first guess, revisions scored by the environment, resubmissions). The splits and
 the demonstrations come from one `make_splits` call with one seed
@@ -47,11 +49,25 @@ class FamilySuite:
     @functools.cached_property
     def splits(self) -> SyntheticSplits:
         d = self.data
+        num_test = d.num_test if d.test_split else 0
         return make_splits(self.family, num_train=d.num_train, num_heldout=d.num_eval,
-                           num_test=d.num_test if d.test_split else 0, seed=self.seed)
+                           num_test=num_test, seed=self.seed,
+                           num_ood_test=num_test if self._has_ood else 0)
+
+    @property
+    def _has_ood(self) -> bool:
+        return self.family.iid_test and bool(self.family.test_members())
 
     def tasks(self, split: str) -> list:
         return list(self.splits.code_tasks(_SPLIT_NAMES[check_split(split)]))
+
+    def extra_test_splits(self) -> dict[str, list]:
+        """{"ood_test": tasks} when the test split is iid (option iid_test) and the
+        family has test_terms: the unseen-number tasks, reported beside "test";
+        {} otherwise (and without a test split)."""
+        if not self.data.test_split or not self._has_ood:
+            return {}
+        return {"ood_test": list(self.splits.code_tasks("ood_test"))}
 
     def templates(self, name: str):
         return default_templates(name, {"tiny": TINY_PROMPT_TEMPLATES})

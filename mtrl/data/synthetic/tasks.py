@@ -6,8 +6,10 @@ the held-out tasks), so generating more train tasks never changes the held-out
 ones and `load_intfn_tasks(split=...)` returns the same tasks as `make_splits`.
 
 Splits: "train", "heldout" (the validation split: chooses the best checkpoint) and
-"test" (FamilyConfig.test_terms x test_offset_range: functions, prompts and probes
-outside the other two, reported once at the end).
+"test" (reported once at the end): FamilyConfig.test_terms x test_offset_range
+(functions, prompts and probes outside the other two), or with FamilyConfig.iid_test
+held-out members drawn like validation's (`iid_test_functions`), the former then
+being "ood_test".
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ from mtrl.data.synthetic.family import (FamilyConfig, IntFunction, consistent_me
                                         separating_probes)
 from mtrl.envs.code.task import CodeTask
 
-Split = Literal["train", "heldout", "test"]
-SPLITS = ("train", "heldout", "test")
-_STREAM = {"offsets": 0, "train": 1, "heldout": 2, "test": 3}
+Split = Literal["train", "heldout", "test", "ood_test"]
+SPLITS = ("train", "heldout", "test", "ood_test")
+# "test" and "ood_test" draw the out-of-distribution tasks from one stream (3), so
+# turning iid_test on renames the former test tasks without changing one of them.
+_STREAM = {"offsets": 0, "train": 1, "heldout": 2, "ood": 3, "iid_test": 4,
+           "test_members": 5}
 _ATTEMPTS_PER_TASK = 50
 
 
@@ -47,6 +52,7 @@ class SyntheticSplits:
     heldout: tuple[SyntheticTask, ...]
     heldout_offsets: tuple[int, ...]
     test: tuple[SyntheticTask, ...] = ()
+    ood_test: tuple[SyntheticTask, ...] = ()  # with iid_test: the test_terms members
 
     def code_tasks(self, split: Split) -> list[CodeTask]:
         return [item.task for item in getattr(self, _checked(split))]
@@ -118,9 +124,9 @@ def heldout_functions(config: FamilyConfig, seed: int) -> frozenset[IntFunction]
 
 
 def _generate(config: FamilyConfig, split: Split, functions: tuple[IntFunction, ...],
-              forbidden_examples: frozenset, num_tasks: int,
-              seed: int) -> tuple[SyntheticTask, ...]:
-    rng = _rng(seed, split)
+              forbidden_examples: frozenset, num_tasks: int, seed: int,
+              stream: str | None = None) -> tuple[SyntheticTask, ...]:
+    rng = _rng(seed, stream or split)
     candidates = []  # (function, example_x, probes) with at least one probe
     for function in functions:
         for x0 in config.example_xs:
@@ -153,36 +159,87 @@ def _generate(config: FamilyConfig, split: Split, functions: tuple[IntFunction, 
     return tuple(tasks)
 
 
+def iid_test_functions(config: FamilyConfig, seed: int,
+                       held: frozenset[IntFunction]) -> frozenset[IntFunction]:
+    """The iid test members (FamilyConfig.iid_test), drawn like the validation members
+    `held` from terms x offset_range and disjoint from them.
+
+    heldout_by="function": per offset b, one term t with (t, b) not in `held`, dealt
+    from seeded rounds of the terms (a term the round's deck offers that is held at
+    b stays in the deck), so each term is a test term at about |offsets| / |terms|
+    offsets, as in validation. heldout_by="offset": every term at
+    num_heldout_offsets seeded offsets outside validation's.
+    """
+    rng = _rng(seed, "test_members")
+    if config.heldout_by == "offset":
+        held_offsets = {f.offset for f in held}
+        free = [b for b in config.offsets if b not in held_offsets]
+        chosen = rng.choice(len(free), config.num_heldout_offsets, replace=False)
+        offsets = {free[int(i)] for i in chosen}
+        return frozenset(f for f in config.members() if f.offset in offsets)
+    deck: list[str] = []
+    chosen = []
+    for b in config.offsets:
+        allowed = [t for t in config.terms if IntFunction(t, b) not in held]
+        if not any(t in deck for t in allowed):
+            deck += [config.terms[int(i)] for i in rng.permutation(len(config.terms))]
+        term = next(t for t in deck if t in allowed)
+        deck.remove(term)
+        chosen.append(IntFunction(term, b))
+    return frozenset(chosen)
+
+
 def make_splits(config: FamilyConfig = FamilyConfig(), *, num_train: int = 2000,
-                num_heldout: int = 200, seed: int = 0, num_test: int = 0) -> SyntheticSplits:
-    """Train and held-out tasks of the family, disjoint in functions and prompts, and
-    `num_test` test tasks of the config's test members (own stream: asking for test
-    tasks changes no train or held-out task).
+                num_heldout: int = 200, seed: int = 0, num_test: int = 0,
+                num_ood_test: int = 0) -> SyntheticSplits:
+    """Train and held-out tasks of the family, disjoint in functions and task texts,
+    `num_test` test tasks and, with config.iid_test, `num_ood_test` ood_test tasks
+    (each split its own stream: asking for test tasks changes no train or held-out
+    task).
+
+    test: config.iid_test ? members of `iid_test_functions` (no train member then)
+    : the config's test_terms x test_offset_range members. ood_test (iid_test only):
+    the latter.
 
     Functions are drawn uniformly over the terms, then offsets of the split, then
     example points, so that for an example at 0 every term is equally likely given
     the prompt (turn-1 success of the best guesser = 1/|terms|).
     """
-    if min(num_train, num_heldout, num_test) < 0:
-        raise ValueError(f"task counts must be >= 0, got {num_train}, {num_heldout}, {num_test}")
-    if num_test and not config.test_members():
+    if min(num_train, num_heldout, num_test, num_ood_test) < 0:
+        raise ValueError(f"task counts must be >= 0, got {num_train}, {num_heldout}, "
+                         f"{num_test}, {num_ood_test}")
+    ood_count = num_ood_test if config.iid_test else num_test
+    if num_ood_test and not config.iid_test:
+        raise ValueError("num_ood_test: the family has no ood_test split without iid_test")
+    if ood_count and not config.test_members():
         raise ValueError("the family has no test split: set test_terms and test_offset_range")
     held = heldout_functions(config, seed)
+    iid = iid_test_functions(config, seed, held) if config.iid_test else frozenset()
     # Members in the order of `members()` (term-major), so sampling stays uniform over
     # terms, then offsets.
     heldout_members = tuple(f for f in config.members() if f in held)
-    train_members = tuple(f for f in config.members() if f not in held)
+    iid_members = tuple(f for f in config.members() if f in iid)
+    train_members = tuple(f for f in config.members() if f not in held and f not in iid)
     if config.heldout_by == "offset":
-        # A held-out prompt must not occur in train with another answer.
-        forbidden = frozenset((x0, f(x0)) for f in heldout_members for x0 in config.example_xs)
+        # A held-out prompt must not occur in train (or test) with another answer.
+        def examples(members):
+            return frozenset((x0, f(x0)) for f in members for x0 in config.example_xs)
+        forbidden, test_forbidden = examples(heldout_members + iid_members), \
+            examples(heldout_members)
     else:
-        forbidden = frozenset()  # shared prompts by design (FamilyConfig.heldout_by)
+        forbidden = test_forbidden = frozenset()  # shared prompts by design (heldout_by)
     heldout = _generate(config, "heldout", heldout_members, frozenset(), num_heldout, seed)
     train = _generate(config, "train", train_members, forbidden, num_train, seed)
     offsets = tuple(sorted({f.offset for f in heldout_members}))
-    test = (_generate(config.test_family(), "test", config.test_members(), frozenset(),
-                      num_test, seed) if num_test else ())
-    return SyntheticSplits(train=train, heldout=heldout, heldout_offsets=offsets, test=test)
+    ood = (_generate(config.test_family(), "ood_test" if config.iid_test else "test",
+                     config.test_members(), frozenset(), ood_count, seed, stream="ood")
+           if ood_count else ())
+    if config.iid_test:
+        test = (_generate(config, "test", iid_members, test_forbidden, num_test, seed,
+                          stream="iid_test") if num_test else ())
+        return SyntheticSplits(train=train, heldout=heldout, heldout_offsets=offsets,
+                               test=test, ood_test=ood)
+    return SyntheticSplits(train=train, heldout=heldout, heldout_offsets=offsets, test=ood)
 
 
 def ambiguity(config: FamilyConfig, item: SyntheticTask) -> int:

@@ -1,0 +1,26 @@
+"""Termination: fewer generated samples at equal test success, on the embedded
+default (prediction written 2026-11-26, before any run of this claim on the iid
+split)."""
+
+from mtrl.training.claims import Arm, Claim, Guard
+
+CLAIM = Claim(
+    name="termination_samples",
+    title="early termination of solved nodes saves samples without losing test success",
+    source=("Liu et al. 2025, 'LLM Collaboration With Multi-Agent Reinforcement "
+            "Learning' (CoMLRL): a node whose joint actions' mean "
+            "reward passes a threshold does not expand"),
+    prediction=("termination_on generates fewer samples per RL step than termination_off, "
+                "about -10% to -20% (old split: 104 vs 120), counted from -6 samples per "
+                "step; iid test success equal within 0.10 (non-inferiority guard)"),
+    direction=-1,
+    min_effect=6.0,
+    metric="generated_samples_per_step",
+    baseline=Arm("termination_off", ()),
+    treatment=Arm("termination_on", ("rollout.termination_threshold=3.8",)),
+    budget=("equal RL steps and tasks per step; the samples are the measured effect "
+            "(termination_off: 20 per agent per task per step)"),
+    guard=Guard(metric="test_success", margin=0.10),
+    steps=20,
+    eval_interval=10,
+)

@@ -1,0 +1,61 @@
+"""The reproduction table in BENCHMARKS.md: a marked block that scripts/reproduce.py
+rewrites, one row per claim (a claim's row is replaced when it is run again, rows of
+other claims are kept in their order)."""
+
+from __future__ import annotations
+
+BEGIN = "<!-- reproductions:begin (scripts/reproduce.py rewrites this block) -->"
+END = "<!-- reproductions:end -->"
+HEADER = ("| claim | source | metric (split) | seeds | baseline | treatment | "
+          "difference, 95% CI | verdict | guard | minutes | record |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+SECTION = "\n## Reproductions (scripts/reproduce.py)\n\n"
+
+
+def _mean_values(values) -> str:
+    found = [v for v in values if v is not None]
+    shown = " / ".join("-" if v is None else f"{v:.3g}" for v in values)
+    return f"{sum(found) / len(found):.3g} ({shown})" if found else "failed"
+
+
+def table_row(record: dict, record_path: str) -> str:
+    """One markdown row of a claim record (claims.claim_record); a run below the
+    claim's size says so beside its verdict."""
+    base, treat = list(record["arms"].items())
+    d = record["difference"]
+    ci = ("n/a" if d["ci95"] is None
+          else f"{d['mean']:+.3g} [{d['ci95'][0]:+.3g}, {d['ci95'][1]:+.3g}]")
+    guard = record.get("guard")
+    guard_cell = "-" if not guard else (
+        f"{guard['metric']} {guard['mean']:+.3g}: {guard['status']}"
+        if guard["mean"] is not None else f"{guard['metric']}: {guard['status']}")
+    scale = record.get("scale") or {}
+    reduced = "" if scale.get("full_size", True) else \
+        f" (reduced scale: {scale.get('steps')} of {scale.get('claim_steps')} steps, overrides)"
+    cells = [record["claim"], record["source"].split(";")[0].split(",")[0],
+             f"{record['metric']} ({record['split']})",
+             ",".join(str(s) for s in record["seeds"]),
+             f"{base[0]}: {_mean_values(base[1]['values'])}",
+             f"{treat[0]}: {_mean_values(treat[1]['values'])}",
+             ci, f"**{record['verdict']}**{reduced}", guard_cell, f"{record['minutes']:.0f}",
+             f"`{record_path}`"]
+    return "| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |"
+
+
+def update_table(text: str, record: dict, record_path: str) -> str:
+    """`text` (BENCHMARKS.md) with the claim's row written into the marked block (the
+    block appended as a new section when the file has none)."""
+    row = table_row(record, record_path)
+    if BEGIN not in text:
+        return text.rstrip("\n") + "\n" + SECTION + f"{BEGIN}\n{HEADER}\n{row}\n{END}\n"
+    head, rest = text.split(BEGIN, 1)
+    if END not in rest:
+        raise ValueError(f"BENCHMARKS.md: {BEGIN!r} without {END!r}")
+    block, tail = rest.split(END, 1)
+    rows = [line for line in block.strip().splitlines()[2:] if line.startswith("| ")]
+    key = f"| {record['claim']} |"
+    if any(r.startswith(key) for r in rows):
+        rows = [row if r.startswith(key) else r for r in rows]
+    else:
+        rows.append(row)
+    return head + BEGIN + "\n" + HEADER + "\n" + "\n".join(rows) + "\n" + END + tail

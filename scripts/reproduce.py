@@ -1,0 +1,94 @@
+"""Reproduces one registered claim (experiments/claims/<NAME>.py) on several seeds and
+records it: JSON and a row of the reproduction table in BENCHMARKS.md.
+
+    python scripts/reproduce.py --claim multi_vs_single_turn --seeds 0,1,2 \\
+        --out docs/reproductions/multi_vs_single_turn.json
+    python scripts/reproduce.py --claim ... --dry-run     # print the commands only
+
+Per seed one SFT-only warm start is shared by the claim's two arms (the arm runner of
+scripts/compare_methods.py, mtrl/training/arm_runs.py); each arm then runs the claim's
+RL steps, validation chooses its checkpoint and the test split is evaluated once for
+it. The record (mtrl/training/claims.py) holds per arm the overrides and per-seed
+values of the claim's metric, the paired difference treatment − baseline over seeds
+with its 95% t interval (mtrl/training/paired_ci.py) and the verdict by the rule
+stated there, beside the prediction the claim file carried before the run.
+
+A smaller scale than the claim's (--steps, --override, e.g. fewer SFT updates) is
+allowed and written into the record's `scale`, so a record never passes for a
+full-size run it was not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's mtrl, as the trainer runs
+from mtrl.training.arm_runs import ArmPlan, run_arm, suite_config, warm_start  # noqa: E402
+from mtrl.training.claim_table import update_table  # noqa: E402
+from mtrl.training.claims import claim_record, load_claim  # noqa: E402
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--claim", required=True, help="a file stem in experiments/claims")
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated, >= 2 for an interval")
+    parser.add_argument("--out", default="", help="JSON record (default "
+                        "docs/reproductions/<claim>.json)")
+    parser.add_argument("--table", default=str(ROOT / "BENCHMARKS.md"),
+                        help="the markdown file whose reproduction block gets the row")
+    parser.add_argument("--steps", type=int, default=0, help="RL steps (0: the claim's)")
+    parser.add_argument("--override", action="append", default=[],
+                        help="extra key=value for every run (recorded under scale)")
+    parser.add_argument("--root", default="workdir/reproduce", help="workdirs go here")
+    parser.add_argument("--minutes", type=float, default=0.0, help="each run's budget")
+    parser.add_argument("--dry-run", action="store_true", help="print the commands only")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> dict | None:
+    args = parse_args(argv)
+    claim = load_claim(args.claim)
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")]
+    except ValueError:
+        raise SystemExit(f"--seeds: comma-separated integers, got {args.seeds!r}") from None
+    steps = args.steps or claim.steps
+    root = pathlib.Path(args.root).resolve() / claim.name
+    root.mkdir(parents=True, exist_ok=True)
+    plan = ArmPlan(config=suite_config(claim.suite), root=root, steps=steps,
+                   eval_interval=min(claim.eval_interval, steps), minutes=args.minutes,
+                   overrides=(*claim.common, *args.override), dry_run=args.dry_run)
+    started = time.perf_counter()
+    runs = []
+    for seed in seeds:
+        warm = warm_start(plan, seed)
+        for arm in claim.arms:
+            runs.append(run_arm(plan, arm.name, arm.overrides, seed, warm))
+    if args.dry_run:
+        return None
+    scale = {"suite": claim.suite, "steps": steps, "claim_steps": claim.steps,
+             "common_overrides": list(claim.common), "extra_overrides": list(args.override),
+             "full_size": steps == claim.steps and not args.override}
+    record = claim_record(claim, seeds, runs, (time.perf_counter() - started) / 60, scale)
+    out = pathlib.Path(args.out or ROOT / "docs" / "reproductions" / f"{claim.name}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    table = pathlib.Path(args.table)
+    try:
+        shown = str(out.resolve().relative_to(ROOT))
+    except ValueError:
+        shown = str(out)
+    table.write_text(update_table(table.read_text() if table.exists() else "", record, shown))
+    d = record["difference"]
+    print(f"{claim.name}: {record['metric']} difference {d['mean']} ci95 {d['ci95']} -> "
+          f"{record['verdict']}\nwrote {out} and the row in {table}")
+    return record
+
+
+if __name__ == "__main__":
+    main()

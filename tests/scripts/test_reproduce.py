@@ -1,0 +1,120 @@
+"""scripts/reproduce.py end to end on a stubbed trainer: the claim's arms run from one
+warm start per seed through the shared arm runner, the record has issue 28's keys and
+the paired difference, and the BENCHMARKS block gets (then keeps one) row per claim."""
+
+import json
+import pathlib
+
+import pytest
+
+from mtrl.training import arm_runs
+from mtrl.training.claim_table import BEGIN, END, update_table
+from mtrl.training.claims import CLAIMS_DIR, load_claim
+from mtrl.training.config import module_from_file
+
+PATH = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "reproduce.py"
+reproduce = module_from_file(PATH)
+
+# Stubbed test success per (arm, seed): multi_turn beats single_turn by 0.3, 0.2, 0.4.
+SUCCESS = {("single_turn", 0): 0.2, ("single_turn", 1): 0.1, ("single_turn", 2): 0.3,
+           ("multi_turn", 0): 0.5, ("multi_turn", 1): 0.3, ("multi_turn", 2): 0.7}
+
+
+def fake_trainer(commands):
+    """Stands in for `python -m mtrl.train`: writes summary.json and metrics.jsonl."""
+    def run(command, log):
+        commands.append(command)
+        flags = dict(arg[2:].split("=", 1) for arg in command if arg.startswith("--"))
+        workdir = pathlib.Path(flags["workdir"])
+        workdir.mkdir(parents=True, exist_ok=True)
+        seed = int(flags["config.seed"])
+        arm = workdir.parent.name
+        if flags.get("config.train.steps") == "0":
+            summary = {"steps": 0}
+        else:
+            success = SUCCESS[(arm, seed)]
+            summary = {"steps": 2, "minutes": 0.1, "best_step": 2, "over_budget": False,
+                       "final_best_success": success, "post_sft_test_success": 0.1,
+                       "test_metrics": {"test_success": success}}
+            (workdir / "metrics.jsonl").write_text("\n".join(json.dumps(
+                {"step": s, "step_time_s": 1.0, "rollout/generated_samples": 120.0})
+                for s in (1, 2)) + "\n")
+        (workdir / "summary.json").write_text(json.dumps(summary))
+        log.write_text("ok\n")
+        return 0
+    return run
+
+
+def test_reproduce_end_to_end_writes_record_and_table_row(tmp_path, monkeypatch):
+    commands = []
+    monkeypatch.setattr(arm_runs, "run_process", fake_trainer(commands))
+    table = tmp_path / "BENCHMARKS.md"
+    table.write_text("# Benchmarks\n\nearlier text\n")
+    out = tmp_path / "rec.json"
+    argv = ["--claim", "multi_vs_single_turn", "--seeds", "0,1,2", "--out", str(out),
+            "--table", str(table), "--root", str(tmp_path / "runs"), "--steps", "2"]
+    reproduce.main(argv)
+    # One warm start per seed, shared by both arms; arms differ by their overrides.
+    warm = [c for c in commands if "--config.train.steps=0" in c]
+    assert len(warm) == 3 and len(commands) == 9
+    single = [c for c in commands if "/single_turn/" in " ".join(c)]
+    assert all("--config.rollout.num_generations=20" in c for c in single)
+    assert all(any(a.startswith("--config.train.init_from=") and a.endswith(f"warm_seed{s}")
+                   for a in c) for c, s in zip(single, (0, 1, 2)))
+    record = json.loads(out.read_text())
+    for key in ("claim", "source", "prediction", "metric", "split", "seeds", "arms",
+                "difference", "verdict", "minutes"):
+        assert key in record
+    assert record["claim"] == "multi_vs_single_turn" and record["split"] == "test"
+    assert record["metric"] == "test_success" and record["seeds"] == [0, 1, 2]
+    assert record["arms"]["single_turn"]["values"] == [0.2, 0.1, 0.3]
+    assert record["arms"]["multi_turn"]["overrides"] == []
+    assert record["arms"]["single_turn"]["overrides"] == ["rollout.num_turns=1",
+                                                          "rollout.num_generations=20"]
+    d = record["difference"]
+    assert d["mean"] == pytest.approx(0.3) and len(d["ci95"]) == 2
+    # d = (0.3, 0.2, 0.4): s = 0.1, t_{0.975,2} = 4.3027 -> half width 0.2484.
+    assert d["ci95"] == pytest.approx([0.3 - 0.24841, 0.3 + 0.24841], abs=1e-4)
+    assert record["verdict"] == "reproduced"
+    assert record["scale"]["full_size"] is False and record["scale"]["steps"] == 2
+    text = table.read_text()
+    assert text.startswith("# Benchmarks\n\nearlier text\n") and BEGIN in text and END in text
+    rows = [line for line in text.split(BEGIN)[1].split(END)[0].splitlines()
+            if line.startswith("| multi_vs_single_turn |")]
+    assert len(rows) == 1 and "+0.3 [+0.0516, +0.548]" in rows[0]
+    assert "**reproduced** (reduced scale: 2 of 20 steps" in rows[0]
+    # Running it again replaces the row instead of adding one.
+    reproduce.main(argv)
+    again = table.read_text()
+    assert again.count("| multi_vs_single_turn |") == 1 and again.count(BEGIN) == 1
+
+
+def test_table_keeps_other_claims_rows():
+    record = {"claim": "a", "source": "S, 2025", "metric": "test_success", "split": "test",
+              "seeds": [0, 1], "arms": {"x": {"values": [0.1, 0.2]},
+                                        "y": {"values": [0.3, None]}},
+              "difference": {"mean": 0.2, "ci95": None}, "verdict": "inconclusive",
+              "guard": None, "minutes": 3.0}
+    text = update_table("top\n", record, "docs/reproductions/a.json")
+    text = update_table(text, dict(record, claim="b"), "docs/reproductions/b.json")
+    text = update_table(text, dict(record, claim="a", verdict="reproduced"), "a.json")
+    block = text.split(BEGIN)[1].split(END)[0]
+    rows = [line for line in block.splitlines() if line.startswith("| a |") or
+            line.startswith("| b |")]
+    assert [r[:5] for r in rows] == ["| a |", "| b |"]
+    assert "**reproduced**" in rows[0] and "0.3 (0.3 / -)" in rows[0]
+
+
+def test_every_registered_claim_loads_and_the_dry_run_prints_its_arms(tmp_path, capsys):
+    names = sorted(p.stem for p in CLAIMS_DIR.glob("*.py"))
+    assert {"multi_vs_single_turn", "level_feedback_vs_plain", "termination_samples"} <= set(names)
+    for name in names:
+        claim = load_claim(name)
+        assert claim.prediction and claim.source and claim.metric
+    reproduce.main(["--claim", "termination_samples", "--seeds", "0,1", "--dry-run",
+                    "--root", str(tmp_path)])
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("[warm") for line in lines) == 2
+    assert any("--config.rollout.termination_threshold=3.8" in line for line in lines)
+    with pytest.raises(SystemExit, match="--claim: unknown 'nope'"):
+        load_claim("nope")
