@@ -4,8 +4,10 @@ from setuptools import find_packages, setup
 
 # Ranges: the lower bound is the version the test suite was run with; the upper
 # bound stops at the next minor release, where these libraries change APIs.
+JAX_VERSIONS = ">=0.10.2,<0.13"
+
 INSTALL_REQUIRES = [
-    "jax>=0.10.2,<0.13",
+    f"jax{JAX_VERSIONS}",
     "flax>=0.12.8,<0.13",
     "optax>=0.2.8,<0.3",
     "orbax-checkpoint>=0.12.8,<0.13",
@@ -52,6 +54,14 @@ REALMODEL_REQUIRES = [
     "accelerate>=1.15,<2",
 ]
 
+# Accelerators: jax's own extras, over the same version range as the CPU install, so pip
+# resolves one jax and its plugin / libtpu in lockstep with it (each jax release pins
+# its jaxlib, jax-cuda12-plugin and libtpu exactly). `gpu` is CUDA 12 with the CUDA
+# libraries as pip wheels (needs an NVIDIA driver >= 525, nothing else from the system);
+# `tpu` brings libtpu for Cloud TPU VMs. See BUILD.md.
+GPU_REQUIRES = [f"jax[cuda12]{JAX_VERSIONS}"]
+TPU_REQUIRES = [f"jax[tpu]{JAX_VERSIONS}"]
+
 setup(
     name="mtrl",
     version="0.1.0",
@@ -59,5 +69,6 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["mtrl", "mtrl.*"]),
     install_requires=INSTALL_REQUIRES,
-    extras_require={"test": TEST_REQUIRES, "realmodel": REALMODEL_REQUIRES},
+    extras_require={"test": TEST_REQUIRES, "realmodel": REALMODEL_REQUIRES,
+                    "gpu": GPU_REQUIRES, "tpu": TPU_REQUIRES},
 )

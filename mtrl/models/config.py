@@ -30,6 +30,8 @@ FAMILIES = ("llama", "qwen2", "qwen3")
 _ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
                   "qwen3": "Qwen3ForCausalLM"}
 _DTYPES = ("float32", "bfloat16", "float16")
+# ModelConfig.attention (mtrl.models.attention, which imports this module, repeats it).
+ATTENTION = ("auto", "xla", "cudnn", "reference")
 
 
 def canonical_dtype(dtype: Any) -> str:
@@ -94,6 +96,9 @@ class ModelConfig:
     dtype is the compute dtype (activations, K/V cache), param_dtype the storage dtype of
     the weights; both accept strings or jnp dtypes and are stored as canonical strings.
     Logits are float32 whatever these are.
+    attention: how the cache-free forward attends (mtrl/models/attention.py): "auto"
+    (cuDNN on a GPU where it can, else XLA's, through jax.nn.dot_product_attention),
+    "xla", "cudnn" or "reference" (the explicit einsum). Not part of the checkpoint.
     """
 
     vocab_size: int
@@ -119,6 +124,7 @@ class ModelConfig:
     eos_token_id: int | tuple[int, ...] | None = None
     pad_token_id: int | None = None
     initializer_range: float = 0.02
+    attention: str = "auto"
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -154,6 +160,8 @@ class ModelConfig:
         set_("param_dtype", canonical_dtype(self.param_dtype))
         if self.family not in FAMILIES:
             raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}")
+        if self.attention not in ATTENTION:
+            raise ValueError(f"attention must be one of {ATTENTION}, got {self.attention!r}")
         self._check_family()
         for name in ("bos_token_id", "pad_token_id"):
             value = _token_ids(getattr(self, name), name)

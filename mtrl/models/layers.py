@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from mtrl.models.attention import fused_attention, resolve_implementation
 from mtrl.models.config import ModelConfig
 from mtrl.models.rope import apply_rotary
 
@@ -154,12 +155,18 @@ class DecoderBlock(nnx.Module):
         self.self_attn = Attention(config, rngs=rngs)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, eps=eps, param_dtype=pdt)
         self.mlp = MLP(config, rngs=rngs)
+        self.attention = config.attention
 
     def __call__(self, x: jax.Array, cos: jax.Array, sin: jax.Array, mask: jax.Array
                  ) -> jax.Array:
-        """One layer without a cache: x [B, L, hidden], mask [B, L, L] -> [B, L, hidden]."""
+        """One layer without a cache: x [B, L, hidden], mask [B, L, L] (a subset of the
+        causal j <= i) -> [B, L, hidden]. Attention per ModelConfig.attention, chosen
+        when traced (mtrl/models/attention.py)."""
         q, k, v = self.self_attn.project(self.input_layernorm(x), cos, sin)
-        return self._finish(x, grouped_attention(q, [(k, v, mask)]))
+        implementation = resolve_implementation(self.attention, q.dtype, q.shape[-1])
+        if implementation == "reference":
+            return self._finish(x, grouped_attention(q, [(k, v, mask)]))
+        return self._finish(x, fused_attention(q, k, v, mask, implementation))
 
     def with_cache(self, x: jax.Array, cos: jax.Array, sin: jax.Array, mask: jax.Array,
                    k_cache: jax.Array, v_cache: jax.Array, index: jax.Array

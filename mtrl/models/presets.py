@@ -4,7 +4,7 @@
               (bytes 0-255, pad 256, bos 257, eos 258).
   qwen2-3m    ~3.1M-parameter Qwen2-style model on the byte vocabulary, the benchmark
               size (q/k/v bias, tied embeddings, 4 layers, 8 heads over 2 kv heads).
-  qwen2-0.5b, qwen2.5-0.5b, llama3.2-1b, qwen3-0.6b
+  smollm2-135m, qwen2-0.5b, qwen2.5-0.5b, llama3.2-1b, qwen3-0.6b
               shapes of the released checkpoints (reference; load weights with
               load_hf_checkpoint, which reads the shapes from config.json).
 """
@@ -27,6 +27,13 @@ PRESETS.register("qwen2-3m")(ModelConfig(
     hidden_size=256, intermediate_size=768, num_layers=4, num_heads=8, num_kv_heads=2,
     head_dim=32, rope_theta=10000.0, tie_word_embeddings=True, attention_bias=True,
     family="qwen2", max_position_embeddings=4096, **_BYTE_IDS))
+
+PRESETS.register("smollm2-135m")(ModelConfig(
+    vocab_size=49152, hidden_size=576, intermediate_size=1536, num_layers=30, num_heads=9,
+    num_kv_heads=3, head_dim=64, rope_theta=100000.0, rms_norm_eps=1e-5,
+    tie_word_embeddings=True, family="llama", max_position_embeddings=8192,
+    dtype="bfloat16", param_dtype="bfloat16", bos_token_id=1, eos_token_id=2,
+    pad_token_id=2))
 
 _QWEN2_SMALL = dict(
     vocab_size=151936, hidden_size=896, intermediate_size=4864, num_layers=24, num_heads=14,

@@ -18,13 +18,22 @@ it changes no weight, but Adam's moments already take in its gradient.
                 with m = min_lr_ratio, T = total_steps; η_s = m·η from s = T on.
 
 The decay shapes are registered by name in SCHEDULES.
+
+dtype policy (mixed precision; Micikevicius et al. 2018): the optimizer works in
+float32. Parameters stored in float32 (presets: `param_dtype` float32, whatever the
+compute `dtype`) are their own master copy, and AdamW's moments are float32 like them.
+Parameters stored below float32 (a bf16 checkpoint) get a float32 master copy in the
+optimizer state (`float32_master`): gradients are upcast, clipping and AdamW run on the
+master and its float32 moments, and the stored weights become the master rounded to
+their dtype. Without it an update smaller than half a bf16 ulp of a weight (|Δθ| <
+|θ|·2⁻⁹, e.g. η = 1e-6 on weights of order 1e-2) would be rounded away on every step.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -147,11 +156,59 @@ def decay_mask(params: Any) -> Any:
     return jax.tree_util.tree_map_with_path(is_decayed, params)
 
 
+class Float32MasterState(NamedTuple):
+    """float32_master's state when some parameter is stored below float32."""
+
+    master: Any  # float32 copy of every parameter leaf (the values the optimizer updates)
+    inner: optax.OptState  # the wrapped optimizer's state, built on `master` (float32)
+
+
+def _below_float32(params: Any) -> bool:
+    return any(jnp.issubdtype(x.dtype, jnp.floating) and jnp.finfo(x.dtype).bits < 32
+               for x in jax.tree.leaves(params))
+
+
+def float32_master(inner: optax.GradientTransformation) -> optax.GradientTransformation:
+    """Run `inner` in float32 whatever the parameters' storage dtype (module docstring).
+
+    All-float32 parameters: `inner` unchanged (same state, same updates, bit for bit).
+    Otherwise the state is Float32MasterState and, with m the master and u = inner's
+    update of the float32 gradient,
+
+        m ← m + u,    updates = m − float32(θ)    (so optax.apply_updates gives θ ≈ m)
+
+    The returned updates are float32: apply_updates adds them to θ in float32 and rounds
+    once to θ's dtype, so the stored weights are the master rounded (up to one rounding
+    of m − θ). The master, not θ, carries the small steps from one update to the next.
+    """
+
+    def init(params):
+        if not _below_float32(params):
+            return inner.init(params)
+        master = jax.tree.map(lambda x: x.astype(jnp.float32), params)
+        return Float32MasterState(master=master, inner=inner.init(master))
+
+    def update(grads, state, params=None):
+        if not isinstance(state, Float32MasterState):
+            return inner.update(grads, state, params)
+        if params is None:
+            raise ValueError("float32_master: update() needs params when they are stored "
+                             "below float32")
+        grads32 = jax.tree.map(lambda g: g.astype(jnp.float32), grads)
+        steps, inner_state = inner.update(grads32, state.inner, state.master)
+        master = optax.apply_updates(state.master, steps)
+        updates = jax.tree.map(lambda m, p: m - p.astype(jnp.float32), master, params)
+        return updates, Float32MasterState(master=master, inner=inner_state)
+
+    return optax.GradientTransformation(init, update)
+
+
 def make_optimizer(config: OptimConfig) -> optax.GradientTransformation:
-    """optax.chain(clip_by_global_norm(c), adamw(η_s, b1, b2, eps, λ, mask=decay_mask)),
-    without the clip when max_grad_norm is None."""
+    """float32_master(optax.chain(clip_by_global_norm(c), adamw(η_s, b1, b2, eps, λ,
+    mask=decay_mask))), without the clip when max_grad_norm is None. The master copy
+    exists only for parameters stored below float32 (module docstring, dtype policy)."""
     adamw = optax.adamw(make_schedule(config), b1=config.b1, b2=config.b2, eps=config.eps,
                         weight_decay=config.weight_decay, mask=decay_mask)
     if config.max_grad_norm is None:
-        return adamw
-    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), adamw)
+        return float32_master(adamw)
+    return float32_master(optax.chain(optax.clip_by_global_norm(config.max_grad_norm), adamw))
