@@ -25,6 +25,7 @@ def test_two_steps_with_the_method(tmp_path, credit, loss):
     c.train.drop_zero_advantage = loss.get("policy_loss") == "refuel"
     c.credit.update(credit)
     c.loss.update(loss)
+    c.env.end_on_success = credit["estimator"] == "ufo"  # UFO's first success ends it
     trainer = Trainer(c, tmp_path, show_progress=False)
     try:
         assert trainer.c.credit.estimator == credit["estimator"]
