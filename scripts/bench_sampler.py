@@ -45,7 +45,8 @@ import torch
 import transformers
 from flax import nnx
 
-from mtrl.models import ModelConfig, Transformer, load_hf_checkpoint, save_hf_checkpoint
+from mtrl.models import (Transformer, load_hf_checkpoint, preset,
+                         save_hf_checkpoint)
 from mtrl.sampling import BucketPolicy, SamplingConfig
 from mtrl.sampling import Sampler
 
@@ -120,7 +121,7 @@ def main() -> None:
     if args.torch_threads is not None:
         torch.set_num_threads(args.torch_threads)
     rng = np.random.default_rng(args.seed)
-    config = ModelConfig.preset(args.preset)
+    config = preset(args.preset)
     # Prompts are plain byte ids (never pad / bos / eos).
     max_batch = max(batches + [args.fanout_prompts])
     all_prompts = rng.integers(0, 256, (max_batch, args.prompt_len)).astype(np.int32)

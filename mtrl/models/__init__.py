@@ -2,7 +2,7 @@
 
 Public API:
   ModelConfig, Llama3RopeScaling       frozen configs (ModelConfig.from_hf_config / to_hf_config)
-  PRESETS                              Registry of named configs ('tiny', 'qwen2-3m', ...)
+  PRESETS, preset(name, **overrides)   named configs ('tiny', 'qwen2-3m', ...)
   Transformer                          model(tokens, positions=, token_mask=, cache=)
   KVCache, init_cache                  preallocated key/value cache
   default_positions                    the rotary positions the model uses by default
@@ -12,7 +12,7 @@ Public API:
 from mtrl.models.config import Llama3RopeScaling, ModelConfig
 from mtrl.models.hf_io import load_hf_checkpoint, save_hf_checkpoint
 from mtrl.models.kv_cache import KVCache
-from mtrl.models.presets import PRESETS
+from mtrl.models.presets import PRESETS, preset
 from mtrl.models.transformer import Transformer, default_positions, init_cache
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "Transformer",
     "default_positions",
     "init_cache",
+    "preset",
     "load_hf_checkpoint",
     "save_hf_checkpoint",
 ]

@@ -333,15 +333,6 @@ class ModelConfig:
             hf["max_window_layers"] = self.num_layers
         return hf
 
-    # -- presets ---------------------------------------------------------------------------
-
-    @classmethod
-    def preset(cls, name: str, **overrides: Any) -> "ModelConfig":
-        """A named configuration from PRESETS, with optional field overrides."""
-        from mtrl.models.presets import PRESETS  # presets import this module
-
-        return PRESETS.get(name).replace(**overrides)
-
 
 def _rope_scaling_from_dict(rope: dict[str, Any]) -> Llama3RopeScaling:
     rope_type = rope.get("rope_type", rope.get("type", "llama3"))

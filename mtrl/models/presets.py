@@ -1,4 +1,4 @@
-"""Named model configurations (`PRESETS.get(name)` or `ModelConfig.preset(name)`).
+"""Named model configurations (`PRESETS.get(name)`, or `preset(name, **overrides)`).
 
   tiny        ~1.0M parameters, CPU tests; vocab 259 = the byte tokenizer's
               (bytes 0-255, pad 256, bos 257, eos 258).
@@ -58,3 +58,8 @@ PRESETS.register("qwen3-0.6b")(ModelConfig(
     num_kv_heads=8, head_dim=128, rope_theta=1000000.0, rms_norm_eps=1e-6,
     tie_word_embeddings=True, qk_norm=True, family="qwen3", max_position_embeddings=40960,
     dtype="bfloat16", param_dtype="bfloat16", bos_token_id=151643, eos_token_id=151645))
+
+
+def preset(name: str, **overrides) -> ModelConfig:
+    """A named configuration from PRESETS, with optional field overrides."""
+    return PRESETS.get(name).replace(**overrides)

@@ -7,7 +7,7 @@ import pytest
 import torch
 import transformers
 
-from mtrl.models import PRESETS, Llama3RopeScaling, ModelConfig
+from mtrl.models import PRESETS, Llama3RopeScaling, ModelConfig, preset
 
 BASE = dict(vocab_size=300, hidden_size=64, intermediate_size=128, num_layers=2, num_heads=4,
             num_kv_heads=2)
@@ -102,11 +102,11 @@ def test_from_legacy_hf_config_and_overrides():
 
 def test_presets():
     assert set(PRESETS.names()) >= {"tiny", "qwen2-3m", "qwen2-0.5b", "llama3.2-1b", "qwen3-0.6b"}
-    tiny = ModelConfig.preset("tiny")
+    tiny = preset("tiny")
     assert tiny.vocab_size >= 259 and 0.8e6 <= tiny.num_params() <= 1.3e6
     assert tiny.dtype == "float32"
     assert 2.5e6 <= PRESETS.get("qwen2-3m").num_params() <= 3.5e6
-    assert ModelConfig.preset("tiny", dtype="bfloat16").dtype == "bfloat16"
+    assert preset("tiny", dtype="bfloat16").dtype == "bfloat16"
     with pytest.raises(KeyError, match="tiny"):
         PRESETS.get("huge")
     # Published parameter counts of the released checkpoints.

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from mtrl.models import ModelConfig, Transformer
+from mtrl.models import Transformer, preset
 from mtrl.sampling import BucketPolicy
 from mtrl.sampling import Sampler
 
@@ -15,7 +15,7 @@ from mtrl.sampling import Sampler
 # peaked enough (top probability ~0.07 instead of ~0.01) for greedy margins and for the
 # empirical-distribution test to have power, while keeping logits small (|z| < ~5), so
 # float32 round-off between cache and full forward stays below ~5e-6 in log-probability.
-TINY = ModelConfig.preset("tiny", initializer_range=0.1)
+TINY = preset("tiny", initializer_range=0.1)
 BUCKETS = BucketPolicy(min_batch=4, min_length=16, cache_multiple=64)
 
 
