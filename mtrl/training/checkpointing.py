@@ -222,8 +222,8 @@ class CheckpointKeeper:
             if metrics is None:
                 return False
             raise ValueError(
-                f"step {step} is already saved without evaluation metrics; call "
-                "save_eval before save_latest at an evaluation step")
+                f"step {step} is already saved in {self.directory}; a step is saved once "
+                "(save_eval before save_latest at an evaluation step)")
         extra = dict(extra or {})
         json.dumps(extra)  # fail here, with the caller's data, if not JSON-able
         data, typed = _split_typed_keys(state)

@@ -200,6 +200,9 @@ class Trainer(WarmStart):
             del fresh
             state, extra = restored.state["train"], dict(restored.extra)
             start = int(extra["step"])
+            if self.main:
+                print(f"resuming from RL step {start} "
+                      f"({self.keeper.step_directory(restored.step)})", flush=True)
             self.step_tasks.restore(extra)
             logger = MetricsLogger(self.workdir, resume_step=start) if self.main \
                 else SilentLogger()
@@ -219,7 +222,7 @@ class Trainer(WarmStart):
             extra = {"step": 0, "sft_minutes": (time.perf_counter() - started) / 60,
                      "config": self.config_record}
         self.set_policy(state)
-        if start == 0:
+        if latest is None:  # a restored step 0 already holds its evaluation
             metrics = self.evaluate(0)
             extra["post_sft_success"] = metrics["heldout_success"]
             extra.update({f"post_sft_{k}": v for k, v in metrics.items()})

@@ -46,10 +46,20 @@ def checkpoint_steps(directory: pathlib.Path) -> list[int]:
         if directory.exists() else []
 
 
-def train(config: pathlib.Path, workdir: pathlib.Path) -> None:
-    """The trainer on `config` in `workdir` to its end (resuming what is there)."""
-    subprocess.run(command(config, workdir), check=True, env=_env(), cwd=ROOT,
-                   timeout=TIMEOUT_S, capture_output=True)
+def train(config: pathlib.Path, workdir: pathlib.Path, *overrides: str) -> str:
+    """The trainer on `config` in `workdir` to its end (resuming what is there);
+    returns what it printed (stdout and stderr)."""
+    done = run_cli(config, workdir, *overrides)
+    assert done.returncode == 0, done.stdout[-3000:]
+    return done.stdout
+
+
+def run_cli(config: pathlib.Path, workdir: pathlib.Path, *overrides: str
+            ) -> subprocess.CompletedProcess:
+    """The trainer command, whatever its exit status; stderr is merged into stdout."""
+    return subprocess.run([*command(config, workdir), *overrides], env=_env(), cwd=ROOT,
+                          timeout=TIMEOUT_S, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
 
 
 def whole_and_killed_runs(tmp_path: pathlib.Path, config_text: str,
