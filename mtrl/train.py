@@ -114,19 +114,33 @@ def main(argv) -> None:
     except ValueError as e:
         sys.exit(f"error: --num_processes/--process_id/--coordinator_address: {e}")
     initialize(distributed)  # before the trainer creates any jax array
+    from mtrl.training import interrupts
+    interrupts.install()  # Ctrl-C / SIGTERM: stop at a safe point, one line
     from mtrl.training.trainer import Trainer  # heavy imports after flag parsing
     try:
         trainer = Trainer(config, workdir, show_progress=_PROGRESS.value)
     except ValueError as e:
         sys.exit(f"error: {e}")
+    interrupted = None
     try:
         result = trainer.run()
+    except interrupts.Interrupted as e:
+        interrupted = e
     finally:
-        trainer.close()
+        trainer.close()  # waits for the checkpoint in flight
+    if interrupted is not None:
+        _exit_interrupted(interrupted)
     from mtrl.parallel.distributed import is_main_process
     if _OUT.value and is_main_process():  # one summary per run, not per process
         with open(_OUT.value, "w") as f:
             json.dump(result, f, indent=2)
+
+
+def _exit_interrupted(e) -> None:
+    """One line on stderr and exit status 128 + the signal (no traceback)."""
+    print(e.line(), file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(e.exit_code)  # not sys.exit: absl would print nothing, threads may linger
 
 
 def run() -> None:

@@ -88,5 +88,8 @@ class SFTCheckpoints:
         return position, float(extra.get("seconds", 0.0))
 
     def close(self) -> None:
-        self.keeper.wait()
-        self.keeper.close()
+        """Waits for the last save; a second call does nothing."""
+        if self.keeper is not None:
+            self.keeper.wait()
+            self.keeper.close()
+            self.keeper = None

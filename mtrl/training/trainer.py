@@ -43,6 +43,7 @@ from mtrl.training.checkpointing import CheckpointKeeper
 from mtrl.training.config import TrainConfig, sft_config, train_config
 from mtrl.training.distributed_eval import evaluate_across_processes
 from mtrl.training.evaluation import evaluate
+from mtrl.training.interrupts import stop_point, stop_requested
 from mtrl.training.keys import RunKeys
 from mtrl.training.answer_probs import fill_answer_logprobs, scores_answers
 from mtrl.training.episode_end import drop_ended
@@ -191,6 +192,7 @@ class Trainer(WarmStart):
     def run(self) -> dict[str, Any]:
         cfg, c = self.train_config, self.c
         started = time.perf_counter()
+        stop_point("start-up")
         latest = self.keeper.latest_step() if cfg.restore in ("latest", "best") else None
         if latest is not None:
             # The restore's target layout; not kept (a second state would hold another
@@ -231,6 +233,7 @@ class Trainer(WarmStart):
             logger.write(0, metrics)
             logger.flush()
             self.keeper.save_eval(0, {"train": state}, metrics, extra)
+        self._stop_if_requested(start, state, extra)
         # train.steps = 0 (a warm start only) shows no RL progress bar.
         progress = Progress(max(1, cfg.steps), initial=min(start, max(1, cfg.steps)),
                             enabled=self.show_progress and cfg.steps > start and self.main)
@@ -308,12 +311,21 @@ class Trainer(WarmStart):
                             heldout_success=metrics.get("heldout_success"),
                             reward=metrics.get("reward_mean"))
             budget.check(step, cfg.steps)
+            self._stop_if_requested(step, state, extra)
         progress.close()
         if self.ahead is not None:
             self.ahead.close()
         self.keeper.wait()
         logger.close()
         return self._finish(step, started, extra, budget)
+
+    def _stop_if_requested(self, step: int, state, extra: dict) -> None:
+        """After step `step` (0: the warm start): on Ctrl-C or SIGTERM, save it (unless
+        saved already) and raise Interrupted (interrupts.py)."""
+        if stop_requested():
+            self.keeper.save_latest(step, {"train": state}, extra)
+            self.keeper.wait()
+            stop_point(f"RL step {step}")
 
     def _rollout_metrics(self, tree) -> dict[str, float]:
         out = dict(tree.metrics)

@@ -85,3 +85,26 @@ def whole_and_killed_runs(tmp_path: pathlib.Path, config_text: str,
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     return config, whole, killed
+
+
+def stopped_run(config: pathlib.Path, workdir: pathlib.Path,
+                stop_when: Callable[[pathlib.Path], bool], signals: tuple[int, ...],
+                poll_s: float = 0.05) -> tuple[int, str]:
+    """Starts the trainer on `config` in `workdir` and, as soon as stop_when(workdir)
+    holds, sends it `signals` one after another (0.05 s apart); returns its exit
+    status and what it printed (stdout and stderr)."""
+    log = workdir.parent / f"{workdir.name}.log"
+    with open(log, "w") as out:
+        victim = subprocess.Popen(command(config, workdir), env=_env(), cwd=ROOT,
+                                  stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + TIMEOUT_S
+        while time.time() < deadline and not stop_when(workdir):
+            assert victim.poll() is None, "the run ended before it could be stopped:\n" + \
+                log.read_text()[-3000:]
+            time.sleep(poll_s)
+        for i, signum in enumerate(signals):
+            if i:
+                time.sleep(0.05)
+            victim.send_signal(signum)
+        code = victim.wait(timeout=TIMEOUT_S)
+    return code, log.read_text()
