@@ -47,8 +47,10 @@ def test_interrupts_stop_with_one_line_and_the_same_command_resumes(tmp_path):
     code, printed = stopped_run(config, stopped, lambda w: lines(w / "sft.jsonl"),
                                 (signal.SIGTERM,))
     last = check_one_line_stop(code, printed, signal.SIGTERM, "SFT update ")
-    update = int(last.split("SFT update ")[1].split()[0])
-    assert update < 120 and (stopped / "sft_checkpoints" / str(update)).is_dir(), last
+    update, agent = (int(word) for word in
+                     last.split("SFT update ")[1].split(";")[0].split(" of agent "))
+    assert update < 120, last  # saved where it stopped (checkpoint numbers count agents)
+    assert (stopped / "sft_checkpoints" / str(agent * 120 + update)).is_dir(), last
     assert not (stopped / "checkpoints").exists() or not any(
         p.name.isdigit() for p in (stopped / "checkpoints").iterdir())
 
