@@ -121,15 +121,20 @@ def main(argv) -> None:
         trainer = Trainer(config, workdir, show_progress=_PROGRESS.value)
     except ValueError as e:
         sys.exit(f"error: {e}")
-    interrupted = None
+    from mtrl.training.checkpointing import CheckpointError
+    interrupted = unusable = None
     try:
         result = trainer.run()
     except interrupts.Interrupted as e:
         interrupted = e
+    except CheckpointError as e:  # corrupt or unreadable, with no whole one to fall back to
+        unusable = e
     finally:
         trainer.close()  # waits for the checkpoint in flight
     if interrupted is not None:
         _exit_interrupted(interrupted)
+    if unusable is not None:
+        sys.exit(f"error: {unusable}")
     from mtrl.parallel.distributed import is_main_process
     if _OUT.value and is_main_process():  # one summary per run, not per process
         with open(_OUT.value, "w") as f:

@@ -193,13 +193,16 @@ class Trainer(WarmStart):
         cfg, c = self.train_config, self.c
         started = time.perf_counter()
         stop_point("start-up")
-        latest = self.keeper.latest_step() if cfg.restore in ("latest", "best") else None
-        if latest is not None:
+        restored = None
+        if cfg.restore in ("latest", "best") and self.keeper.latest_step() is not None:
             # The restore's target layout; not kept (a second state would hold another
             # copy of the parameters, the reference and the Adam moments).
-            fresh = self.init_state([nnx.split(m)[1] for m in c.models])
-            restored = self.keeper.restore(cfg.restore, target={"train": fresh})
+            fresh = {"train": self.init_state([nnx.split(m)[1] for m in c.models])}
+            # A corrupt latest step is set aside and the previous whole one used.
+            restored = (self.keeper.restore_newest_whole(fresh) if cfg.restore == "latest"
+                        else self.keeper.restore(cfg.restore, target=fresh))
             del fresh
+        if restored is not None:
             state, extra = restored.state["train"], dict(restored.extra)
             start = int(extra["step"])
             if self.main:
@@ -209,7 +212,9 @@ class Trainer(WarmStart):
             logger = MetricsLogger(self.workdir, resume_step=start) if self.main \
                 else SilentLogger()
         else:
-            logger = MetricsLogger(self.workdir) if self.main else SilentLogger()
+            # resume_step=-1: lines of an earlier attempt that left no RL checkpoint go
+            logger = MetricsLogger(self.workdir, resume_step=-1) if self.main \
+                else SilentLogger()
             sft_log = self.workdir / "sft.jsonl"
 
             def log(tag, i, metrics):
@@ -224,7 +229,7 @@ class Trainer(WarmStart):
             extra = {"step": 0, "sft_minutes": (time.perf_counter() - started) / 60,
                      "config": self.config_record}
         self.set_policy(state)
-        if latest is None:  # a restored step 0 already holds its evaluation
+        if restored is None:  # a restored step 0 already holds its evaluation
             metrics = self.evaluate(0)
             extra["post_sft_success"] = metrics["heldout_success"]
             extra.update({f"post_sft_{k}": v for k, v in metrics.items()})

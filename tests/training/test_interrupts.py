@@ -1,12 +1,14 @@
 """Ctrl-C and SIGTERM with real signals on a real trainer process: the run stops at a
 safe point with one line and a non-zero status, a second Ctrl-C exits at once, and the
-same command resumes each time to the uninterrupted run's exact metrics."""
+same command resumes each time (past a corrupt checkpoint too) to the uninterrupted
+run's exact metrics."""
 
 import json
 import signal
 
 from tests.training.kill_resume import TINY_CONFIG_HEAD, stopped_run, train
 from tests.training.test_resume import records
+from tests.training.test_verified_checkpoints import corrupt_largest_file
 
 CONFIG = TINY_CONFIG_HEAD + '''    c.train.steps = 6
     c.train.tasks_per_step = 2
@@ -60,9 +62,13 @@ def test_interrupts_stop_with_one_line_and_the_same_command_resumes(tmp_path):
     step = int(last.split("RL step ")[1].split(";")[0])
     assert 1 <= step < 6 and (stopped / "checkpoints" / str(step)).is_dir(), last
 
-    # Ctrl-C twice: exits at once, whatever it was doing.
-    code, printed = stopped_run(config, stopped, rl_step_logged(step + 1),
+    # A corrupt latest checkpoint: refused, set aside, the previous whole one (step 0)
+    # used; then Ctrl-C twice exits at once, whatever the run was doing.
+    corrupt_largest_file(stopped / "checkpoints" / str(step))
+    code, printed = stopped_run(config, stopped, rl_step_logged(min(step + 1, 5)),
                                 (signal.SIGINT, signal.SIGINT))
+    assert f"checkpoint step {step} is corrupt" in printed, printed[-3000:]
+    assert "falling back to step 0" in printed and "resuming from RL step 0" in printed
     assert code == 128 + signal.SIGINT, printed[-3000:]
     assert "Traceback" not in printed, printed[-3000:]
 
