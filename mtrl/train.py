@@ -72,6 +72,10 @@ def config_error(error: BaseException, argv: list[str]) -> str:
                 return (f"{flag}: the config has no field {path!r}{tail}; a flag can only set "
                         "a field that the config file defines")
         return f"--config: unknown field {key!r}"
+    raw = str(error)
+    if "Traceback (most recent call last)" in raw:  # the config file's own error, last
+        last = [line for line in raw.splitlines() if line.strip()][-1].strip()
+        return f"--config: {re.sub(r'^(ValueError|KeyError): ', '', last)[:400]}"
     missing = re.search(r"Attempted \[[^\]]*\]: (\S+) \[Errno 2\]", text)
     if missing:
         return f"--config: config file {missing.group(1)!r} does not exist"
@@ -105,7 +109,10 @@ def main(argv) -> None:
         config.keys()  # a file that failed to load raises on first use
     except Exception as e:  # noqa: BLE001 -- e.g. the file failed to load
         sys.exit(f"error: {config_error(e, sys.argv)}")
-    name = pathlib.Path(config_flags.get_config_filename(flags.FLAGS["config"])).stem
+    config_file = config_flags.get_config_filename(flags.FLAGS["config"])
+    name = pathlib.Path(config_file).stem
+    from mtrl.training.paths import resolve_paths
+    resolve_paths(config, config_file)  # data and weights: from the checkout, not the cwd
     workdir = _WORKDIR.value or os.path.join("workdir", name)
     from mtrl.parallel.distributed import DistributedConfig, initialize
     try:

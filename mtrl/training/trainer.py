@@ -60,7 +60,8 @@ from mtrl.training.curriculum import StepTasks
 from mtrl.training.filters import shape_batch
 from mtrl.training.recipe import apply_recipe
 from mtrl.training.row_groups import check_groups, group_size, keep_informative_groups
-from mtrl.training.run_config import check_resumable, config_record, write_config
+from mtrl.training.run_config import (check_resumable, config_record, prepare_workdir,
+                                      write_config)
 from mtrl.training.sft_data import first_phase_kinds, per_agent
 from mtrl.training.step_metrics import check_finite
 from mtrl.training.train_state import agent_params, init_train_state
@@ -71,8 +72,7 @@ from mtrl.training.warm_start import WarmStart
 class Trainer(WarmStart):
     def __init__(self, config, workdir: str | os.PathLike, *, show_progress: bool = True):
         self.config = config
-        self.workdir = pathlib.Path(workdir)
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir = prepare_workdir(workdir)  # one line if it cannot be written
         self.show_progress = show_progress
         # Typed sections, validated before any work (one-line errors).
         s = self.sft = sft_config(config)  # SFTSection
