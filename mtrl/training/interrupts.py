@@ -63,18 +63,22 @@ class _StopRequest:
         self.installed = True
 
     def _handler(self, signum, frame) -> None:
-        del frame  # the watcher thread has acted already; nothing to do in Python
+        # The watcher thread counts the signals (it may see this one before or after
+        # this handler runs); here only a stop is recorded, in case it has not yet.
+        del frame
         if self.signum is None:
             self.signum = signum
 
     def _watch(self, read_fd: int) -> None:
+        seen = 0
         while True:
             data = os.read(read_fd, 64)
             for signum in data:
                 if signum not in SIGNALS:
                     continue
-                if self.signum is None:
-                    self.signum = signum
+                seen += 1
+                if seen == 1:
+                    self.signum = self.signum or signum
                     print(f"{signal.Signals(signum).name}: stopping at the next safe point "
                           "(press Ctrl-C again to exit at once)", file=sys.stderr, flush=True)
                 else:

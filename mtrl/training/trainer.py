@@ -226,7 +226,9 @@ class Trainer(WarmStart):
             params = self.warm_start(log)
             state = self.init_state(params)
             start = 0
-            extra = {"step": 0, "sft_minutes": (time.perf_counter() - started) / 60,
+            # SFT time includes what earlier invocations spent before its checkpoint.
+            sft_s = self.sft_seconds_before + time.perf_counter() - started
+            extra = {"step": 0, "sft_minutes": sft_s / 60, "run_seconds": sft_s,
                      "config": self.config_record}
         self.set_policy(state)
         if restored is None:  # a restored step 0 already holds its evaluation
@@ -243,6 +245,9 @@ class Trainer(WarmStart):
         progress = Progress(max(1, cfg.steps), initial=min(start, max(1, cfg.steps)),
                             enabled=self.show_progress and cfg.steps > start and self.main)
         budget = Budget(cfg.budget_minutes, started)
+        # The whole run's time across invocations (Ctrl-C and resume): saved in `extra`.
+        before_s = extra.get("run_seconds", 0.0) - (time.perf_counter() - started
+                                                    if restored is None else 0.0)
         step = start
         for step in range(start + 1, cfg.steps + 1):
             t0 = time.perf_counter()
@@ -299,7 +304,8 @@ class Trainer(WarmStart):
                 metrics.update({"off_policy/staleness": float(staleness),
                                 "time/rollout_s": tree.metrics["rollout/device_seconds"],
                                 "time/rollout_wait_s": t1 - t0})
-            extra = {**extra, "step": step, **self.step_tasks.state()}
+            extra = {**extra, "step": step, **self.step_tasks.state(),
+                     "run_seconds": before_s + time.perf_counter() - started}
             last = step == cfg.steps
             evaluated = step % cfg.eval_interval == 0 or last
             if evaluated:
@@ -314,7 +320,10 @@ class Trainer(WarmStart):
                 self.keeper.save_latest(step, {"train": state}, extra)
             progress.update(step, step_time_s=metrics["step_time_s"],
                             heldout_success=metrics.get("heldout_success"),
-                            reward=metrics.get("reward_mean"))
+                            reward=metrics.get("reward_mean") if update_metrics else None,
+                            note=None if update_metrics else
+                            "update skipped: no informative group" if rows is None
+                            else "update skipped: no trainable token")
             budget.check(step, cfg.steps)
             self._stop_if_requested(step, state, extra)
         progress.close()
@@ -322,7 +331,7 @@ class Trainer(WarmStart):
             self.ahead.close()
         self.keeper.wait()
         logger.close()
-        return self._finish(step, started, extra, budget)
+        return self._finish(step, started, extra, budget, before_s)
 
     def _stop_if_requested(self, step: int, state, extra: dict) -> None:
         """After step `step` (0: the warm start): on Ctrl-C or SIGTERM, save it (unless
@@ -340,8 +349,8 @@ class Trainer(WarmStart):
                                                      for rows in r.completions))
         return out
 
-    def _finish(self, step: int, started: float, extra: dict, budget: "Budget"
-                ) -> dict[str, Any]:
+    def _finish(self, step: int, started: float, extra: dict, budget: "Budget",
+                before_s: float) -> dict[str, Any]:
         best = self.keeper.best_step()
         best_metrics = self.keeper.metrics(best) if best is not None else {}
         png = plot_learning_curve(self.workdir, self.workdir / "learning_curve.png",
@@ -351,7 +360,8 @@ class Trainer(WarmStart):
             exported = self.export(best)
         test = self.test(best) if best is not None and self.c.test_tasks else {}
         result = {
-            "steps": step, "minutes": (time.perf_counter() - started) / 60,
+            "steps": step, "minutes": (before_s + time.perf_counter() - started) / 60,
+            "invocation_minutes": (time.perf_counter() - started) / 60,
             "best_step": best, "final_best_success": best_metrics.get("heldout_success"),
             "post_sft_success": extra.get("post_sft_success"),
             "turn1_success": best_metrics.get("heldout_success_turn1"),
@@ -368,7 +378,10 @@ class Trainer(WarmStart):
             print(summary(total_steps=step, best_step=best,
                           best_success=result["final_best_success"],
                           best_checkpoint=result["best_checkpoint"],
-                          wall_s=result["minutes"] * 60, learning_curve=png), flush=True)
+                          wall_s=result["invocation_minutes"] * 60,
+                          total_wall_s=result["minutes"] * 60, learning_curve=png,
+                          test_success=result["test_success"],
+                          test_tasks=len(self.c.test_tasks), exported=exported), flush=True)
         return result
 
     def _restored(self, step: int):

@@ -41,6 +41,7 @@ class WarmStart:
         (sft_checkpoint.py); a killed run resumes there exactly."""
         params = [nnx.split(m)[1] for m in self.c.models]
         s = self.sft
+        self.sft_seconds_before = 0.0  # SFT time of earlier invocations (resumed SFT)
         if self.train_config.init_from:
             return self.params_from(self.train_config.init_from)
         if not s.enabled:
@@ -50,6 +51,7 @@ class WarmStart:
                                      self.workdir / "sft.jsonl")
         template = make_optimizer(self._sft_config(max(1, s.steps)).optim).init(params[0])
         resumed, seconds_before = checkpoints.restore(params, template)
+        self.sft_seconds_before = seconds_before
         if resumed is not None:
             params = list(resumed.params)
         started = time.perf_counter()
