@@ -223,6 +223,7 @@ class Trainer(WarmStart):
                 with open(sft_log, "a") as f:
                     f.write(json.dumps({"tag": tag, "step": i, **{k: float(v) for k, v in
                                                                   metrics.items()}}) + "\n")
+                logger.write_sft(tag, i, metrics)
             params = self.warm_start(log)
             state = self.init_state(params)
             start = 0
@@ -236,7 +237,9 @@ class Trainer(WarmStart):
             extra["post_sft_success"] = metrics["heldout_success"]
             extra.update({f"post_sft_{k}": v for k, v in metrics.items()})
             if c.test_tasks:  # reported beside the final test number; chooses nothing
-                extra.update({f"post_sft_{k}": v for k, v in self.evaluate(0, "test").items()})
+                test = self.evaluate(0, "test")
+                extra.update({f"post_sft_{k}": v for k, v in test.items()})
+                logger.write_tensorboard(0, test)
             logger.write(0, metrics)
             logger.flush()
             self.keeper.save_eval(0, {"train": state}, metrics, extra)
@@ -330,8 +333,9 @@ class Trainer(WarmStart):
         if self.ahead is not None:
             self.ahead.close()
         self.keeper.wait()
+        result = self._finish(step, started, extra, budget, before_s, logger)
         logger.close()
-        return self._finish(step, started, extra, budget, before_s)
+        return result
 
     def _stop_if_requested(self, step: int, state, extra: dict) -> None:
         """After step `step` (0: the warm start): on Ctrl-C or SIGTERM, save it (unless
@@ -350,7 +354,7 @@ class Trainer(WarmStart):
         return out
 
     def _finish(self, step: int, started: float, extra: dict, budget: "Budget",
-                before_s: float) -> dict[str, Any]:
+                before_s: float, logger) -> dict[str, Any]:
         best = self.keeper.best_step()
         best_metrics = self.keeper.metrics(best) if best is not None else {}
         png = plot_learning_curve(self.workdir, self.workdir / "learning_curve.png",
@@ -359,6 +363,8 @@ class Trainer(WarmStart):
         if self.c.from_hf and self.train_config.export_best and best is not None:
             exported = self.export(best)
         test = self.test(best) if best is not None and self.c.test_tasks else {}
+        if test:
+            logger.write_tensorboard(best, test)  # TensorBoard only: chooses nothing
         result = {
             "steps": step, "minutes": (before_s + time.perf_counter() - started) / 60,
             "invocation_minutes": (time.perf_counter() - started) / 60,

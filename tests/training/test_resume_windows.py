@@ -12,6 +12,8 @@ CONFIG = TINY_CONFIG_HEAD + '''    c.train.steps = 2
     c.train.save_interval = 10
     c.sft.steps = 4
     c.sft.batch_size = 4
+    c.data.test_split = "test"
+    c.data.num_test = 2
     return c
 '''
 
@@ -28,3 +30,7 @@ def test_a_run_stopped_after_its_warm_start_resumes_with_the_same_command(tmp_pa
     printed = train(config, stopped)
     assert "resuming from RL step 0" in printed
     assert records(stopped) == records(whole)
+    # The summary says what the run did, the whole run's time included.
+    assert "Test success: " in printed and "(this invocation " in printed
+    events = {p.parent.name for p in (stopped / "tensorboard").rglob("events.out.tfevents.*")}
+    assert events == {"tensorboard", "sft"}  # RL and test metrics; SFT losses

@@ -3,7 +3,7 @@ summary carries the test success, the export and the whole run's time."""
 
 import io
 
-from mtrl.training.logging import Progress, summary
+from mtrl.training.logging import MetricsLogger, Progress, read_metrics, summary
 
 
 def test_a_skipped_update_says_so_instead_of_a_stale_or_zero_reward():
@@ -26,3 +26,16 @@ def test_the_summary_has_test_success_export_and_whole_run_time():
     assert lines[0] == "Run finished: 20 steps in 1h00m00s (this invocation 10m00s)."
     assert "Test success: 0.3750 on 8 test tasks (the step-10 checkpoint)." in lines
     assert "Exported (Hugging Face): /run/export" in lines
+
+
+def test_sft_loss_and_test_metrics_reach_tensorboard_not_the_step_log(tmp_path):
+    from tests.training.test_logging import _read_events, _scalars
+    with MetricsLogger(tmp_path) as logger:
+        logger.write_sft("sft/agent0", 25, {"loss": 1.5})
+        logger.write(3, {"heldout_success": 0.25})
+        logger.write_tensorboard(3, {"test_success": 0.5})
+    assert read_metrics(tmp_path) == [{"step": 3, "heldout_success": 0.25}]
+    (main,) = (tmp_path / "tensorboard").glob("events.out.tfevents.*")
+    assert _scalars(_read_events(main))[("test_success", 3)] == 0.5
+    (sft,) = (tmp_path / "tensorboard" / "sft").glob("events.out.tfevents.*")
+    assert _scalars(_read_events(sft))[("sft/agent0/loss", 25)] == 1.5
