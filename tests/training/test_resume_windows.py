@@ -14,6 +14,7 @@ CONFIG = TINY_CONFIG_HEAD + '''    c.train.steps = 2
     c.sft.batch_size = 4
     c.data.test_split = "test"
     c.data.num_test = 2
+    c.data.options = dict(test_terms=("neg2x",), test_offset_range=(0, 9))
     return c
 '''
 
