@@ -51,7 +51,7 @@ def test_a_readme_command_runs_one_short_step(command, tmp_path):
         pytest.skip(f"needs the model at {missing} (scripts/get_smollm2.py)")
     done = subprocess.run([sys.executable, "-m", "mtrl.train", *args, "--smoke",
                            f"--workdir={tmp_path / 'run'}", "--noprogress"],
-                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stdout[-3000:]
