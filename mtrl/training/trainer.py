@@ -45,6 +45,7 @@ from mtrl.training.distributed_eval import evaluate_across_processes
 from mtrl.training.evaluation import evaluate
 from mtrl.training.interrupts import stop_point, stop_requested
 from mtrl.training.keys import RunKeys
+from mtrl.training.memory import check_step_memory
 from mtrl.training.answer_probs import fill_answer_logprobs, scores_answers
 from mtrl.training.episode_end import drop_ended
 from mtrl.training.methods import ESTIMATORS
@@ -90,6 +91,8 @@ class Trainer(WarmStart):
                               else config_record(config))
         c = self.c
         print(model_report(c.models[0], c.from_hf), flush=True)  # dtypes in effect
+        # The step tree's attention bound; one line and no run if it cannot fit.
+        print(check_step_memory(c.rollout, self.train_config, c.models[0].config), flush=True)
         self.num_agents = c.rollout.num_agents
         self.first_phase = first_phase_kinds(s.first_phase, self.num_agents)
         for field in ("revision_fraction", "resubmit_fraction"):
