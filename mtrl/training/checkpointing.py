@@ -36,10 +36,8 @@ falls back to the previous step, saying so. Saves are asynchronous, so a step's
 checksums are written at the next wait point (the next save, `wait`, `close`); a
 process killed in between leaves a step without them, restored unverified.
 
-Typed PRNG keys (`jax.random.key`) cannot be serialized as arrays: they are saved as
-`jax.random.key_data` (uint32) with their implementation name recorded in `meta`,
-and rewrapped with `jax.random.wrap_key_data` on restore. Raw uint32 keys
-(`jax.random.PRNGKey`) are ordinary arrays and round-trip unchanged.
+Typed PRNG keys are saved as their key data, their implementation in `meta`
+(prng_checkpoint.py).
 """
 
 from __future__ import annotations
@@ -58,6 +56,8 @@ from orbax.checkpoint import checkpoint_managers as policies
 
 from mtrl.checksums import ChecksumMismatch, verify_manifest, write_manifest
 from mtrl.training.logging.metrics import HELDOUT_SUCCESS as DEFAULT_METRIC
+from mtrl.training.prng_checkpoint import (check_target_keys, key_data_target,
+                                           split_typed_keys, wrap_typed_keys)
 
 _TRASH = "_trash"
 _CORRUPT = "_corrupt"  # corrupt steps set aside by restore_newest_whole
@@ -95,67 +95,6 @@ class Restored(NamedTuple):
     step: int
     state: Any  # the pytree, shaped like the target when one was given
     extra: dict  # the host-state JSON saved with it
-
-
-def _is_typed_key(leaf: Any) -> bool:
-    dtype = getattr(leaf, "dtype", None)
-    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
-
-
-def _split_typed_keys(state: Any) -> tuple[Any, dict[str, str]]:
-    """Replaces typed PRNG keys by their uint32 key data; returns the paths and impls."""
-    typed: dict[str, str] = {}
-
-    def to_data(path, leaf):
-        if _is_typed_key(leaf):
-            typed[jax.tree_util.keystr(path)] = str(jax.random.key_impl(leaf))
-            return jax.random.key_data(leaf)
-        return leaf
-
-    return jax.tree_util.tree_map_with_path(to_data, state), typed
-
-
-def _key_data_target(target: Any) -> tuple[Any, dict[str, Any]]:
-    """The target with typed-key leaves (arrays or ShapeDtypeStructs) replaced by the
-    abstract uint32 arrays that were actually saved; also their paths and dtypes."""
-    typed: dict[str, Any] = {}
-
-    def to_abstract(path, leaf):
-        if _is_typed_key(leaf):
-            typed[jax.tree_util.keystr(path)] = leaf.dtype
-            return jax.eval_shape(jax.random.key_data, leaf)
-        return leaf
-
-    return jax.tree_util.tree_map_with_path(to_abstract, target), typed
-
-
-def _check_target_keys(saved: Mapping[str, str], target: Mapping[str, Any]) -> None:
-    """The target must hold typed keys exactly where they were saved, of the same impl."""
-    if set(saved) != set(target):
-        raise ValueError(f"typed PRNG keys differ: saved at {sorted(saved)}, "
-                         f"target has them at {sorted(target)}")
-    for path, impl in saved.items():
-        if jax.random.key(0, impl=impl).dtype != target[path]:
-            raise ValueError(f"PRNG key {path} was saved as {impl}, target has {target[path]}")
-
-
-def _wrap_typed_keys(state: Any, typed: Mapping[str, str]) -> Any:
-    found: set[str] = set()
-
-    def wrap(path, leaf):
-        name = jax.tree_util.keystr(path)
-        if name in typed:
-            found.add(name)
-            return jax.random.wrap_key_data(leaf, impl=typed[name])
-        return leaf
-
-    wrapped = jax.tree_util.tree_map_with_path(wrap, state)
-    missing = set(typed) - found
-    if missing:
-        raise ValueError(
-            f"saved typed PRNG keys at {sorted(missing)} are not in the restored tree; "
-            "pass a `target` with the structure that was saved")
-    return wrapped
 
 
 def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, float | None]:
@@ -249,7 +188,7 @@ class CheckpointKeeper:
                 "(save_eval before save_latest at an evaluation step)")
         extra = dict(extra or {})
         json.dumps(extra)  # fail here, with the caller's data, if not JSON-able
-        data, typed = _split_typed_keys(state)
+        data, typed = split_typed_keys(state)
         meta = {"format": _FORMAT_VERSION, "typed_keys": typed}
         saved = self._manager.save(
             step,
@@ -338,15 +277,15 @@ class CheckpointKeeper:
         if target is None:
             state_args = ocp.args.StandardRestore()
         else:
-            abstract, target_typed = _key_data_target(target)
-            _check_target_keys(saved_typed, target_typed)
+            abstract, target_typed = key_data_target(target)
+            check_target_keys(saved_typed, target_typed)
             state_args = ocp.args.StandardRestore(abstract)
         try:
             restored = self._manager.restore(
                 step, args=ocp.args.Composite(state=state_args, extra=ocp.args.JsonRestore()))
         except Exception as e:  # noqa: BLE001 -- a missing item, a shape that changed
             raise self._unreadable(step, e) from None
-        state = _wrap_typed_keys(restored.state, saved_typed)
+        state = wrap_typed_keys(restored.state, saved_typed)
         return Restored(step=step, state=state, extra=dict(restored.extra or {}))
 
     def restore_newest_whole(self, target: Any = None, say=print) -> Restored | None:
