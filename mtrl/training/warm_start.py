@@ -54,6 +54,9 @@ class WarmStart:
         self.sft_seconds_before = seconds_before
         if resumed is not None:
             params = list(resumed.params)
+            if self.main:
+                print(f"resuming SFT of agent {resumed.agent} from phase {resumed.phase} "
+                      f"update {resumed.update}", flush=True)
         started = time.perf_counter()
         try:
             for a in range(len(params)):

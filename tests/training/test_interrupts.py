@@ -58,6 +58,7 @@ def test_interrupts_stop_with_one_line_and_the_same_command_resumes(tmp_path):
 
     # Ctrl-C during RL, before its first RL checkpoint (save_interval 10 > steps 6).
     code, printed = stopped_run(config, stopped, rl_step_logged(1), (signal.SIGINT,))
+    assert f"resuming SFT of agent {agent} from phase 1 update {update}" in printed
     last = check_one_line_stop(code, printed, signal.SIGINT, "RL step ")
     step = int(last.split("RL step ")[1].split(";")[0])
     assert 1 <= step < 6 and (stopped / "checkpoints" / str(step)).is_dir(), last
