@@ -6,6 +6,8 @@ Flags:
   --workdir  where checkpoints, metrics.jsonl, TensorBoard events, transcripts and
              the learning curve go (default: ./workdir/<config name>).
   --out      optional JSON file for the run's summary (minutes, success numbers).
+  --smoke    any config shrunk to run end to end in about a minute (one RL step, 4 SFT
+             updates, 2 validation and test tasks; mtrl/training/smoke.py).
   --coordinator_address, --num_processes, --process_id, --distributed_auto
              join a multi-process run (jax.distributed; mtrl/parallel/distributed.py):
              explicit on GPU nodes and local CPU processes, --distributed_auto on TPU
@@ -35,6 +37,8 @@ DEFAULT_CONFIG = str(pathlib.Path(__file__).resolve().parents[1] / "experiments"
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory of the run.")
 _OUT = flags.DEFINE_string("out", None, "Write the run summary as JSON here.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show the progress bar / lines.")
+_SMOKE = flags.DEFINE_bool("smoke", False, "Shrink the config to a run of about a minute "
+                           "(mtrl/training/smoke.py); workdir defaults to <name>-smoke.")
 _COORDINATOR = flags.DEFINE_string("coordinator_address", "",
                                    "host:port of process 0 (multi-process runs).")
 _NUM_PROCESSES = flags.DEFINE_integer("num_processes", 1, "Processes in the run.")
@@ -72,6 +76,10 @@ def config_error(error: BaseException, argv: list[str]) -> str:
                 return (f"{flag}: the config has no field {path!r}{tail}; a flag can only set "
                         "a field that the config file defines")
         return f"--config: unknown field {key!r}"
+    raw = str(error)
+    if "Traceback (most recent call last)" in raw:  # the config file's own error, last
+        last = [line for line in raw.splitlines() if line.strip()][-1].strip()
+        return f"--config: {re.sub(r'^(ValueError|KeyError): ', '', last)[:400]}"
     missing = re.search(r"Attempted \[[^\]]*\]: (\S+) \[Errno 2\]", text)
     if missing:
         return f"--config: config file {missing.group(1)!r} does not exist"
@@ -105,7 +113,14 @@ def main(argv) -> None:
         config.keys()  # a file that failed to load raises on first use
     except Exception as e:  # noqa: BLE001 -- e.g. the file failed to load
         sys.exit(f"error: {config_error(e, sys.argv)}")
-    name = pathlib.Path(config_flags.get_config_filename(flags.FLAGS["config"])).stem
+    config_file = config_flags.get_config_filename(flags.FLAGS["config"])
+    name = pathlib.Path(config_file).stem
+    from mtrl.training.paths import resolve_paths
+    resolve_paths(config, config_file)  # data and weights: from the checkout, not the cwd
+    if _SMOKE.value:
+        from mtrl.training.smoke import apply_smoke
+        apply_smoke(config, keep=frozenset(path for _, path in _override_flags(sys.argv)))
+        name += "-smoke"
     workdir = _WORKDIR.value or os.path.join("workdir", name)
     from mtrl.parallel.distributed import DistributedConfig, initialize
     try:
@@ -114,19 +129,38 @@ def main(argv) -> None:
     except ValueError as e:
         sys.exit(f"error: --num_processes/--process_id/--coordinator_address: {e}")
     initialize(distributed)  # before the trainer creates any jax array
+    from mtrl.training import interrupts
+    interrupts.install()  # Ctrl-C / SIGTERM: stop at a safe point, one line
     from mtrl.training.trainer import Trainer  # heavy imports after flag parsing
     try:
         trainer = Trainer(config, workdir, show_progress=_PROGRESS.value)
     except ValueError as e:
         sys.exit(f"error: {e}")
+    from mtrl.training.checkpointing import CheckpointError
+    interrupted = unusable = None
     try:
         result = trainer.run()
+    except interrupts.Interrupted as e:
+        interrupted = e
+    except CheckpointError as e:  # corrupt or unreadable, with no whole one to fall back to
+        unusable = e
     finally:
-        trainer.close()
+        trainer.close()  # waits for the checkpoint in flight
+    if interrupted is not None:
+        _exit_interrupted(interrupted)
+    if unusable is not None:
+        sys.exit(f"error: {unusable}")
     from mtrl.parallel.distributed import is_main_process
     if _OUT.value and is_main_process():  # one summary per run, not per process
         with open(_OUT.value, "w") as f:
             json.dump(result, f, indent=2)
+
+
+def _exit_interrupted(e) -> None:
+    """One line on stderr and exit status 128 + the signal (no traceback)."""
+    print(e.line(), file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(e.exit_code)  # not sys.exit: absl would print nothing, threads may linger
 
 
 def run() -> None:

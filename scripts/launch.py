@@ -29,6 +29,11 @@ import sys
 from typing import Sequence
 
 REPO_DIR = "~/mtrl"  # where the code lives on every remote host
+VENV = ".venv"  # the environment the setup step installs, inside REPO_DIR
+ACTIVATE = f". {VENV}/bin/activate"
+# What a worker needs to install and run mtrl: never the local virtualenv, models/,
+# workdirs or tests (the whole checkout with its .venv was 2.5 GB per worker).
+WORKER_FILES = ("setup.py", "mtrl", "experiments")
 DEFAULT_TPU_VERSION = "v2-alpha-tpuv5-lite"
 DEFAULT_PORT = 12345
 
@@ -44,8 +49,9 @@ def train_command(config: str, workdir: str, extra: Sequence[str], *,
 def tpu_commands(name: str, zone: str, accelerator: str, config: str, workdir: str,
                  extra: Sequence[str], *, version: str = DEFAULT_TPU_VERSION,
                  project: str = "", create: bool = True, repo: str = ".") -> list[str]:
-    """gcloud commands: create the TPU VM slice, copy the code to every host, install,
-    then run the same training command on every host (--distributed_auto)."""
+    """gcloud commands: create the TPU VM slice, pack WORKER_FILES into a tarball and
+    copy it to every host, install into REPO_DIR/.venv, then run the same training
+    command on every host (--distributed_auto) inside that environment."""
     where = [f"--zone={zone}"] + ([f"--project={project}"] if project else [])
     flags = " ".join(shlex.quote(w) for w in where)
     out = []
@@ -53,10 +59,14 @@ def tpu_commands(name: str, zone: str, accelerator: str, config: str, workdir: s
         out.append(f"gcloud compute tpus tpu-vm create {shlex.quote(name)} {flags} "
                    f"--accelerator-type={shlex.quote(accelerator)} "
                    f"--version={shlex.quote(version)}")
-    out.append(f"gcloud compute tpus tpu-vm scp --recurse {shlex.quote(repo)} "
-               f"{shlex.quote(name)}:{REPO_DIR} --worker=all {flags}")
-    setup = f"cd {REPO_DIR} && pip install -e . 'jax[tpu]'"
-    run = (f"cd {REPO_DIR} && "
+    tarball = f"/tmp/mtrl-{name}.tgz"
+    out.append(f"tar czf {shlex.quote(tarball)} --exclude=__pycache__ -C {shlex.quote(repo)} "
+               + " ".join(WORKER_FILES))
+    out.append(f"gcloud compute tpus tpu-vm scp {shlex.quote(tarball)} "
+               f"{shlex.quote(name)}:~/mtrl.tgz --worker=all {flags}")
+    setup = (f"mkdir -p {REPO_DIR} && tar xzf ~/mtrl.tgz -C {REPO_DIR} && cd {REPO_DIR} && "
+             f"python3 -m venv {VENV} && {ACTIVATE} && pip install -e . 'jax[tpu]'")
+    run = (f"cd {REPO_DIR} && {ACTIVATE} && "
            + train_command(config, workdir, extra, distributed=["--distributed_auto"]))
     for remote in (setup, run):
         out.append(f"gcloud compute tpus tpu-vm ssh {shlex.quote(name)} {flags} "
@@ -66,8 +76,9 @@ def tpu_commands(name: str, zone: str, accelerator: str, config: str, workdir: s
 
 def gpu_commands(hosts: Sequence[str], config: str, workdir: str, extra: Sequence[str], *,
                  port: int = DEFAULT_PORT) -> list[str]:
-    """One host: the training command itself (one process drives all its GPUs).
-    Several: one ssh command per host; host 0 is the coordinator."""
+    """One host: the training command itself (one process drives all its GPUs), in
+    the caller's environment. Several: one ssh command per host (host 0 is the
+    coordinator), each in REPO_DIR/.venv there (`pip install -e .` into it first)."""
     hosts = list(hosts)
     if not hosts:
         raise ValueError("--hosts: need at least one host")
@@ -77,8 +88,8 @@ def gpu_commands(hosts: Sequence[str], config: str, workdir: str, extra: Sequenc
     for index, host in enumerate(hosts):
         distributed = [f"--coordinator_address={hosts[0]}:{port}",
                        f"--num_processes={len(hosts)}", f"--process_id={index}"]
-        remote = f"cd {REPO_DIR} && " + train_command(config, workdir, extra,
-                                                      distributed=distributed)
+        remote = f"cd {REPO_DIR} && {ACTIVATE} && " + train_command(
+            config, workdir, extra, distributed=distributed)
         out.append(f"ssh {shlex.quote(host)} {shlex.quote(remote)}")
     return out
 

@@ -29,6 +29,7 @@ from flax import nnx
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
+from mtrl.checksums import verify_manifest
 from mtrl.models.config import ModelConfig
 from mtrl.models.transformer import Transformer
 
@@ -199,6 +200,7 @@ def load_hf_checkpoint(path: str | os.PathLike, **config_overrides: Any) -> Tran
     if not config_file.is_file():
         raise FileNotFoundError(f"no config.json in {directory}")
     config = ModelConfig.from_hf_config(json.loads(config_file.read_text()), **config_overrides)
+    verify_manifest(directory)  # an export's checksums (mtrl/checksums.py), if it has them
     return model_from_hf_tensors(config, _read_tensors(checkpoint_files(directory)))
 
 

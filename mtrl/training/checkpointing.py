@@ -28,10 +28,16 @@ old step is made atomic the same way: orbax renames it into `_trash/` (one renam
 and this module empties `_trash/` afterwards, so a kill mid-delete can leave
 garbage in `_trash/` but never a half-deleted step that looks restorable.
 
-Typed PRNG keys (`jax.random.key`) cannot be serialized as arrays: they are saved as
-`jax.random.key_data` (uint32) with their implementation name recorded in `meta`,
-and rewrapped with `jax.random.wrap_key_data` on restore. Raw uint32 keys
-(`jax.random.PRNGKey`) are ordinary arrays and round-trip unchanged.
+Verification: once a save is committed, `checksums.sha256` (mtrl/checksums.py) is
+written into its step directory; `restore` checks it first and raises
+CorruptCheckpoint, one line naming the file, instead of restoring changed weights.
+`restore_newest_whole` (resuming) sets a corrupt step aside into `_corrupt/` and
+falls back to the previous step, saying so. Saves are asynchronous, so a step's
+checksums are written at the next wait point (the next save, `wait`, `close`); a
+process killed in between leaves a step without them, restored unverified.
+
+Typed PRNG keys are saved as their key data, their implementation in `meta`
+(prng_checkpoint.py).
 """
 
 from __future__ import annotations
@@ -48,9 +54,13 @@ import jax
 import orbax.checkpoint as ocp
 from orbax.checkpoint import checkpoint_managers as policies
 
+from mtrl.checksums import ChecksumMismatch, verify_manifest, write_manifest
 from mtrl.training.logging.metrics import HELDOUT_SUCCESS as DEFAULT_METRIC
+from mtrl.training.prng_checkpoint import (check_target_keys, key_data_target,
+                                           split_typed_keys, wrap_typed_keys)
 
 _TRASH = "_trash"
+_CORRUPT = "_corrupt"  # corrupt steps set aside by restore_newest_whole
 _TMP_MARKER = ".orbax-checkpoint-tmp"  # in the names of uncommitted step directories
 _ITEMS = ("state", "extra", "meta")
 _FORMAT_VERSION = 1
@@ -66,73 +76,25 @@ class _DropUntrackedSaveWarning(logging.Filter):
 logging.getLogger("absl").addFilter(_DropUntrackedSaveWarning())
 
 
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used; the message is one line naming it and what
+    to do (the launcher prints it as is)."""
+
+
+class CorruptCheckpoint(CheckpointError):
+    """A step whose files do not match their checksums (one line, naming the file)."""
+
+    def __init__(self, step: int, detail: str):
+        super().__init__(f"checkpoint step {step} is corrupt: {detail}")
+        self.step = step
+
+
 class Restored(NamedTuple):
     """What `CheckpointKeeper.restore` returns; unpacks as (step, state, extra)."""
 
     step: int
     state: Any  # the pytree, shaped like the target when one was given
     extra: dict  # the host-state JSON saved with it
-
-
-def _is_typed_key(leaf: Any) -> bool:
-    dtype = getattr(leaf, "dtype", None)
-    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
-
-
-def _split_typed_keys(state: Any) -> tuple[Any, dict[str, str]]:
-    """Replaces typed PRNG keys by their uint32 key data; returns the paths and impls."""
-    typed: dict[str, str] = {}
-
-    def to_data(path, leaf):
-        if _is_typed_key(leaf):
-            typed[jax.tree_util.keystr(path)] = str(jax.random.key_impl(leaf))
-            return jax.random.key_data(leaf)
-        return leaf
-
-    return jax.tree_util.tree_map_with_path(to_data, state), typed
-
-
-def _key_data_target(target: Any) -> tuple[Any, dict[str, Any]]:
-    """The target with typed-key leaves (arrays or ShapeDtypeStructs) replaced by the
-    abstract uint32 arrays that were actually saved; also their paths and dtypes."""
-    typed: dict[str, Any] = {}
-
-    def to_abstract(path, leaf):
-        if _is_typed_key(leaf):
-            typed[jax.tree_util.keystr(path)] = leaf.dtype
-            return jax.eval_shape(jax.random.key_data, leaf)
-        return leaf
-
-    return jax.tree_util.tree_map_with_path(to_abstract, target), typed
-
-
-def _check_target_keys(saved: Mapping[str, str], target: Mapping[str, Any]) -> None:
-    """The target must hold typed keys exactly where they were saved, of the same impl."""
-    if set(saved) != set(target):
-        raise ValueError(f"typed PRNG keys differ: saved at {sorted(saved)}, "
-                         f"target has them at {sorted(target)}")
-    for path, impl in saved.items():
-        if jax.random.key(0, impl=impl).dtype != target[path]:
-            raise ValueError(f"PRNG key {path} was saved as {impl}, target has {target[path]}")
-
-
-def _wrap_typed_keys(state: Any, typed: Mapping[str, str]) -> Any:
-    found: set[str] = set()
-
-    def wrap(path, leaf):
-        name = jax.tree_util.keystr(path)
-        if name in typed:
-            found.add(name)
-            return jax.random.wrap_key_data(leaf, impl=typed[name])
-        return leaf
-
-    wrapped = jax.tree_util.tree_map_with_path(wrap, state)
-    missing = set(typed) - found
-    if missing:
-        raise ValueError(
-            f"saved typed PRNG keys at {sorted(missing)} are not in the restored tree; "
-            "pass a `target` with the structure that was saved")
-    return wrapped
 
 
 def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, float | None]:
@@ -178,6 +140,7 @@ class CheckpointKeeper:
         self.metric = metric
         self.mode = mode
         self._metrics_cache: dict[int, dict | None] = {}
+        self._unsummed: list[int] = []  # saved steps whose checksums are not written yet
         retention = policies.AnyPreservationPolicy([
             policies.LatestN(n=1),
             policies.BestN(get_metric_fn=self._rank_value, reverse=(mode == "min"),
@@ -216,17 +179,16 @@ class CheckpointKeeper:
                 raise ValueError(f"metrics must contain {self.metric!r}, got {sorted(metrics)}")
             if metrics[self.metric] is None:
                 raise ValueError(f"metric {self.metric!r} must be finite to rank checkpoints")
-        self._manager.wait_until_finished()
-        self._empty_trash()
+        self._wait()
         if step in self._manager.all_steps():
             if metrics is None:
                 return False
             raise ValueError(
-                f"step {step} is already saved without evaluation metrics; call "
-                "save_eval before save_latest at an evaluation step")
+                f"step {step} is already saved in {self.directory}; a step is saved once "
+                "(save_eval before save_latest at an evaluation step)")
         extra = dict(extra or {})
         json.dumps(extra)  # fail here, with the caller's data, if not JSON-able
-        data, typed = _split_typed_keys(state)
+        data, typed = split_typed_keys(state)
         meta = {"format": _FORMAT_VERSION, "typed_keys": typed}
         saved = self._manager.save(
             step,
@@ -235,6 +197,8 @@ class CheckpointKeeper:
                                     meta=ocp.args.JsonSave(meta)),
             metrics=metrics, force=True)
         self._metrics_cache[step] = metrics
+        if saved:
+            self._unsummed.append(step)
         return saved
 
     def save_latest(self, step: int, state: Any,
@@ -289,7 +253,7 @@ class CheckpointKeeper:
           exactly its structure (optax NamedTuples and all), dtypes and shardings.
           Without it orbax returns the saved tree with plain dicts and lists.
         """
-        self._manager.wait_until_finished()
+        self._wait()
         if which == "latest":
             step = self.latest_step()
         elif which == "best":
@@ -300,29 +264,53 @@ class CheckpointKeeper:
             raise ValueError(f"which must be 'latest', 'best' or a step number, got {which!r}")
         if step is None:
             raise FileNotFoundError(f"no {which!r} checkpoint in {self.directory}")
-        meta = self._manager.restore(
-            step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())).meta
+        try:
+            verify_manifest(self.step_directory(step))
+        except ChecksumMismatch as e:
+            raise CorruptCheckpoint(step, str(e)) from None
+        try:
+            meta = self._manager.restore(
+                step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())).meta
+        except Exception as e:  # noqa: BLE001 -- orbax raises many kinds; one line
+            raise self._unreadable(step, e) from None
         saved_typed = dict(meta.get("typed_keys", {}))
         if target is None:
             state_args = ocp.args.StandardRestore()
         else:
-            abstract, target_typed = _key_data_target(target)
-            _check_target_keys(saved_typed, target_typed)
+            abstract, target_typed = key_data_target(target)
+            check_target_keys(saved_typed, target_typed)
             state_args = ocp.args.StandardRestore(abstract)
-        restored = self._manager.restore(
-            step, args=ocp.args.Composite(state=state_args, extra=ocp.args.JsonRestore()))
-        state = _wrap_typed_keys(restored.state, saved_typed)
+        try:
+            restored = self._manager.restore(
+                step, args=ocp.args.Composite(state=state_args, extra=ocp.args.JsonRestore()))
+        except Exception as e:  # noqa: BLE001 -- a missing item, a shape that changed
+            raise self._unreadable(step, e) from None
+        state = wrap_typed_keys(restored.state, saved_typed)
         return Restored(step=step, state=state, extra=dict(restored.extra or {}))
+
+    def restore_newest_whole(self, target: Any = None, say=print) -> Restored | None:
+        """The newest step whose files match their checksums (None: no step left).
+        Each corrupt newer step is moved into `_corrupt/` (kept to look at; its step
+        number can be saved again) and reported with `say`, one line each."""
+        for step in sorted(self.all_steps(), reverse=True):
+            try:
+                return self.restore(step, target)
+            except CorruptCheckpoint as e:
+                moved = self._set_aside(step)
+                left = self.all_steps()
+                then = (f"falling back to step {left[-1]}" if left
+                        else "no earlier checkpoint is left, starting over")
+                say(f"{e}; moved it to {moved}; {then}")
+        return None
 
     # ------------------------------------------------------------- lifecycle
 
     def wait(self) -> None:
         """Blocks until every started save is committed (and old steps deleted)."""
-        self._manager.wait_until_finished()
-        self._empty_trash()
+        self._wait()
 
     def close(self) -> None:
-        self._manager.wait_until_finished()
+        self._wait()
         self._manager.close()
         self._empty_trash()
 
@@ -336,6 +324,34 @@ class CheckpointKeeper:
 
     def _rank_value(self, metrics: Mapping[str, Any]) -> float:
         return float(metrics[self.metric])
+
+    def _wait(self) -> None:
+        """Waits for the save in flight, then writes the checksums of committed steps."""
+        self._manager.wait_until_finished()
+        self._empty_trash()
+        if jax.process_index() == 0:  # one writer of the shared step directories
+            for step in self._unsummed:
+                if self.step_directory(step).is_dir():  # not deleted by retention since
+                    write_manifest(self.step_directory(step))
+        self._unsummed = []
+
+    def _unreadable(self, step: int, error: Exception) -> CheckpointError:
+        detail = " ".join(f"{type(error).__name__}: {error}".split())[:240]
+        return CheckpointError(f"checkpoint {self.step_directory(step)} cannot be restored "
+                          f"({detail}); move it out of {self.directory} to resume from an "
+                          "earlier step, or start over with another --workdir")
+
+    def _set_aside(self, step: int) -> pathlib.Path:
+        """Moves step `step` out of the manager's sight into `_corrupt/` (one rename)."""
+        aside = self.directory / _CORRUPT
+        aside.mkdir(exist_ok=True)
+        dest, n = aside / str(step), 1
+        while dest.exists():
+            dest, n = aside / f"{step}.{n}", n + 1
+        os.replace(self.step_directory(step), dest)
+        self._metrics_cache.pop(step, None)
+        self._manager.reload()
+        return dest
 
     def _remove_uncommitted(self) -> None:
         """Deletes step directories a killed process left uncommitted. Assumes one

@@ -1,7 +1,7 @@
 """A trained policy as a Hugging Face directory that transformers' Auto* classes and
 mtrl both load again: weights and config.json (models/hf_io.py), the tokenizer files
 with the chat template, and generation_config.json (eos = the end-of-turn token the
-sampler stopped on)."""
+sampler stopped on), and checksums.sha256 of the weights, checked when mtrl loads them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import os
 import pathlib
 
+from mtrl.checksums import write_manifest
 from mtrl.models.hf_io import save_hf_checkpoint
 from mtrl.models.transformer import Transformer
 from mtrl.tokenizers import HFTokenizer
@@ -28,11 +29,12 @@ def export_hf_directory(model: Transformer, tokenizer, path: str | os.PathLike
     tokenizer has none: such a model is loaded with config.tokenizer = "byte") and
     generation config into `path`."""
     out = pathlib.Path(path)
-    save_hf_checkpoint(model, out)
+    weights = save_hf_checkpoint(model, out)
     if isinstance(tokenizer, HFTokenizer):
         tokenizer.hf_tokenizer.save_pretrained(out)
     (out / "generation_config.json").write_text(json.dumps(generation_config(tokenizer),
                                                            indent=2))
+    write_manifest(out, [p for p in weights if p.suffix == ".safetensors"])  # checked on load
     return out
 
 

@@ -8,10 +8,11 @@ applied, as is usual for transformers, to kernels and embedding tables only (not
 norm gains or biases). Clipping: Pascanu et al. 2013.
 
 Learning rate η_s at the 0-based update count s (optax's convention), with
-W = warmup_steps and η = learning_rate. With a warmup, the first update has η_0 = 0:
-it changes no weight, but Adam's moments already take in its gradient.
+W = warmup_steps and η = learning_rate. The warmup's W updates climb linearly to the
+peak, the first already learning: with η_0 = 0 (warmup from 0) a one-step run
+exported its starting weights unchanged.
 
-    s < W:     η_s = η · s / W                                   (linear warmup from 0)
+    s < W:     η_s = η · (s + 1) / W                             (linear warmup, η/W first)
     s ≥ W:     η_s = η · decay(s − W)
       constant: decay = 1
       cosine:   decay = m + (1 − m) · ½ (1 + cos(π · min(1, (s − W) / (T − W))))
@@ -140,7 +141,7 @@ def make_schedule(config: OptimConfig) -> optax.Schedule:
         after = peak * decay(jnp.maximum(s - warmup, 0.0), config)
         if warmup == 0:
             return after
-        return jnp.where(s < warmup, peak * s / warmup, after)
+        return jnp.where(s < warmup, peak * (s + 1.0) / warmup, after)
 
     return schedule
 

@@ -15,6 +15,12 @@ class SilentLogger:
     def write(self, step: int, metrics: Mapping[str, Any]) -> None:
         del step, metrics
 
+    def write_tensorboard(self, step: int, metrics: Mapping[str, Any]) -> None:
+        del step, metrics
+
+    def write_sft(self, tag: str, update: int, metrics: Mapping[str, Any]) -> None:
+        del tag, update, metrics
+
     def flush(self) -> None:
         pass
 

@@ -73,9 +73,33 @@ def has_progress(workdir: str | os.PathLike) -> bool:
     return False
 
 
+def prepare_workdir(workdir: str | os.PathLike) -> pathlib.Path:
+    """Creates `workdir` and checks that files can be written in it (one-line error
+    naming it, instead of a traceback at the first log line or checkpoint)."""
+    path = pathlib.Path(workdir)
+    probe = path / ".mtrl-write-check"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise ValueError(f"--workdir {path}: not writable ({e.strerror or e}); choose "
+                         "another --workdir") from None
+    return path
+
+
 def read_config(workdir: str | os.PathLike) -> dict | None:
+    """The workdir's config.json, None when it has none; a one-line error naming the
+    file when it is not JSON."""
     path = pathlib.Path(workdir) / CONFIG_FILE
-    return json.loads(path.read_text()) if path.exists() else None
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} is corrupt ({' '.join(str(e).split())}); delete it to "
+                         "resume with this command's config (every checkpoint keeps a "
+                         "copy), or use another --workdir") from None
 
 
 def check_resumable(workdir: str | os.PathLike, config) -> None:
@@ -83,7 +107,7 @@ def check_resumable(workdir: str | os.PathLike, config) -> None:
     path = pathlib.Path(workdir) / CONFIG_FILE
     if not path.exists() or not has_progress(workdir):
         return
-    saved = json.loads(path.read_text())
+    saved = read_config(workdir)
     diff = differences(saved, config_record(config))
     if diff:
         field, old, new = diff[0]

@@ -73,12 +73,16 @@ class SFTCheckpoints:
         self.keeper.save_latest(step, state, extra)
 
     def restore(self, params: list, opt_template: Any) -> tuple[SFTPosition | None, float]:
-        """(the newest position or None, SFT seconds spent before it); cuts the log."""
-        if self.keeper.latest_step() is None:
-            return None, 0.0
+        """(the newest whole position or None, SFT seconds spent before it); cuts the
+        log back to that position (to nothing when SFT starts over). A corrupt
+        checkpoint is set aside, saying so (checkpointing.py)."""
         target = {"params": list(params), "opt": opt_template,
                   "nonfinite": jnp.zeros((), jnp.float32)}
-        restored = self.keeper.restore("latest", target=target)
+        restored = self.keeper.restore_newest_whole(
+            target, say=lambda line: print(f"SFT {line}", flush=True))
+        if restored is None:
+            truncate_lines(self.log_path, 0)  # lines of an SFT that is redone
+            return None, 0.0
         extra = restored.extra
         truncate_lines(self.log_path, int(extra["log_lines"]))
         state = restored.state
@@ -88,5 +92,8 @@ class SFTCheckpoints:
         return position, float(extra.get("seconds", 0.0))
 
     def close(self) -> None:
-        self.keeper.wait()
-        self.keeper.close()
+        """Waits for the last save; a second call does nothing."""
+        if self.keeper is not None:
+            self.keeper.wait()
+            self.keeper.close()
+            self.keeper = None

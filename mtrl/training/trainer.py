@@ -43,7 +43,9 @@ from mtrl.training.checkpointing import CheckpointKeeper
 from mtrl.training.config import TrainConfig, sft_config, train_config
 from mtrl.training.distributed_eval import evaluate_across_processes
 from mtrl.training.evaluation import evaluate
+from mtrl.training.interrupts import stop_point, stop_requested
 from mtrl.training.keys import RunKeys
+from mtrl.training.memory import check_step_memory
 from mtrl.training.answer_probs import fill_answer_logprobs, scores_answers
 from mtrl.training.methods import ESTIMATORS
 from mtrl.training.methods import token_advantages as method_token_advantages
@@ -58,7 +60,8 @@ from mtrl.training.curriculum import StepTasks
 from mtrl.training.filters import shape_batch
 from mtrl.training.recipe import apply_recipe
 from mtrl.training.row_groups import check_groups, group_size, keep_informative_groups
-from mtrl.training.run_config import check_resumable, config_record, write_config
+from mtrl.training.run_config import (check_resumable, config_record, prepare_workdir,
+                                      write_config)
 from mtrl.data.demonstrations import per_agent
 from mtrl.training.sft_data import first_phase_kinds
 from mtrl.training.step_metrics import check_finite
@@ -70,8 +73,7 @@ from mtrl.training.warm_start import WarmStart
 class Trainer(WarmStart):
     def __init__(self, config, workdir: str | os.PathLike, *, show_progress: bool = True):
         self.config = config
-        self.workdir = pathlib.Path(workdir)
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir = prepare_workdir(workdir)  # one line if it cannot be written
         self.show_progress = show_progress
         # Typed sections, validated before any work (one-line errors).
         s = self.sft = sft_config(config)  # SFTSection
@@ -89,6 +91,8 @@ class Trainer(WarmStart):
                               else config_record(config))
         c = self.c
         print(model_report(c.models[0], c.from_hf), flush=True)  # dtypes in effect
+        # The step tree's attention bound; one line and no run if it cannot fit.
+        print(check_step_memory(c.rollout, self.train_config, c.models[0].config), flush=True)
         self.num_agents = c.rollout.num_agents
         self.first_phase = first_phase_kinds(s.first_phase, self.num_agents)
         for field in ("revision_fraction", "resubmit_fraction"):
@@ -192,20 +196,29 @@ class Trainer(WarmStart):
     def run(self) -> dict[str, Any]:
         cfg, c = self.train_config, self.c
         started = time.perf_counter()
-        latest = self.keeper.latest_step() if cfg.restore in ("latest", "best") else None
-        if latest is not None:
+        stop_point("start-up")
+        restored = None
+        if cfg.restore in ("latest", "best") and self.keeper.latest_step() is not None:
             # The restore's target layout; not kept (a second state would hold another
             # copy of the parameters, the reference and the Adam moments).
-            fresh = self.init_state([nnx.split(m)[1] for m in c.models])
-            restored = self.keeper.restore(cfg.restore, target={"train": fresh})
+            fresh = {"train": self.init_state([nnx.split(m)[1] for m in c.models])}
+            # A corrupt latest step is set aside and the previous whole one used.
+            restored = (self.keeper.restore_newest_whole(fresh) if cfg.restore == "latest"
+                        else self.keeper.restore(cfg.restore, target=fresh))
             del fresh
+        if restored is not None:
             state, extra = restored.state["train"], dict(restored.extra)
             start = int(extra["step"])
+            if self.main:
+                print(f"resuming from RL step {start} "
+                      f"({self.keeper.step_directory(restored.step)})", flush=True)
             self.step_tasks.restore(extra)
             logger = MetricsLogger(self.workdir, resume_step=start) if self.main \
                 else SilentLogger()
         else:
-            logger = MetricsLogger(self.workdir) if self.main else SilentLogger()
+            # resume_step=-1: lines of an earlier attempt that left no RL checkpoint go
+            logger = MetricsLogger(self.workdir, resume_step=-1) if self.main \
+                else SilentLogger()
             sft_log = self.workdir / "sft.jsonl"
 
             def log(tag, i, metrics):
@@ -214,25 +227,34 @@ class Trainer(WarmStart):
                 with open(sft_log, "a") as f:
                     f.write(json.dumps({"tag": tag, "step": i, **{k: float(v) for k, v in
                                                                   metrics.items()}}) + "\n")
+                logger.write_sft(tag, i, metrics)
             params = self.warm_start(log)
             state = self.init_state(params)
             start = 0
-            extra = {"step": 0, "sft_minutes": (time.perf_counter() - started) / 60,
+            # SFT time includes what earlier invocations spent before its checkpoint.
+            sft_s = self.sft_seconds_before + time.perf_counter() - started
+            extra = {"step": 0, "sft_minutes": sft_s / 60, "run_seconds": sft_s,
                      "config": self.config_record}
         self.set_policy(state)
-        if start == 0:
+        if restored is None:  # a restored step 0 already holds its evaluation
             metrics = self.evaluate(0)
             extra["post_sft_success"] = metrics["heldout_success"]
             extra.update({f"post_sft_{k}": v for k, v in metrics.items()})
             for name in c.test_splits():  # reported beside the final test; chooses nothing
-                extra.update({f"post_sft_{k}": v for k, v in self.evaluate(0, name).items()})
+                test = self.evaluate(0, name)
+                extra.update({f"post_sft_{k}": v for k, v in test.items()})
+                logger.write_tensorboard(0, test)
             logger.write(0, metrics)
             logger.flush()
             self.keeper.save_eval(0, {"train": state}, metrics, extra)
+        self._stop_if_requested(start, state, extra)
         # train.steps = 0 (a warm start only) shows no RL progress bar.
         progress = Progress(max(1, cfg.steps), initial=min(start, max(1, cfg.steps)),
                             enabled=self.show_progress and cfg.steps > start and self.main)
         budget = Budget(cfg.budget_minutes, started)
+        # The whole run's time across invocations (Ctrl-C and resume): saved in `extra`.
+        before_s = extra.get("run_seconds", 0.0) - (time.perf_counter() - started
+                                                    if restored is None else 0.0)
         step = start
         for step in range(start + 1, cfg.steps + 1):
             t0 = time.perf_counter()
@@ -288,7 +310,8 @@ class Trainer(WarmStart):
                 metrics.update({"off_policy/staleness": float(staleness),
                                 "time/rollout_s": tree.metrics["rollout/device_seconds"],
                                 "time/rollout_wait_s": t1 - t0})
-            extra = {**extra, "step": step, **self.step_tasks.state()}
+            extra = {**extra, "step": step, **self.step_tasks.state(),
+                     "run_seconds": before_s + time.perf_counter() - started}
             last = step == cfg.steps
             evaluated = step % cfg.eval_interval == 0 or last
             if evaluated:
@@ -303,14 +326,27 @@ class Trainer(WarmStart):
                 self.keeper.save_latest(step, {"train": state}, extra)
             progress.update(step, step_time_s=metrics["step_time_s"],
                             heldout_success=metrics.get("heldout_success"),
-                            reward=metrics.get("reward_mean"))
+                            reward=metrics.get("reward_mean") if update_metrics else None,
+                            note=None if update_metrics else
+                            "update skipped: no informative group" if rows is None
+                            else "update skipped: no trainable token")
             budget.check(step, cfg.steps)
+            self._stop_if_requested(step, state, extra)
         progress.close()
         if self.ahead is not None:
             self.ahead.close()
         self.keeper.wait()
+        result = self._finish(step, started, extra, budget, before_s, logger)
         logger.close()
-        return self._finish(step, started, extra, budget)
+        return result
+
+    def _stop_if_requested(self, step: int, state, extra: dict) -> None:
+        """After step `step` (0: the warm start): on Ctrl-C or SIGTERM, save it (unless
+        saved already) and raise Interrupted (interrupts.py)."""
+        if stop_requested():
+            self.keeper.save_latest(step, {"train": state}, extra)
+            self.keeper.wait()
+            stop_point(f"RL step {step}")
 
     def _rollout_metrics(self, tree) -> dict[str, float]:
         out = dict(tree.metrics)
@@ -320,8 +356,8 @@ class Trainer(WarmStart):
                                                      for rows in r.completions))
         return out
 
-    def _finish(self, step: int, started: float, extra: dict, budget: "Budget"
-                ) -> dict[str, Any]:
+    def _finish(self, step: int, started: float, extra: dict, budget: "Budget",
+                before_s: float, logger) -> dict[str, Any]:
         best = self.keeper.best_step()
         best_metrics = self.keeper.metrics(best) if best is not None else {}
         png = plot_learning_curve(self.workdir, self.workdir / "learning_curve.png",
@@ -330,8 +366,11 @@ class Trainer(WarmStart):
         if self.c.from_hf and self.train_config.export_best and best is not None:
             exported = self.export(best)
         test = self.test(best) if best is not None and self.c.test_tasks else {}
+        if test:
+            logger.write_tensorboard(best, test)  # TensorBoard only: chooses nothing
         result = {
-            "steps": step, "minutes": (time.perf_counter() - started) / 60,
+            "steps": step, "minutes": (before_s + time.perf_counter() - started) / 60,
+            "invocation_minutes": (time.perf_counter() - started) / 60,
             "best_step": best, "final_best_success": best_metrics.get("heldout_success"),
             "post_sft_success": extra.get("post_sft_success"),
             "turn1_success": best_metrics.get("heldout_success_turn1"),
@@ -351,7 +390,10 @@ class Trainer(WarmStart):
             print(summary(total_steps=step, best_step=best,
                           best_success=result["final_best_success"],
                           best_checkpoint=result["best_checkpoint"],
-                          wall_s=result["minutes"] * 60, learning_curve=png), flush=True)
+                          wall_s=result["invocation_minutes"] * 60,
+                          total_wall_s=result["minutes"] * 60, learning_curve=png,
+                          test_success=result["test_success"],
+                          test_tasks=len(self.c.test_tasks), exported=exported), flush=True)
         return result
 
     def _restored(self, step: int):

@@ -16,6 +16,7 @@ from flax import nnx
 
 from mtrl.rollout.generator import per_agent_formats
 from mtrl.training.checkpointing import CheckpointKeeper
+from mtrl.training.interrupts import stop_point, stop_requested
 from mtrl.training.logging import Progress
 from mtrl.training.optim import OptimConfig, make_optimizer
 from mtrl.training.run_config import read_config
@@ -40,6 +41,7 @@ class WarmStart:
         (sft_checkpoint.py); a killed run resumes there exactly."""
         params = [nnx.split(m)[1] for m in self.c.models]
         s = self.sft
+        self.sft_seconds_before = 0.0  # SFT time of earlier invocations (resumed SFT)
         if self.train_config.init_from:
             return self.params_from(self.train_config.init_from)
         if not s.enabled:
@@ -49,8 +51,12 @@ class WarmStart:
                                      self.workdir / "sft.jsonl")
         template = make_optimizer(self._sft_config(max(1, s.steps)).optim).init(params[0])
         resumed, seconds_before = checkpoints.restore(params, template)
+        self.sft_seconds_before = seconds_before
         if resumed is not None:
             params = list(resumed.params)
+            if self.main:
+                print(f"resuming SFT of agent {resumed.agent} from phase {resumed.phase} "
+                      f"update {resumed.update}", flush=True)
         started = time.perf_counter()
         try:
             for a in range(len(params)):
@@ -117,15 +123,22 @@ class WarmStart:
                     log(f"sft/agent{a}", done + i, m)
                     progress.update(done + i, loss=m["loss"])
 
-                def save(state, phase=phase, done=done):
-                    if not self.main:  # every process trains the same SFT; one saves it
+                def save(state, phase=phase, done=done, steps=steps):
+                    # Called after every update: a stop request (Ctrl-C) saves here.
+                    stopping = stop_requested()
+                    if state.update % s.checkpoint_every and state.update != steps \
+                            and not stopping:
                         return
-                    everyone = [*params[:a], state.params, *params[a + 1:]]
-                    checkpoints.save(a * s.steps + done + state.update, a, phase, everyone,
-                                     state, elapsed())
+                    if self.main:  # every process trains the same SFT; one saves it
+                        everyone = [*params[:a], state.params, *params[a + 1:]]
+                        checkpoints.save(a * s.steps + done + state.update, a, phase,
+                                         everyone, state, elapsed())
+                    if stopping:
+                        checkpoints.close()  # the save is on disk before the exit
+                        stop_point(f"SFT update {done + state.update} of agent {a}")
                 p = run_sft(self.graphdef, p, examples, self._sft_config(steps),
                             self.keys.sft(a, phase), log_fn=log_and_show, resume=resume,
-                            on_progress=save, progress_every=s.checkpoint_every)
+                            on_progress=save, progress_every=1)
                 done += steps
         return p
 

@@ -23,15 +23,21 @@ def test_tpu_dry_run_commands(capsys):
                  "v5litepod-16", "--workdir", "/mnt/runs/exp 1", "--dry-run", "--",
                  "--config.mesh.shape=4,4,1", "--config.train.steps=10"])
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 4
-    create, scp, install, run = (shlex.split(line) for line in lines)
+    assert len(lines) == 5
+    create, pack, scp, install, run = (shlex.split(line) for line in lines)
     assert create == ["gcloud", "compute", "tpus", "tpu-vm", "create", "mtrl-v5e",
                       "--zone=us-west4-a", "--accelerator-type=v5litepod-16",
                       "--version=" + launch.DEFAULT_TPU_VERSION]
-    assert scp[:6] == ["gcloud", "compute", "tpus", "tpu-vm", "scp", "--recurse"]
+    # Only what a worker needs is copied: no .venv, models/, workdirs or tests.
+    assert pack[:2] == ["tar", "czf"] and pack[-3:] == ["setup.py", "mtrl", "experiments"]
+    assert scp[:5] == ["gcloud", "compute", "tpus", "tpu-vm", "scp"]
+    assert "--recurse" not in scp and scp[5] == pack[2]
     assert "--worker=all" in scp and "--worker=all" in install and "--worker=all" in run
-    assert "pip install -e . 'jax[tpu]'" in install[-1]
-    remote = shlex.split(run[-1].split("=", 1)[1].split("&&", 1)[1])
+    setup = install[-1]
+    assert "python3 -m venv .venv && . .venv/bin/activate && pip install -e . 'jax[tpu]'" \
+        in setup
+    assert run[-1].split("&&")[1].strip() == ". .venv/bin/activate"  # the installed env
+    remote = shlex.split(run[-1].split("=", 1)[1].split("&&", 2)[2])
     assert remote == ["python", "-m", "mtrl.train",
                       "--config=experiments/configs/default.py",
                       "--workdir=/mnt/runs/exp 1", "--progress=false", "--distributed_auto",
@@ -45,7 +51,9 @@ def test_gpu_commands_one_and_several_hosts():
     two = launch.gpu_commands(["a", "b"], "c.py", "/w", [], port=999)
     assert [shlex.split(line)[:2] for line in two] == [["ssh", "a"], ["ssh", "b"]]
     for index, line in enumerate(two):
-        remote = shlex.split(shlex.split(line)[2].split("&&", 1)[1])
+        cd, activate, command = shlex.split(line)[2].split("&&", 2)
+        assert activate.strip() == ". .venv/bin/activate"  # the environment installed there
+        remote = shlex.split(command)
         assert remote[-3:] == ["--coordinator_address=a:999", "--num_processes=2",
                                f"--process_id={index}"]
     with pytest.raises(ValueError, match="--hosts"):

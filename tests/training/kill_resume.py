@@ -46,10 +46,20 @@ def checkpoint_steps(directory: pathlib.Path) -> list[int]:
         if directory.exists() else []
 
 
-def train(config: pathlib.Path, workdir: pathlib.Path) -> None:
-    """The trainer on `config` in `workdir` to its end (resuming what is there)."""
-    subprocess.run(command(config, workdir), check=True, env=_env(), cwd=ROOT,
-                   timeout=TIMEOUT_S, capture_output=True)
+def train(config: pathlib.Path, workdir: pathlib.Path, *overrides: str) -> str:
+    """The trainer on `config` in `workdir` to its end (resuming what is there);
+    returns what it printed (stdout and stderr)."""
+    done = run_cli(config, workdir, *overrides)
+    assert done.returncode == 0, done.stdout[-3000:]
+    return done.stdout
+
+
+def run_cli(config: pathlib.Path, workdir: pathlib.Path, *overrides: str
+            ) -> subprocess.CompletedProcess:
+    """The trainer command, whatever its exit status; stderr is merged into stdout."""
+    return subprocess.run([*command(config, workdir), *overrides], env=_env(), cwd=ROOT,
+                          timeout=TIMEOUT_S, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
 
 
 def whole_and_killed_runs(tmp_path: pathlib.Path, config_text: str,
@@ -75,3 +85,26 @@ def whole_and_killed_runs(tmp_path: pathlib.Path, config_text: str,
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     return config, whole, killed
+
+
+def stopped_run(config: pathlib.Path, workdir: pathlib.Path,
+                stop_when: Callable[[pathlib.Path], bool], signals: tuple[int, ...],
+                poll_s: float = 0.05) -> tuple[int, str]:
+    """Starts the trainer on `config` in `workdir` and, as soon as stop_when(workdir)
+    holds, sends it `signals` one after another (0.05 s apart); returns its exit
+    status and what it printed (stdout and stderr)."""
+    log = workdir.parent / f"{workdir.name}.log"
+    with open(log, "w") as out:
+        victim = subprocess.Popen(command(config, workdir), env=_env(), cwd=ROOT,
+                                  stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + TIMEOUT_S
+        while time.time() < deadline and not stop_when(workdir):
+            assert victim.poll() is None, "the run ended before it could be stopped:\n" + \
+                log.read_text()[-3000:]
+            time.sleep(poll_s)
+        for i, signum in enumerate(signals):
+            if i:
+                time.sleep(0.05)
+            victim.send_signal(signum)
+        code = victim.wait(timeout=TIMEOUT_S)
+    return code, log.read_text()

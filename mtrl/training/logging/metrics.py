@@ -101,6 +101,7 @@ class MetricsLogger:
             self._truncate_after(resume_step)
         self._file = self.path.open("a")
         self._writer = None
+        self._sft_writer = None
         if tensorboard:
             # Imported here: tensorboardX pulls in protobuf, not needed otherwise.
             from tensorboardX import SummaryWriter
@@ -127,6 +128,28 @@ class MetricsLogger:
             for name, value in values.items():
                 self._writer.add_scalar(name, value, global_step=step)
 
+    def write_tensorboard(self, step: int, metrics: Mapping[str, Any]) -> None:
+        """TensorBoard only (e.g. the test split's metrics: reported, not a step's
+        line in metrics.jsonl, which the exact-resume checks compare)."""
+        if self._writer is not None:
+            for name, value in metrics.items():
+                self._writer.add_scalar(str(name), to_float(name, value), global_step=step)
+
+    def write_sft(self, tag: str, update: int, metrics: Mapping[str, Any]) -> None:
+        """An SFT log line (`tag`/name at `update`) to TensorBoard's own `sft` run: its
+        update counts would collide with RL steps, and a resumed RL run purges its
+        steps from the main run."""
+        if self._writer is None:
+            return
+        if self._sft_writer is None:
+            from tensorboardX import SummaryWriter
+            self._sft_writer = SummaryWriter(logdir=str(self.workdir / TENSORBOARD_DIR / "sft"),
+                                             flush_secs=30,
+                                             filename_suffix=f".{time.time_ns()}")
+        for name, value in metrics.items():
+            self._sft_writer.add_scalar(f"{tag}/{name}", to_float(name, value),
+                                        global_step=update)
+
     def flush(self) -> None:
         self._file.flush()
         os.fsync(self._file.fileno())
@@ -140,6 +163,8 @@ class MetricsLogger:
         self._file.close()
         if self._writer is not None:
             self._writer.close()
+        if self._sft_writer is not None:
+            self._sft_writer.close()
 
     def __enter__(self) -> "MetricsLogger":
         return self

@@ -64,6 +64,7 @@ class Progress:
         self._step = initial
         self._step_time: float | None = None
         self._shown: dict[str, float] = {}  # last known values, kept between evals
+        self._note: str | None = None  # this step's note
         self._bar = None
         self.enabled = enabled
         if enabled and self._stream.isatty():
@@ -73,8 +74,11 @@ class Progress:
                              file=self._stream, dynamic_ncols=True, mininterval=0.5)
 
     def update(self, step: int, *, step_time_s: float | None = None,
-               heldout_success: float | None = None, **scalars: float) -> None:
-        """Reports that `step` is done. Values given persist until replaced."""
+               heldout_success: float | None = None, note: str | None = None,
+               **scalars: float | None) -> None:
+        """Reports that `step` is done. Values given persist until replaced; a value
+        given as None is dropped. `note` is shown for this step only (e.g. "update
+        skipped: no informative group", where a reward of 0.000 would mislead)."""
         if not self._step <= step <= self.total:
             raise ValueError(f"step must go forward within [{self._step}, {self.total}], "
                              f"got {step}")
@@ -84,7 +88,11 @@ class Progress:
         if heldout_success is not None:
             self._shown[HELDOUT_SUCCESS] = to_float(HELDOUT_SUCCESS, heldout_success)
         for name, value in scalars.items():
-            self._shown[name] = to_float(name, value)
+            if value is None:
+                self._shown.pop(name, None)
+            else:
+                self._shown[name] = to_float(name, value)
+        self._note = note
         if not self.enabled:
             return
         if self._bar is not None:
@@ -114,6 +122,8 @@ class Progress:
         else:
             parts.append("eta ?")
         parts.extend(f"{name} {value:.3f}" for name, value in self._shown.items())
+        if self._note:
+            parts.append(self._note)
         return " | ".join(parts)
 
     def close(self) -> None:
@@ -135,4 +145,6 @@ class Progress:
             parts.append(f"{self._step_time:.3g}s/step")
         parts.extend(f"{name}={value:.3g}" for name, value in self._shown.items()
                      if name != HELDOUT_SUCCESS)
+        if self._note:
+            parts.append(self._note)
         return ", ".join(parts)

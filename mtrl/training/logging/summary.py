@@ -13,13 +13,21 @@ from mtrl.training.logging.progress import format_duration
 def summary(*, total_steps: int, best_step: int | None, best_success: float | None,
             best_checkpoint: str | os.PathLike | None, metric: str = HELDOUT_SUCCESS,
             wall_s: float | None = None, final_metrics: Mapping[str, float] | None = None,
-            learning_curve: str | os.PathLike | None = None) -> str:
-    """A short human-readable end-of-run report (no trailing newline)."""
+            learning_curve: str | os.PathLike | None = None,
+            total_wall_s: float | None = None, test_success: float | None = None,
+            test_tasks: int | None = None, exported: str | os.PathLike | None = None) -> str:
+    """A short human-readable end-of-run report (no trailing newline).
+
+    wall_s: this invocation's time; total_wall_s: the whole run's, across resumes.
+    test_success: the test split's success of the best checkpoint (test_tasks tasks).
+    exported: where the Hugging Face export went."""
     if total_steps < 0:
         raise ValueError(f"total_steps must be >= 0, got {total_steps}")
     if (best_step is None) != (best_success is None):
         raise ValueError("best_step and best_success are given together or not at all")
     took = "" if wall_s is None else f" in {format_duration(wall_s)}"
+    if total_wall_s is not None and wall_s is not None and total_wall_s > wall_s + 0.5:
+        took = f" in {format_duration(total_wall_s)} (this invocation {format_duration(wall_s)})"
     lines = [f"Run finished: {total_steps} steps{took}."]
     if best_step is None:
         lines.append(f"No held-out evaluation was recorded, so there is no best {metric}.")
@@ -27,6 +35,12 @@ def summary(*, total_steps: int, best_step: int | None, best_success: float | No
         lines.append(f"Best {metric}: {best_success:.4f} at step {best_step}.")
         where = "not saved" if best_checkpoint is None else os.fspath(best_checkpoint)
         lines.append(f"Best checkpoint: {where}")
+        if test_success is not None:
+            on = f" on {test_tasks} test tasks" if test_tasks else ""
+            lines.append(f"Test success: {test_success:.4f}{on} (the step-{best_step} "
+                         "checkpoint).")
+    if exported is not None:
+        lines.append(f"Exported (Hugging Face): {os.fspath(exported)}")
     if final_metrics:
         shown = ", ".join(f"{name} {value:.4g}" if math.isfinite(value) else f"{name} nan"
                           for name, value in final_metrics.items())
