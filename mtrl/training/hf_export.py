@@ -49,3 +49,15 @@ def model_report(model: Transformer, source: str | None) -> str:
     origin = f"Hugging Face checkpoint {source}" if source else f"{c.family} preset"
     return (f"model: {origin}, {params / 1e6:.1f}M parameters, {c.num_layers} layers, "
             f"params {c.param_dtype}, compute {c.dtype}")
+
+
+def export_agents(graphdef, agent_params, tokenizer, out: str | os.PathLike, *,
+                  write: bool = True) -> str:
+    """One Hugging Face directory per agent's parameters, `out`/agent{a} (written by
+    the process that writes files: `write`); returns `out`."""
+    from flax import nnx
+    out = pathlib.Path(out)
+    for a, params in enumerate(agent_params):
+        if write:
+            export_hf_directory(nnx.merge(graphdef, params), tokenizer, out / f"agent{a}")
+    return str(out)

@@ -6,12 +6,11 @@ uninterrupted one):
   1. tasks[s·P : (s+1)·P] of a seeded per-epoch permutation of the train split;
   2. tree rollout (sampler with KV reuse; environment = code sandbox);
   3. rollout batch -> per-token advantages of credit.estimator (methods.py);
-  4. PPO-style epochs/minibatches of the jitted train step (one optimizer per agent),
-     on every row or, with train.drop_zero_advantage, on the rows with a non-zero
-     advantage (row_filter.py); the rows are packed (train.packing, default "tree":
-     each shared prefix computed once, packing.py);
-  5. every eval_interval steps: held-out evaluation, transcripts, checkpoint ranked by
-     held-out success; every save_interval steps: the latest checkpoint.
+  4. PPO epochs/minibatches of the jitted train step (one optimizer per agent) on the
+     rows (train.drop_zero_advantage: non-zero advantage only, row_filter.py), packed
+     by train.packing ("tree": each shared prefix once, packing.py);
+  5. every eval_interval steps: held-out evaluation and a checkpoint ranked by held-out
+     success; every save_interval steps: the latest checkpoint. The end: run_record.py.
 """
 
 from __future__ import annotations
@@ -19,13 +18,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import pathlib
 import threading
 import time
 from typing import Any
 
 import jax
-import numpy as np
 from flax import nnx
 
 from mtrl.parallel.distributed import is_main_process
@@ -47,11 +44,11 @@ from mtrl.training.interrupts import stop_point, stop_requested
 from mtrl.training.keys import RunKeys
 from mtrl.training.memory import check_step_memory
 from mtrl.training.answer_probs import fill_answer_logprobs, scores_answers
-from mtrl.training.methods import ESTIMATORS
-from mtrl.training.methods import token_advantages as method_token_advantages
+from mtrl.training.methods import ESTIMATORS, token_advantages as method_token_advantages
 from mtrl.training.minibatch import policy_minibatch
-from mtrl.training.hf_export import model_report
-from mtrl.training.logging import MetricsLogger, Progress, summary, write_transcripts
+from mtrl.training.hf_export import export_agents, model_report
+from mtrl.training.logging import MetricsLogger, Progress, write_transcripts
+from mtrl.training.run_record import rollout_metrics, run_record, summary_of
 from mtrl.training.optim import make_optimizer, make_schedule
 from mtrl.training.plots import plot_learning_curve
 from mtrl.training.ppo_epochs import ppo_update
@@ -141,8 +138,6 @@ class Trainer(WarmStart):
                                                for b in (self.backend, self.eval_backend))
             self.ahead = OffPolicyRollouts(self._grow, lambda params: SerializedBackend(
                 SamplerBackend(self.sampler, params, self.sampling), lock))
-
-    # -- helpers -----------------------------------------------------------------------
 
     def init_state(self, params: list):
         """A step-0 TrainState; shared mode holds the one policy for all N agents."""
@@ -297,7 +292,7 @@ class Trainer(WarmStart):
             # No update when no row had a loss token (e.g. every completion truncated).
             metrics = ({k: float(v) for k, v in jax.device_get(update_metrics[-1]).items()}
                        if update_metrics else {"skipped_update": 1.0})
-            metrics.update(mean_over_processes(self._rollout_metrics(tree)))
+            metrics.update(mean_over_processes(rollout_metrics(tree)))
             metrics.update(self.step_tasks.record(step, tree))
             metrics["train_rows"] = float(kept)
             metrics.update({f"packing/{k}": v for k, v in self.step_fn.last_packing.items()})
@@ -348,14 +343,6 @@ class Trainer(WarmStart):
             self.keeper.wait()
             stop_point(f"RL step {step}")
 
-    def _rollout_metrics(self, tree) -> dict[str, float]:
-        out = dict(tree.metrics)
-        out["reward_mean"] = float(np.mean([r.rewards.mean() for r in tree.turns]))
-        out["train_success_turn1"] = float(tree.turns[0].done.mean())
-        out["rollout/generated_samples"] = float(sum(len(rows) for r in tree.turns
-                                                     for rows in r.completions))
-        return out
-
     def _finish(self, step: int, started: float, extra: dict, budget: "Budget",
                 before_s: float, logger) -> dict[str, Any]:
         best = self.keeper.best_step()
@@ -368,32 +355,15 @@ class Trainer(WarmStart):
         test = self.test(best) if best is not None and self.c.test_tasks else {}
         if test:
             logger.write_tensorboard(best, test)  # TensorBoard only: chooses nothing
-        result = {
-            "steps": step, "minutes": (before_s + time.perf_counter() - started) / 60,
-            "invocation_minutes": (time.perf_counter() - started) / 60,
-            "best_step": best, "final_best_success": best_metrics.get("heldout_success"),
-            "post_sft_success": extra.get("post_sft_success"),
-            "turn1_success": best_metrics.get("heldout_success_turn1"),
-            "turn2_success": best_metrics.get("heldout_success_turn2"),
-            "final_turn_success": best_metrics.get("heldout_final_turn_success"),
-            "test_success": test.get("test_success"),
-            "post_sft_test_success": extra.get("post_sft_test_success"),
-            "test_metrics": test or None,
-            "best_checkpoint": str(self.keeper.step_directory(best)) if best is not None else None,
-            "learning_curve": str(png), "exported_hf": exported,
-            "budget_minutes": budget.minutes, "over_budget": budget.exceeded(),
-        }
-        for name in self.c.extra_tests:  # e.g. ood_test_success beside test_success
-            result[f"{name}_success"] = test.get(f"{name}_success")
-            result[f"post_sft_{name}_success"] = extra.get(f"post_sft_{name}_success")
+        result = run_record(
+            steps=step, minutes=(before_s + time.perf_counter() - started) / 60,
+            invocation_minutes=(time.perf_counter() - started) / 60, best_step=best,
+            best_metrics=best_metrics, post_sft=extra, test=test,
+            best_checkpoint=str(self.keeper.step_directory(best)) if best is not None else None,
+            learning_curve=png, exported=exported, budget=budget,
+            extra_tests=tuple(self.c.extra_tests))
         if self.main:
-            print(summary(total_steps=step, best_step=best,
-                          best_success=result["final_best_success"],
-                          best_checkpoint=result["best_checkpoint"],
-                          wall_s=result["invocation_minutes"] * 60,
-                          total_wall_s=result["minutes"] * 60, learning_curve=png,
-                          test_success=result["test_success"],
-                          test_tasks=len(self.c.test_tasks), exported=exported), flush=True)
+            print(summary_of(result, len(self.c.test_tasks)), flush=True)
         return result
 
     def _restored(self, step: int):
@@ -419,14 +389,9 @@ class Trainer(WarmStart):
 
     def export(self, step: int) -> str:
         """Writes the best step's parameters as Hugging Face checkpoints, one per agent."""
-        from mtrl.training.hf_export import export_hf_directory
         state = self._restored(step)
-        out = self.workdir / "export"
-        for a, params in enumerate(local_params(self.policy_states(state))):
-            if self.main:
-                export_hf_directory(nnx.merge(self.graphdef, params), self.c.tokenizer,
-                                    out / f"agent{a}")
-        return str(out)
+        return export_agents(self.graphdef, local_params(self.policy_states(state)),
+                             self.c.tokenizer, self.workdir / "export", write=self.main)
 
     def close(self) -> None:
         if self.ahead is not None:

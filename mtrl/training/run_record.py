@@ -1,0 +1,62 @@
+"""What a finished run returns (and `--out` writes): the best checkpoint, the
+validation numbers that chose it, the test numbers it got, and where things are."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from mtrl.training.logging import summary
+
+
+def run_record(*, steps: int, minutes: float, invocation_minutes: float,
+               best_step: int | None, best_metrics: Mapping[str, float],
+               post_sft: Mapping[str, Any], test: Mapping[str, float],
+               best_checkpoint: str | None, learning_curve, exported: str | None,
+               budget, extra_tests: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The summary dict. post_sft: the step-0 record (`post_sft_*` numbers); test: the
+    chosen checkpoint's test metrics ({} without a test split); extra_tests: the
+    suite's extra test splits, reported as <name>_success beside test_success."""
+    result = {
+        "steps": steps, "minutes": minutes, "invocation_minutes": invocation_minutes,
+        "best_step": best_step, "final_best_success": best_metrics.get("heldout_success"),
+        "post_sft_success": post_sft.get("post_sft_success"),
+        "turn1_success": best_metrics.get("heldout_success_turn1"),
+        "turn2_success": best_metrics.get("heldout_success_turn2"),
+        "final_turn_success": best_metrics.get("heldout_final_turn_success"),
+        "test_success": test.get("test_success"),
+        "post_sft_test_success": post_sft.get("post_sft_test_success"),
+        "test_metrics": dict(test) or None,
+        "best_checkpoint": best_checkpoint,
+        "learning_curve": None if learning_curve is None else str(learning_curve),
+        "exported_hf": exported,
+        "budget_minutes": budget.minutes, "over_budget": budget.exceeded(),
+    }
+    for name in extra_tests:  # e.g. ood_test_success beside test_success
+        result[f"{name}_success"] = test.get(f"{name}_success")
+        result[f"post_sft_{name}_success"] = post_sft.get(f"post_sft_{name}_success")
+    return result
+
+
+def summary_of(result: Mapping[str, Any], test_tasks: int) -> str:
+    """The lines printed when the run ends (logging.summary) for `run_record`'s dict."""
+    return summary(total_steps=result["steps"], best_step=result["best_step"],
+                   best_success=result["final_best_success"],
+                   best_checkpoint=result["best_checkpoint"],
+                   wall_s=result["invocation_minutes"] * 60,
+                   total_wall_s=result["minutes"] * 60,
+                   learning_curve=result["learning_curve"],
+                   test_success=result["test_success"], test_tasks=test_tasks,
+                   exported=result["exported_hf"])
+
+
+def rollout_metrics(tree) -> dict[str, float]:
+    """A training tree's logged numbers: the generator's, the mean reward, turn-1
+    success and the samples generated."""
+    out = dict(tree.metrics)
+    out["reward_mean"] = float(np.mean([r.rewards.mean() for r in tree.turns]))
+    out["train_success_turn1"] = float(tree.turns[0].done.mean())
+    out["rollout/generated_samples"] = float(sum(len(rows) for r in tree.turns
+                                                 for rows in r.completions))
+    return out
