@@ -6,7 +6,8 @@ records it: JSON and a row of the reproduction table in BENCHMARKS.md.
     python scripts/reproduce.py --claim ... --dry-run     # print the commands only
 
 Per seed one SFT-only warm start is shared by the claim's two arms (the arm runner of
-scripts/compare_methods.py, mtrl/training/arm_runs.py); each arm then runs the claim's
+scripts/compare_methods.py, mtrl/training/arm_runs.py) and by every claim on the same
+suite with the same common overrides (<root>/warm/<suite>-<digest>); each arm then runs the claim's
 RL steps, validation chooses its checkpoint and the test split is evaluated once for
 it. The record (mtrl/training/claims.py) holds per arm the overrides and per-seed
 values of the claim's metric, the paired difference treatment − baseline over seeds
@@ -21,6 +22,7 @@ full-size run it was not.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import pathlib
 import sys
@@ -60,9 +62,12 @@ def main(argv=None) -> dict | None:
     steps = args.steps or claim.steps
     root = pathlib.Path(args.root).resolve() / claim.name
     root.mkdir(parents=True, exist_ok=True)
+    overrides = (*claim.common, *args.override)
+    digest = hashlib.sha256("\n".join(overrides).encode()).hexdigest()[:10]
+    warm_root = pathlib.Path(args.root).resolve() / "warm" / f"{claim.suite}-{digest}"
     plan = ArmPlan(config=suite_config(claim.suite), root=root, steps=steps,
                    eval_interval=min(claim.eval_interval, steps), minutes=args.minutes,
-                   overrides=(*claim.common, *args.override), dry_run=args.dry_run)
+                   overrides=overrides, dry_run=args.dry_run, warm_root=warm_root)
     started = time.perf_counter()
     runs = []
     for seed in seeds:

@@ -39,6 +39,8 @@ class ArmPlan:
     minutes: float = 0.0  # each run's budget (0: none)
     overrides: tuple[str, ...] = ()  # for every run, warm starts included
     dry_run: bool = False  # print the commands, run nothing
+    warm_root: pathlib.Path | None = None  # warm starts go here (None: root); claims on
+    # one suite with the same overrides share them, SFT being most of a claim's time
 
     def __post_init__(self):
         if self.steps < 1 or self.eval_interval < 1:
@@ -72,11 +74,13 @@ def run_process(command: list[str], log: pathlib.Path) -> int:
 
 def warm_start(plan: ArmPlan, seed: int) -> pathlib.Path:
     """The seed's SFT-only run (reused when its summary exists)."""
-    workdir = plan.root / f"warm_seed{seed}"
+    warm_root = plan.warm_root or plan.root
+    warm_root.mkdir(parents=True, exist_ok=True)
+    workdir = warm_root / f"warm_seed{seed}"
     command = trainer_command(plan.config, workdir, seed, ["train.steps=0", *plan.overrides])
     print(f"[warm {seed}] {' '.join(command)}", flush=True)
     if not plan.dry_run and not (workdir / "summary.json").exists():
-        log = plan.root / f"warm_seed{seed}.log"
+        log = warm_root / f"warm_seed{seed}.log"
         if run_process(command, log):
             raise RuntimeError(f"warm start of seed {seed} failed: see {log}")
     return workdir

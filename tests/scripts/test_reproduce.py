@@ -17,7 +17,9 @@ reproduce = module_from_file(PATH)
 
 # Stubbed test success per (arm, seed): multi_turn beats single_turn by 0.3, 0.2, 0.4.
 SUCCESS = {("single_turn", 0): 0.2, ("single_turn", 1): 0.1, ("single_turn", 2): 0.3,
-           ("multi_turn", 0): 0.5, ("multi_turn", 1): 0.3, ("multi_turn", 2): 0.7}
+           ("multi_turn", 0): 0.5, ("multi_turn", 1): 0.3, ("multi_turn", 2): 0.7,
+           ("plain", 0): 0.2, ("plain", 1): 0.1, ("level_feedback", 0): 0.5,
+           ("level_feedback", 1): 0.3}
 
 
 def fake_trainer(commands):
@@ -118,3 +120,20 @@ def test_every_registered_claim_loads_and_the_dry_run_prints_its_arms(tmp_path, 
     assert any("--config.rollout.termination_threshold=3.8" in line for line in lines)
     with pytest.raises(SystemExit, match="--claim: unknown 'nope'"):
         load_claim("nope")
+
+
+def test_claims_on_one_suite_share_the_warm_starts(tmp_path, monkeypatch):
+    commands = []
+    monkeypatch.setattr(arm_runs, "run_process", fake_trainer(commands))
+    common = ["--seeds", "0,1", "--table", str(tmp_path / "B.md"), "--root",
+              str(tmp_path / "runs"), "--steps", "2"]
+    reproduce.main(["--claim", "multi_vs_single_turn", "--out", str(tmp_path / "a.json"),
+                    *common])
+    reproduce.main(["--claim", "level_feedback_vs_plain", "--out", str(tmp_path / "b.json"),
+                    *common])
+    warm = [c for c in commands if "--config.train.steps=0" in c]
+    assert len(warm) == 2  # the second claim reused both seeds' SFT runs
+    # A different common override is a different warm start.
+    reproduce.main(["--claim", "level_feedback_vs_plain", "--out", str(tmp_path / "c.json"),
+                    "--override", "sft.steps=5", *common])
+    assert len([c for c in commands if "--config.train.steps=0" in c]) == 4
