@@ -140,9 +140,10 @@ class AdvantageRecorder:
 
 
 def run_trainer(config, workdir: pathlib.Path) -> tuple[list[dict], list[dict]]:
+    import mtrl.training.rl_step as step_module  # the trainer's advantages stage
     import mtrl.training.trainer as trainer_module
-    recorder = AdvantageRecorder(trainer_module.method_token_advantages)
-    trainer_module.method_token_advantages = recorder
+    recorder = AdvantageRecorder(step_module.token_advantages)
+    step_module.token_advantages = recorder
     try:
         trainer = trainer_module.Trainer(config, workdir, show_progress=False)
         try:
@@ -150,7 +151,7 @@ def run_trainer(config, workdir: pathlib.Path) -> tuple[list[dict], list[dict]]:
         finally:
             trainer.close()
     finally:
-        trainer_module.method_token_advantages = recorder.fn
+        step_module.token_advantages = recorder.fn
     records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
     return [r for r in records if "step_time_s" in r], recorder.stats
 

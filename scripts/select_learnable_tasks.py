@@ -58,7 +58,7 @@ def pass_rates(trainer, tasks, samples: int, chunk: int, first: int = 0
                                  joint_mode="align", termination_threshold=None)
     rates: dict[str, float] = {}
     spreads: dict[str, float] = {}
-    key = jax.random.key(trainer.config.seed)
+    key = jax.random.key(trainer.run_config.seed)
     for start in range(0, len(tasks), chunk):
         part = tasks[start:start + chunk]
         tree = rollout(part, c.env, trainer.backend, c.tokenizer, config,

@@ -1,14 +1,16 @@
-"""The environment registry: `env.name` picks a builder that turns the run's config into
-an Environment (and the sandbox pool it owns, if any). It lives with the environments
-(not the trainer), so no environment imports the trainer to register itself.
+"""The environment registry: `env.name` picks a builder that turns the run's typed
+`env` section into an Environment (and the sandbox pool it owns, if any). It lives with
+the environments (not the trainer), so no environment imports the trainer to register
+itself, and no environment reads the raw ml_collections config.
 
     builder(request: EnvRequest) -> BuiltEnv
 
 Builders register under a name in ENV_BUILDERS; each environment package registers its
 own (`mtrl/envs/<name>/builder.py`, imported by `load_builders`). A builder reads only
-its own config fields (`config.env.*`, `config.env.options` for the environment's
-extras) and raises ValueError naming the field; `build_environment` prefixes
-"config.env" where the message does not already name a field.
+the request: its EnvSection (`env.*`, `env.options` for the environment's extras), the
+rollout's number of turns, the data suite's name, the suite and the tokenizer; it raises
+ValueError naming the field, and `build_environment` prefixes "config.env" where the
+message does not already name a field.
 """
 
 from __future__ import annotations
@@ -17,13 +19,62 @@ import dataclasses
 import importlib
 from typing import Any, Callable
 
+from mtrl.config import as_dict, build, known_fields
 from mtrl.rollout.environment import Environment
 from mtrl.registry import Registry
 
 
 @dataclasses.dataclass(frozen=True)
+class EnvSection:
+    """The `env` section, parsed once (env_section). The fields after `options` are the
+    code environment's (the other builders read the ones they name in their docstring,
+    and `options` for their own extras)."""
+
+    name: str = "code"  # a builder in ENV_BUILDERS
+    options: dict = dataclasses.field(default_factory=dict)  # the environment's extras
+    num_agents: int = 2
+    feedback_mode: str = "level_feedback"
+    sandbox_slice: int = 1
+    history_mode: str = "full"
+    reward: str = "level"
+    templates: str = "tiny"
+    reward_points: dict = dataclasses.field(default_factory=dict)
+    feedback_style: str = "compact"
+    workers: int = 0  # sandbox workers (0: the pool's default)
+    wall_s_per_test: float = 2.0
+    expert: str = ""
+    expert_options: dict = dataclasses.field(default_factory=dict)
+    # Code environment only: a program passing every test ends its episode. Math, tool
+    # and TextWorld always end at success (an answer, a win), whatever this says.
+    end_on_success: bool = False
+
+    def __post_init__(self):
+        if isinstance(self.num_agents, bool) or not isinstance(self.num_agents, int) \
+                or self.num_agents < 1:
+            raise ValueError(f"num_agents must be an int >= 1, got {self.num_agents!r}")
+        if not isinstance(self.end_on_success, bool):
+            raise ValueError(f"end_on_success must be a bool, got {self.end_on_success!r}")
+
+    @property
+    def ends_on_success(self) -> bool:
+        """Whether the built environment ends an episode at its first success."""
+        return self.name != "code" or self.end_on_success
+
+
+def env_section(section) -> EnvSection:
+    """The validated `env` section (one-line errors naming config.env.<field>)."""
+    values = known_fields(EnvSection, section, "env")
+    for key in ("options", "reward_points", "expert_options"):
+        if key in values:
+            values[key] = dict(as_dict(values[key]))
+    return build(EnvSection, "env", **values)
+
+
+@dataclasses.dataclass(frozen=True)
 class EnvRequest:
-    config: Any  # the run's ml_collections config (read config.env)
+    env: EnvSection
+    num_turns: int  # rollout.num_turns
+    data_name: str  # data.name: the suite the environment plays
     suite: Any  # the task suite (mtrl.data.suite.TaskSuite)
     tokenizer: Any
 
@@ -55,14 +106,19 @@ def load_builders() -> None:
         importlib.import_module(module)
 
 
-def build_environment(config, suite, tokenizer) -> BuiltEnv:
+def check_env_name(section: EnvSection) -> None:
     load_builders()
-    name = config.env.get("name", "code")
-    if name not in ENV_BUILDERS:
-        raise ValueError(f"config.env.name: unknown {name!r}; valid: "
+    if section.name not in ENV_BUILDERS:
+        raise ValueError(f"config.env.name: unknown {section.name!r}; valid: "
                          f"{', '.join(ENV_BUILDERS.names())}")
+
+
+def build_environment(section: EnvSection, num_turns: int, data_name: str, suite,
+                      tokenizer) -> BuiltEnv:
+    check_env_name(section)
     try:
-        return ENV_BUILDERS.get(name)(EnvRequest(config, suite, tokenizer))
+        return ENV_BUILDERS.get(section.name)(
+            EnvRequest(section, num_turns, data_name, suite, tokenizer))
     except ValueError as e:
         message = " ".join(str(e).split())
         raise ValueError(message if message.startswith("config.")

@@ -32,10 +32,10 @@ def mesh_config(config) -> MeshConfig:
         raise ValueError(f"config.mesh.shape: {e}") from None
 
 
-def plan_for(config, model: ModelConfig, devices: list | None = None) -> ShardingPlan | None:
-    """The plan of `config.mesh` over `devices` (default: all global devices), or None
-    when there is a single device and the shape is "auto"."""
-    mesh = mesh_config(config)
+def plan_for(mesh: MeshConfig, model: ModelConfig, devices: list | None = None
+             ) -> ShardingPlan | None:
+    """The plan of the mesh section over `devices` (default: all global devices), or
+    None when there is a single device and the shape is "auto"."""
     devices = list(jax.devices() if devices is None else devices)
     if len(devices) == 1 and parse_shape(mesh.shape) is None:
         return None

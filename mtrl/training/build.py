@@ -1,6 +1,6 @@
-"""Builds a run's components from its validated config: tokenizer, one model per
-agent, tasks, the environment (env.name: envs/registry.py), the rollout config,
-the training objective."""
+"""Builds a run's components from its parsed config (parse.py RunConfig): tokenizer,
+one model per agent, tasks, the environment (env.name: envs/registry.py). The parsers
+of the `data` and `loss` sections live here too (parse.py calls them)."""
 
 from __future__ import annotations
 
@@ -19,17 +19,13 @@ from mtrl.losses import (AGGREGATIONS, KL_ESTIMATORS, KLPenaltyConfig, POLICY_LO
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
 from mtrl.rollout import RolloutConfig
 from mtrl.tokenizers import ByteTokenizer, load_tokenizer
-from mtrl.training.config import (ModelSection, as_dict, build, known_fields, model_config,
-                                  resolve_path)
-from mtrl.training.chat import build_turn_format, chat_section
+from mtrl.training.config import ModelSection, as_dict, build, known_fields, resolve_path
+from mtrl.training.chat import build_turn_format
 from mtrl.training.keys import RunKeys
 from mtrl.credit import RewardRecipe
-from mtrl.training.curriculum import CurriculumConfig, curriculum_config
-from mtrl.training.filters import FilterConfig, filter_config
-from mtrl.training.recipe import reward_recipe
-from mtrl.training.methods import (TREE_ESTIMATORS, CreditConfig, check_episode_end,
-                                   check_group_size, check_method, credit_config)
-from mtrl.training.row_groups import group_size
+from mtrl.training.curriculum import CurriculumConfig
+from mtrl.training.filters import FilterConfig
+from mtrl.training.methods import CreditConfig, check_method
 from mtrl.rollout.batch import round_up_pow2
 from mtrl.training.optim import OptimConfig
 
@@ -70,8 +66,8 @@ class Components:
             self.pool.close()
 
 
-def build_tokenizer(config, m: ModelSection):
-    spec = config.tokenizer
+def build_tokenizer(spec: str, m: ModelSection):
+    """config.tokenizer: "byte" (or the checkpoint's own files), or a tokenizer directory."""
     if spec != "byte":
         spec = resolve_path(spec, "tokenizer")
         if os.path.isdir(spec) and not any(os.path.exists(os.path.join(spec, name))
@@ -102,7 +98,7 @@ def check_tokenizer(tokenizer, model_config, from_hf: str | None) -> None:
                          f"model's tokenizer directory")
 
 
-def build_models(config, m: ModelSection, num_policies: int
+def build_models(seed: int, m: ModelSection, num_policies: int
                  ) -> tuple[list[Transformer], str | None]:
     path = resolve_path(m.hf_checkpoint, "model.hf_checkpoint")
     overrides = dict(m.overrides)
@@ -125,7 +121,7 @@ def build_models(config, m: ModelSection, num_policies: int
         raise ValueError(f"config.model.preset: unknown {m.preset!r}; valid: {PRESETS.names()}")
     model_config = build(PRESETS.get(m.preset).replace, "model.overrides",
                          dtype=m.dtype, **overrides)
-    keys = RunKeys.from_seed(config.seed)
+    keys = RunKeys.from_seed(seed)
     return [Transformer(model_config, rngs=nnx.Rngs(keys.init(a)))
             for a in range(num_policies)], None
 
@@ -257,53 +253,32 @@ def build_reward_kl(config) -> KLPenaltyConfig | None:
     return kl_penalty(config)
 
 
-def build_components(config) -> Components:
-    rollout = build(RolloutConfig, "rollout", num_agents=config.env.num_agents,
-                    **known_fields(RolloutConfig, config.rollout, "rollout"))
-    try:  # a tree too large for the node cap fails here, before models are built
-        rollout.check_capacity(config.train.tasks_per_step)
-    except ValueError as e:
-        raise ValueError(f"config.rollout: {e} (with train.tasks_per_step="
-                         f"{config.train.tasks_per_step})") from None
-    objective = build_objective(config)
-    check_minibatches(config.train.minibatches, config.train.tasks_per_step,
-                      rollout.num_generations, group_size(objective.loss))
-    credit = credit_config(config)  # names checked before any model or data is built
-    check_group_size(credit, rollout.num_generations)
-    filters = filter_config(config, rollout.max_new_tokens)
-    recipe = reward_recipe(config, rollout.num_turns)  # dominance checked here
-    curriculum = curriculum_config(config)
-    if (filters.overlong_cache or kl_place(config) == "reward") and \
-            credit.estimator not in TREE_ESTIMATORS:
-        raise ValueError(f"config.credit.estimator: return penalties (filters.overlong_cache, "
-                         f"loss.kl_in=reward) need a tree estimator "
-                         f"({', '.join(TREE_ESTIMATORS)}), got {credit.estimator!r}")
-    optim = build(OptimConfig, "optim", total_steps=max(1, config.train.steps),
-                  **as_dict(config.optim))
-    model = model_config(config)
-    tokenizer = build_tokenizer(config, model)
-    fmt = build_turn_format(chat_section(config), tokenizer, rollout.num_agents)
-    num_policies = 1 if rollout.agent_params == "shared" else rollout.num_agents
-    models, from_hf = build_models(config, model, num_policies)
+def build_components(run) -> Components:
+    """The run's components from its parsed config (a parse.RunConfig: parse.py imports
+    this module's section parsers, so the type is not imported here); the checks
+    left here need a built object (the environment's step info, the tokenizer)."""
+    tokenizer = build_tokenizer(run.tokenizer, run.model)
+    fmt = build_turn_format(run.chat, tokenizer, run.num_agents)
+    num_policies = 1 if run.rollout.agent_params == "shared" else run.num_agents
+    models, from_hf = build_models(run.seed, run.model, num_policies)
     check_tokenizer(tokenizer, models[0].config, from_hf)
     try:
-        suite = build_suite(data_config(config), config.seed)
+        suite = build_suite(run.data, run.seed)
     except ValueError as e:  # the family's own checks (FamilyConfig) name no field
         message = str(e)
         raise ValueError(message if message.startswith("config.") else f"config.data: {e}"
                          ) from None
     train_tasks, eval_tasks, test_tasks = build_tasks(suite)
     extra_tests = extra_test_splits(suite) if test_tasks else {}
-    built = build_environment(config, suite, tokenizer)
+    built = build_environment(run.env, run.rollout.num_turns, run.data.name, suite, tokenizer)
     env, pool = built.env, built.pool
     try:
-        check_method(credit, objective.loss, rollout.num_generations, env,
-                     kl_in=kl_place(config))
-        check_episode_end(credit, env)
-        if recipe is not None and "correct" not in env.info_keys:
+        check_method(run.credit, run.objective.loss, run.rollout.num_generations, env,
+                     kl_in=run.kl_in)
+        if run.recipe is not None and "correct" not in env.info_keys:
             raise ValueError("config.reward.recipe: the environment reports no 'correct' "
                              "step info")
-        if filters.void_turns and "void" not in env.info_keys:
+        if run.filters.void_turns and "void" not in env.info_keys:
             raise ValueError("config.filters.void_turns: the environment reports no 'void' "
                              "step info")
     except ValueError:
@@ -312,7 +287,7 @@ def build_components(config) -> Components:
     return Components(tokenizer=tokenizer, turn_format=fmt, models=models, from_hf=from_hf,
                       suite=suite, train_tasks=train_tasks, eval_tasks=eval_tasks,
                       test_tasks=test_tasks, env=env, pool=pool,
-                      rollout=rollout, objective=objective, optim=optim,
-                      credit=credit, reward_kl=build_reward_kl(config),
-                      filters=filters, recipe=recipe, curriculum=curriculum,
+                      rollout=run.rollout, objective=run.objective, optim=run.optim,
+                      credit=run.credit, reward_kl=run.reward_kl,
+                      filters=run.filters, recipe=run.recipe, curriculum=run.curriculum,
                       extra_tests=extra_tests)

@@ -221,17 +221,8 @@ def answer_ids(paths: TaskPaths) -> np.ndarray:
 
 # Estimators whose reading of the paper needs an episode to end at its first success
 # (mtrl/rollout/environment.py, "Episode ends"): UFO rewards γ^t for the first correct attempt
-# and trains no attempt after it.
+# and trains no attempt after it. Checked against the env section by parse.py.
 ENDS_AT_SUCCESS = ("ufo",)
-
-
-def check_episode_end(credit: CreditConfig, env) -> None:
-    """One line when the estimator needs episodes that end at success and the
-    environment keeps playing solved branches."""
-    if credit.estimator in ENDS_AT_SUCCESS and not getattr(env, "ends_on_success", True):
-        raise ValueError(f"config.credit.estimator: {credit.estimator!r} needs episodes that "
-                         f"end at the first success; {type(env).__name__} keeps revising "
-                         "solved branches (set config.env.end_on_success=True)")
 
 
 @path_estimator("ufo", ("correct",), "Liu et al. 2025, UFO (Try Again)")

@@ -2,15 +2,19 @@
 evaluation and best-checkpoint selection (DESIGN.md section 1).
 
 Per step s (keys: named streams folded with s, keys.py, so a resumed run repeats an
-uninterrupted one):
-  1. tasks[s·P : (s+1)·P] of a seeded per-epoch permutation of the train split;
-  2. tree rollout (sampler with KV reuse; environment = code sandbox);
-  3. rollout batch -> per-token advantages of credit.estimator (methods.py);
-  4. PPO epochs/minibatches of the jitted train step (one optimizer per agent) on the
-     rows (train.drop_zero_advantage: non-zero advantage only, row_filter.py), packed
-     by train.packing ("tree": each shared prefix once, packing.py);
-  5. every eval_interval steps: held-out evaluation and a checkpoint ranked by held-out
-     success; every save_interval steps: the latest checkpoint. The end: run_record.py.
+uninterrupted one), the stages of `run`, top to bottom:
+  grow        tasks[s·P : (s+1)·P] of a seeded per-epoch permutation of the train
+              split (curriculum.py), rolled out as a tree (sampler with KV reuse; the
+              environment of env.name);
+  score       IGPO's answer log-probs (rl_step.Learner.score);
+  advantages  the rollout batch, its loss mask through the filters, per-token
+              advantages of credit.estimator (Learner.advantages; methods.py);
+  update      PPO epochs/minibatches of the jitted train step (one optimizer per
+              agent) on the rows (train.drop_zero_advantage: informative groups only),
+              packed by train.packing ("tree": each shared prefix once, packing.py);
+  evaluate    every eval_interval steps: held-out evaluation, a checkpoint ranked by
+  / save      held-out success; every save_interval steps: the latest checkpoint.
+The end: the test split for the chosen checkpoint, the summary (run_record.py).
 """
 
 from __future__ import annotations
@@ -26,82 +30,68 @@ import jax
 from flax import nnx
 
 from mtrl.parallel.distributed import is_main_process
-from mtrl.parallel.process_rollout import (check_supported, gather_rows, is_multiprocess,
-                                           local_params, local_sampler_plan, local_tasks,
+from mtrl.parallel.process_rollout import (check_supported, is_multiprocess, local_params,
+                                           local_sampler_plan, local_tasks,
                                            mean_over_processes)
-from mtrl.parallel.from_config import mesh_config, plan_for
-from mtrl.rollout import make_batch, rollout
+from mtrl.parallel.from_config import plan_for
+from mtrl.rollout import rollout
 from mtrl.rollout.sampler_backend import SamplerBackend
 from mtrl.sampling.sampler import Sampler
 from mtrl.training.async_rollout import OffPolicyRollouts, SerializedBackend
 from mtrl.training.budget import Budget
 from mtrl.training.build import Components, build_components
 from mtrl.training.checkpointing import CheckpointKeeper
-from mtrl.training.config import TrainConfig, sft_config, train_config
 from mtrl.training.distributed_eval import evaluate_across_processes
 from mtrl.training.evaluation import evaluate
 from mtrl.training.interrupts import stop_point, stop_requested
 from mtrl.training.keys import RunKeys
 from mtrl.training.memory import check_step_memory
-from mtrl.training.answer_probs import fill_answer_logprobs, scores_answers
-from mtrl.training.methods import ESTIMATORS, token_advantages as method_token_advantages
-from mtrl.training.minibatch import policy_minibatch
+from mtrl.training.answer_probs import scores_answers
+from mtrl.training.methods import ESTIMATORS
 from mtrl.training.hf_export import export_agents, model_report
 from mtrl.training.logging import MetricsLogger, Progress, write_transcripts
 from mtrl.training.run_record import rollout_metrics, run_record, summary_of
 from mtrl.training.optim import make_optimizer, make_schedule
 from mtrl.training.plots import plot_learning_curve
-from mtrl.training.ppo_epochs import ppo_update
 from mtrl.training.process_roles import SilentLogger
 from mtrl.training.curriculum import StepTasks
-from mtrl.training.filters import shape_batch
 from mtrl.training.recipe import apply_recipe
-from mtrl.training.row_groups import check_groups, group_size, keep_informative_groups
-from mtrl.training.run_config import (check_resumable, config_record, prepare_workdir,
-                                      write_config)
-from mtrl.data.demonstrations import per_agent
+from mtrl.training.rl_step import Learner
+from mtrl.training.parse import RunConfig, parse
+from mtrl.training.run_config import check_resumable, prepare_workdir, write_config
 from mtrl.training.sft_data import first_phase_kinds
-from mtrl.training.step_metrics import check_finite
 from mtrl.training.train_state import agent_params, init_train_state
 from mtrl.training.train_step import make_train_step
-from mtrl.training.warm_start import WarmStart
+from mtrl.training.warm_start import WarmStarter
 
 
-class Trainer(WarmStart):
+class Trainer:
     def __init__(self, config, workdir: str | os.PathLike, *, show_progress: bool = True):
-        self.config = config
+        """config: a RunConfig (parse.py), or a raw ml_collections config parsed here;
+        every config-only check has run (one-line errors) before any work."""
         self.workdir = prepare_workdir(workdir)  # one line if it cannot be written
+        self.run_config: RunConfig = parse(config)
+        run = self.run_config
         self.show_progress = show_progress
-        # Typed sections, validated before any work (one-line errors).
-        s = self.sft = sft_config(config)  # SFTSection
-        self.train_config: TrainConfig = train_config(config)
-        mesh_config(config)  # config.mesh.shape checked before any work
+        self.sft, self.train_config = run.sft, run.train
         # Several processes (jax.distributed): each rolls out its share of a step's
         # tasks; process 0 alone writes logs (mtrl/parallel/process_rollout.py).
         self.main = is_main_process()
-        check_supported(off_policy=bool(self.train_config.off_policy),
-                        init_from=self.train_config.init_from,
-                        tasks_per_step=self.train_config.tasks_per_step)  # before any work
-        check_resumable(self.workdir, config)  # before any work: one line if it differs
-        self.c: Components = build_components(config)
-        self.config_record = (write_config(self.workdir, config) if self.main
-                              else config_record(config))
+        check_resumable(self.workdir, run.record)  # before any work: one line if it differs
+        self.c: Components = build_components(run)
+        self.config_record = (write_config(self.workdir, run.record) if self.main
+                              else run.record)
         c = self.c
         print(model_report(c.models[0], c.from_hf), flush=True)  # dtypes in effect
         # The step tree's attention bound; one line and no run if it cannot fit.
         print(check_step_memory(c.rollout, self.train_config, c.models[0].config), flush=True)
         self.num_agents = c.rollout.num_agents
-        self.first_phase = first_phase_kinds(s.first_phase, self.num_agents)
-        for field in ("revision_fraction", "resubmit_fraction"):
-            per_agent(getattr(s, field), self.num_agents, field)  # one-line errors before any work
-        c.suite.check_sft(s, self.num_agents)
+        self.first_phase = first_phase_kinds(run.sft.first_phase, self.num_agents)
+        c.suite.check_sft(run.sft, self.num_agents)
         self.shared = c.rollout.agent_params == "shared"
-        if self.shared and len(set(self.first_phase)) > 1:
-            raise ValueError("config.sft.first_phase: shared parameters train one policy, "
-                             f"so give one kind, got {s.first_phase!r}")
         self.graphdef = nnx.split(c.models[0])[0]
         # The device mesh (config.mesh, mtrl/parallel): None on a single device.
-        self.plan = plan_for(config, c.models[0].config)
+        self.plan = plan_for(run.mesh, c.models[0].config)
         # The sampler runs on this process's devices (its own tasks), the step on all.
         self.sampler = Sampler(c.models[0],
                                shardings=local_sampler_plan(self.plan, c.models[0].config))
@@ -121,14 +111,20 @@ class Trainer(WarmStart):
                                        shardings=self.plan)
         self.keeper = CheckpointKeeper(self.workdir / "checkpoints",
                                        keep_best=self.train_config.keep_best)
-        self.keys = RunKeys.from_seed(config.seed)
+        self.keys = RunKeys.from_seed(run.seed)
         self.step_tasks = StepTasks(c.train_tasks, self.train_config.tasks_per_step,
-                                    config.seed, c.curriculum)
+                                    run.seed, c.curriculum)
         # IGPO on an environment that reports the truth: score it after each rollout.
         self.scores_answers = scores_answers(ESTIMATORS.get(c.credit.estimator).needs,
                                              frozenset(c.env.info_keys))
         check_supported(band=self.step_tasks.band is not None,
                         reward_kl=c.reward_kl is not None, answer_scores=self.scores_answers)
+        self.starter = WarmStarter(c, run.sft, run.seed, self.train_config.init_from,
+                                   self.workdir, self.graphdef, self.optimizer, self.keys,
+                                   self.num_agents, self.shared, self.first_phase,
+                                   main=self.main, show_progress=self.show_progress)
+        self.learner = Learner(c, self.train_config, self.graphdef, self.step_fn, self.keys,
+                               self.scores_answers)
         # train.off_policy: the next step's tree grows in a background thread; backends
         # over the one sampler take turns (async_rollout.py).
         self.ahead = None
@@ -189,9 +185,54 @@ class Trainer(WarmStart):
     # -- the loop ----------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
-        cfg, c = self.train_config, self.c
+        """SFT (or a restore), then per RL step: grow -> score -> advantages -> update
+        -> evaluate -> save (rl_step.py holds the middle stages); then the test."""
+        cfg = self.train_config
         started = time.perf_counter()
         stop_point("start-up")
+        state, start, extra, logger, restored = self._begin(started)
+        self._stop_if_requested(start, state, extra)
+        # train.steps = 0 (a warm start only) shows no RL progress bar.
+        progress = Progress(max(1, cfg.steps), initial=min(start, max(1, cfg.steps)),
+                            enabled=self.show_progress and cfg.steps > start and self.main)
+        budget = Budget(cfg.budget_minutes, started)
+        # The whole run's time across invocations (Ctrl-C and resume): saved in `extra`.
+        before_s = extra.get("run_seconds", 0.0) - (time.perf_counter() - started
+                                                    if not restored else 0.0)
+        learner = self.learner
+        step = start
+        for step in range(start + 1, cfg.steps + 1):
+            t0 = time.perf_counter()
+            tree, staleness = self._grow_step(step, state)                    # grow
+            tree = learner.score(tree, self.policy_states(state))             # score
+            t1 = time.perf_counter()
+            batch, advantages = learner.advantages(tree, state, step)         # advantages
+            state, update = learner.update(batch, advantages, state, step)    # update
+            self.set_policy(state)
+            t2 = time.perf_counter()
+            metrics = self._step_metrics(step, tree, update, (t0, t1, t2), staleness)
+            extra = {**extra, "step": step, **self.step_tasks.state(),
+                     "run_seconds": before_s + time.perf_counter() - started}
+            self._evaluate_and_save(step, state, metrics, extra, logger)  # evaluate, save
+            progress.update(step, step_time_s=metrics["step_time_s"],
+                            heldout_success=metrics.get("heldout_success"),
+                            reward=metrics.get("reward_mean") if update.metrics else None,
+                            note=update.skipped)
+            budget.check(step, cfg.steps)
+            self._stop_if_requested(step, state, extra)
+        progress.close()
+        if self.ahead is not None:
+            self.ahead.close()
+        self.keeper.wait()
+        result = self._finish(step, started, extra, budget, before_s, logger)
+        logger.close()
+        return result
+
+    def _begin(self, started: float):
+        """(state, start step, checkpoint extra, logger, restored?): the latest (or
+        best) checkpoint per train.restore, else the warm start and its step-0
+        evaluation (validation, and the test splits reported beside the final test)."""
+        cfg, c = self.train_config, self.c
         restored = None
         if cfg.restore in ("latest", "best") and self.keeper.latest_step() is not None:
             # The restore's target layout; not kept (a second state would hold another
@@ -210,130 +251,88 @@ class Trainer(WarmStart):
             self.step_tasks.restore(extra)
             logger = MetricsLogger(self.workdir, resume_step=start) if self.main \
                 else SilentLogger()
-        else:
-            # resume_step=-1: lines of an earlier attempt that left no RL checkpoint go
-            logger = MetricsLogger(self.workdir, resume_step=-1) if self.main \
-                else SilentLogger()
-            sft_log = self.workdir / "sft.jsonl"
+            self.set_policy(state)  # a restored step 0 already holds its evaluation
+            return state, start, extra, logger, True
+        # resume_step=-1: lines of an earlier attempt that left no RL checkpoint go
+        logger = MetricsLogger(self.workdir, resume_step=-1) if self.main else SilentLogger()
+        sft_log = self.workdir / "sft.jsonl"
 
-            def log(tag, i, metrics):
-                if not self.main:
-                    return
-                with open(sft_log, "a") as f:
-                    f.write(json.dumps({"tag": tag, "step": i, **{k: float(v) for k, v in
-                                                                  metrics.items()}}) + "\n")
-                logger.write_sft(tag, i, metrics)
-            params = self.warm_start(log)
-            state = self.init_state(params)
-            start = 0
-            # SFT time includes what earlier invocations spent before its checkpoint.
-            sft_s = self.sft_seconds_before + time.perf_counter() - started
-            extra = {"step": 0, "sft_minutes": sft_s / 60, "run_seconds": sft_s,
-                     "config": self.config_record}
+        def log(tag, i, metrics):
+            if not self.main:
+                return
+            with open(sft_log, "a") as f:
+                f.write(json.dumps({"tag": tag, "step": i, **{k: float(v) for k, v in
+                                                              metrics.items()}}) + "\n")
+            logger.write_sft(tag, i, metrics)
+        params = self.starter.run(log)  # SFT, or train.init_from's weights
+        state = self.init_state(params)
+        # SFT time includes what earlier invocations spent before its checkpoint.
+        sft_s = self.starter.seconds_before + time.perf_counter() - started
+        extra = {"step": 0, "sft_minutes": sft_s / 60, "run_seconds": sft_s,
+                 "config": self.config_record}
         self.set_policy(state)
-        if restored is None:  # a restored step 0 already holds its evaluation
-            metrics = self.evaluate(0)
-            extra["post_sft_success"] = metrics["heldout_success"]
-            extra.update({f"post_sft_{k}": v for k, v in metrics.items()})
-            for name in c.test_splits():  # reported beside the final test; chooses nothing
-                test = self.evaluate(0, name)
-                extra.update({f"post_sft_{k}": v for k, v in test.items()})
-                logger.write_tensorboard(0, test)
-            logger.write(0, metrics)
-            logger.flush()
-            self.keeper.save_eval(0, {"train": state}, metrics, extra)
-        self._stop_if_requested(start, state, extra)
-        # train.steps = 0 (a warm start only) shows no RL progress bar.
-        progress = Progress(max(1, cfg.steps), initial=min(start, max(1, cfg.steps)),
-                            enabled=self.show_progress and cfg.steps > start and self.main)
-        budget = Budget(cfg.budget_minutes, started)
-        # The whole run's time across invocations (Ctrl-C and resume): saved in `extra`.
-        before_s = extra.get("run_seconds", 0.0) - (time.perf_counter() - started
-                                                    if restored is None else 0.0)
-        step = start
-        for step in range(start + 1, cfg.steps + 1):
-            t0 = time.perf_counter()
-            staleness = 0
-            if self.ahead is None:
-                tree = self._grow(step, self.backend)
-            else:  # this step's tree was grown during the last update; start the next
-                tree, staleness = self.ahead.take(step, self.policy_states(state))
-                if step < cfg.steps:
-                    self.ahead.prefetch(step + 1, self.policy_states(state))
-            if self.scores_answers:  # IGPO's answer log-probs (answer_probs.py)
-                tree = fill_answer_logprobs(tree, self.graphdef, self.policy_states(state),
-                                            c.tokenizer, c.turn_format)
-            t1 = time.perf_counter()
-            batch = make_batch(tree, length=c.rollout.max_context)  # one train-step shape
-            # filters.void_turns, loss.kl_in=reward, filters.overlong_cache (filters.py)
-            batch, penalty = shape_batch(c, self.graphdef, state, batch, tree,
-                                         cfg.tasks_per_step // jax.process_count(), step)
-            advantages = method_token_advantages(c.credit, batch, tree, c.rollout.discount,
-                                                 penalty)
-            rows, kept = policy_minibatch(batch, advantages), batch.num_rows
-            if is_multiprocess():  # every process updates on all processes' rows
-                rows, kept = gather_rows(rows)
-            unit = group_size(c.objective.loss)  # REFUEL's pairs move whole
-            check_groups(batch, unit)
-            if cfg.drop_zero_advantage:
-                rows, kept = keep_informative_groups(rows, unit,
-                                                     min_rows=max(8, cfg.minibatches * unit))
-            update_metrics = []
-            if rows is not None:
-                state, update_metrics = ppo_update(
-                    self.step_fn, state, rows, epochs=cfg.ppo_epochs,
-                    minibatches=cfg.minibatches, key=self.keys.ppo(step), group_size=unit)
-            try:
-                check_finite(update_metrics)
-            except FloatingPointError as e:
-                raise FloatingPointError(f"step {step}: {e}") from None
-            self.set_policy(state)
-            t2 = time.perf_counter()
-            # No update when no row had a loss token (e.g. every completion truncated).
-            metrics = ({k: float(v) for k, v in jax.device_get(update_metrics[-1]).items()}
-                       if update_metrics else {"skipped_update": 1.0})
-            metrics.update(mean_over_processes(rollout_metrics(tree)))
-            metrics.update(self.step_tasks.record(step, tree))
-            metrics["train_rows"] = float(kept)
-            metrics.update({f"packing/{k}": v for k, v in self.step_fn.last_packing.items()})
-            metrics.update({"time/rollout_s": t1 - t0 - tree.metrics["rollout/env_seconds"],
-                            "time/env_s": tree.metrics["rollout/env_seconds"],
-                            "time/update_s": t2 - t1, "step_time_s": t2 - t0,
-                            "sampler_compiles": float(self.sampler.num_compiles),
-                            "train_step_compiles": float(self.step_fn.num_compiles)})
-            if self.ahead is not None:  # the tree grew in the background: its own clocks
-                metrics.update({"off_policy/staleness": float(staleness),
-                                "time/rollout_s": tree.metrics["rollout/device_seconds"],
-                                "time/rollout_wait_s": t1 - t0})
-            extra = {**extra, "step": step, **self.step_tasks.state(),
-                     "run_seconds": before_s + time.perf_counter() - started}
-            last = step == cfg.steps
-            evaluated = step % cfg.eval_interval == 0 or last
-            if evaluated:
-                metrics.update(self.evaluate(step))
-            # Metrics reach disk before the step's checkpoint, so a resume from it never
-            # lacks the step's line (later lines are dropped and recomputed).
-            logger.write(step, metrics)
-            logger.flush()
-            if evaluated:
-                self.keeper.save_eval(step, {"train": state}, metrics, extra)
-            if step % cfg.save_interval == 0 or last:
-                self.keeper.save_latest(step, {"train": state}, extra)
-            progress.update(step, step_time_s=metrics["step_time_s"],
-                            heldout_success=metrics.get("heldout_success"),
-                            reward=metrics.get("reward_mean") if update_metrics else None,
-                            note=None if update_metrics else
-                            "update skipped: no informative group" if rows is None
-                            else "update skipped: no trainable token")
-            budget.check(step, cfg.steps)
-            self._stop_if_requested(step, state, extra)
-        progress.close()
-        if self.ahead is not None:
-            self.ahead.close()
-        self.keeper.wait()
-        result = self._finish(step, started, extra, budget, before_s, logger)
-        logger.close()
-        return result
+        metrics = self.evaluate(0)
+        extra["post_sft_success"] = metrics["heldout_success"]
+        extra.update({f"post_sft_{k}": v for k, v in metrics.items()})
+        for name in c.test_splits():  # reported beside the final test; chooses nothing
+            test = self.evaluate(0, name)
+            extra.update({f"post_sft_{k}": v for k, v in test.items()})
+            logger.write_tensorboard(0, test)
+        logger.write(0, metrics)
+        logger.flush()
+        self.keeper.save_eval(0, {"train": state}, metrics, extra)
+        return state, 0, extra, logger, False
+
+    def _grow_step(self, step: int, state):
+        """(tree, staleness): this step's tree, grown now with the current policy, or
+        (train.off_policy) taken from the background rollout, which starts the next."""
+        if self.ahead is None:
+            return self._grow(step, self.backend), 0
+        tree, staleness = self.ahead.take(step, self.policy_states(state))
+        if step < self.train_config.steps:
+            self.ahead.prefetch(step + 1, self.policy_states(state))
+        return tree, staleness
+
+    def _step_metrics(self, step: int, tree, update, clocks, staleness: int
+                      ) -> dict[str, float]:
+        """The step's logged numbers: the update's (or skipped_update), the rollout's,
+        the curriculum's, packing and the stage times."""
+        t0, t1, t2 = clocks
+        # No update when no row had a loss token (e.g. every completion truncated).
+        metrics = ({k: float(v) for k, v in jax.device_get(update.metrics[-1]).items()}
+                   if update.metrics else {"skipped_update": 1.0})
+        metrics.update(mean_over_processes(rollout_metrics(tree)))
+        metrics.update(self.step_tasks.record(step, tree))
+        metrics["train_rows"] = float(update.kept)
+        metrics.update({f"packing/{k}": v for k, v in self.step_fn.last_packing.items()})
+        env_s = tree.metrics["rollout/env_seconds"]
+        metrics.update({"time/rollout_s": t1 - t0 - env_s, "time/env_s": env_s,
+                        "time/update_s": t2 - t1, "step_time_s": t2 - t0,
+                        "sampler_compiles": float(self.sampler.num_compiles),
+                        "train_step_compiles": float(self.step_fn.num_compiles)})
+        if self.ahead is not None:  # the tree grew in the background: its own clocks
+            metrics.update({"off_policy/staleness": float(staleness),
+                            "time/rollout_s": tree.metrics["rollout/device_seconds"],
+                            "time/rollout_wait_s": t1 - t0})
+        return metrics
+
+    def _evaluate_and_save(self, step: int, state, metrics: dict, extra: dict,
+                           logger) -> None:
+        """Validation every eval_interval steps and at the last (a ranked checkpoint);
+        the latest checkpoint every save_interval steps and at the last."""
+        cfg = self.train_config
+        last = step == cfg.steps
+        evaluated = step % cfg.eval_interval == 0 or last
+        if evaluated:
+            metrics.update(self.evaluate(step))
+        # Metrics reach disk before the step's checkpoint, so a resume from it never
+        # lacks the step's line (later lines are dropped and recomputed).
+        logger.write(step, metrics)
+        logger.flush()
+        if evaluated:
+            self.keeper.save_eval(step, {"train": state}, metrics, extra)
+        if step % cfg.save_interval == 0 or last:
+            self.keeper.save_latest(step, {"train": state}, extra)
 
     def _stop_if_requested(self, step: int, state, extra: dict) -> None:
         """After step `step` (0: the warm start): on Ctrl-C or SIGTERM, save it (unless

@@ -1,14 +1,13 @@
-"""The trainer's SFT warm start (a mixin of `Trainer`): each policy's supervised
-fine-tuning on its suite's demonstrations, resumable from its own checkpoints, or the
-weights of another run (`train.init_from`).
-
-Reads the trainer's attributes: c (Components), sft, train_config, config, workdir,
-num_agents, shared, first_phase, graphdef, optimizer, keys, main, show_progress.
+"""The SFT warm start: each policy's supervised fine-tuning on its suite's
+demonstrations, resumable from its own checkpoints, or the weights of another run
+(`train.init_from`). The trainer makes one WarmStarter; everything it reads is one of
+its fields.
 """
 
 from __future__ import annotations
 
 import pathlib
+import dataclasses
 import time
 from typing import Any
 
@@ -23,11 +22,30 @@ from mtrl.training.run_config import read_config
 from mtrl.training.sft import SFTConfig, run_sft, sft_examples
 from mtrl.training.sft_checkpoint import SFTCheckpoints
 from mtrl.training.sft_data import rows_of_kind
-from mtrl.training.train_state import init_train_state
+from mtrl.training.build import Components
+from mtrl.training.config import SFTSection
+from mtrl.training.keys import RunKeys
+from mtrl.training.train_state import agent_params, init_train_state
 
 
-class WarmStart:
-    def warm_start(self, log) -> list:
+@dataclasses.dataclass
+class WarmStarter:
+    c: Components
+    sft: SFTSection
+    seed: int
+    init_from: str  # train.init_from: another run's workdir ("" : SFT here)
+    workdir: pathlib.Path
+    graphdef: Any
+    optimizer: Any  # the RL optimizer: the layout of an init_from checkpoint's state
+    keys: RunKeys
+    num_agents: int
+    shared: bool  # one policy for every agent
+    first_phase: tuple  # per agent: the row kind of SFT's first phase
+    main: bool = True  # this process writes checkpoints and says what it does
+    show_progress: bool = True
+    seconds_before: float = 0.0  # SFT time of earlier invocations (resumed SFT)
+
+    def run(self, log) -> list:
         """SFT of each policy on its role's demonstrations (or the loaded weights).
 
         With sft.first_phase_steps = K > 0, each policy first trains K updates on one
@@ -41,9 +59,9 @@ class WarmStart:
         (sft_checkpoint.py); a killed run resumes there exactly."""
         params = [nnx.split(m)[1] for m in self.c.models]
         s = self.sft
-        self.sft_seconds_before = 0.0  # SFT time of earlier invocations (resumed SFT)
-        if self.train_config.init_from:
-            return self.params_from(self.train_config.init_from)
+        self.seconds_before = 0.0
+        if self.init_from:
+            return self.params_from(self.init_from)
         if not s.enabled:
             return params
         pairs = self.c.suite.demonstrations(self.c.env, self.num_agents, s)
@@ -51,7 +69,7 @@ class WarmStart:
                                      self.workdir / "sft.jsonl")
         template = make_optimizer(self._sft_config(max(1, s.steps)).optim).init(params[0])
         resumed, seconds_before = checkpoints.restore(params, template)
-        self.sft_seconds_before = seconds_before
+        self.seconds_before = seconds_before
         if resumed is not None:
             params = list(resumed.params)
             if self.main:
@@ -88,7 +106,7 @@ class WarmStart:
                              f"({type(e).__name__}: {' '.join(str(e).split())[:200]})") from None
         finally:
             keeper.close()
-        return self.policy_states(state)
+        return [agent_params(state, a) for a in range(1 if self.shared else self.num_agents)]
 
     def _warm_start_agent(self, a: int, params: list, pairs, log, checkpoints,
                           resumed, elapsed) -> Any:
@@ -149,4 +167,4 @@ class WarmStart:
                                            schedule=s.schedule, total_steps=steps,
                                            max_grad_norm=1.0, b2=s.adam_b2),
                          batch_size=s.batch_size, steps=steps, max_len=s.max_len,
-                         seed=self.config.seed, log_every=min(25, steps))
+                         seed=self.seed, log_every=min(25, steps))

@@ -75,15 +75,15 @@ def test_rules_give_every_parameter_and_moment_its_spec():
 
 def test_plan_from_config_on_one_device():
     config = ml_collections.ConfigDict({"mesh": {"shape": "auto"}})
-    assert plan_for(config, TINY) is None  # one device: the single-device programs
+    assert plan_for(mesh_config(config), TINY) is None  # one device: single-device programs
     config.mesh.shape = "1,1,1"
-    plan = plan_for(config, TINY)
+    plan = plan_for(mesh_config(config), TINY)
     assert isinstance(plan, ShardingPlan) and dict(plan.mesh.shape) == {
         "data": 1, "fsdp": 1, "tensor": 1}
     config.mesh.shape = "2,1,1"
     with pytest.raises(ValueError, match=r"^config\.mesh\.shape: shape '2,1,1' needs 2 "
                                          r"devices \(2x1x1\), but 1 are visible$"):
-        plan_for(config, TINY)
+        plan_for(mesh_config(config), TINY)
     config.mesh.shape = "2,1"
     with pytest.raises(ValueError, match=r"^config\.mesh\.shape: shape must be"):
         mesh_config(config)

@@ -68,7 +68,7 @@ def test_init_from_starts_from_the_source_runs_latest_weights(tmp_path):
     trainer = Trainer(source_config, source, show_progress=False)
     try:
         trainer.run()
-        expected = trainer.params_from(str(source))
+        expected = trainer.starter.params_from(str(source))
     finally:
         trainer.close()
     config = one_step_config()
@@ -78,7 +78,7 @@ def test_init_from_starts_from_the_source_runs_latest_weights(tmp_path):
     follower = Trainer(config, tmp_path / "arm", show_progress=False)
     try:
         own = [nnx.split(m)[1] for m in follower.c.models]
-        got = follower.warm_start(log=lambda *args: pytest.fail("SFT ran"))
+        got = follower.starter.run(log=lambda *args: pytest.fail("SFT ran"))
     finally:
         follower.close()
     assert len(got) == len(expected) == 2

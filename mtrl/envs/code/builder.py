@@ -7,14 +7,14 @@ from mtrl.envs.code.env import CodeEnv, CodeEnvConfig
 from mtrl.envs.code.rewards import CodeRewardConfig
 from mtrl.envs.code.experts.factory import build_expert
 from mtrl.envs.sandbox import Limits, SandboxPool
-from mtrl.config import as_dict, build, known_fields
+from mtrl.config import build, known_fields
 from mtrl.envs.registry import ENV_BUILDERS, BuiltEnv, EnvRequest
 
 
 @ENV_BUILDERS.register("code")
 def build_code_env(request: EnvRequest) -> BuiltEnv:
-    e = request.config.env
-    if dict(as_dict(e.get("options", {}))):
+    e = request.env
+    if e.options:
         raise ValueError("config.env.options: the code environment takes no options "
                          "(its fields are env.*)")
     try:
@@ -22,19 +22,19 @@ def build_code_env(request: EnvRequest) -> BuiltEnv:
     except ValueError as error:
         raise ValueError(f"config.env.templates: {error}") from None
     limits = build(Limits, "env.wall_s_per_test", wall_s_per_test=e.wall_s_per_test)
-    points = known_fields(CodeRewardConfig, e.get("reward_points", {}), "env.reward_points")
+    points = known_fields(CodeRewardConfig, e.reward_points, "env.reward_points")
     env_config = build(CodeEnvConfig, "env", num_agents=e.num_agents,
                        feedback_mode=e.feedback_mode, sandbox_slice=e.sandbox_slice,
                        history_mode=e.history_mode, reward=e.reward, limits=limits,
                        reward_config=build(CodeRewardConfig, "env.reward_points", **points),
                        feedback_style=e.feedback_style, templates=templates,
-                       end_on_success=e.get("end_on_success", False))
+                       end_on_success=e.end_on_success)
     pool = SandboxPool(num_workers=e.workers or None, limits=limits)
     try:  # env.expert: who answers the expert_edits feedback mode (experts/factory.py)
         # This environment also serves validation and test episodes: an expert may read
         # the solutions of the train split only.
         train = request.suite.tasks("train") if e.expert else ()
-        expert = build_expert(e.expert, dict(as_dict(e.expert_options)), request.tokenizer,
+        expert = build_expert(e.expert, dict(e.expert_options), request.tokenizer,
                               train_tasks=train)
         return BuiltEnv(CodeEnv(env_config, sandbox=pool, expert=expert), pool)
     except ValueError:

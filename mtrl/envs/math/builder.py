@@ -7,7 +7,7 @@ env.history_mode (full | last) and env.templates ("default"); env.options may se
 from __future__ import annotations
 
 from mtrl.envs.math.env import MathEnv, MathEnvConfig
-from mtrl.config import as_dict, build
+from mtrl.config import build
 from mtrl.envs.registry import ENV_BUILDERS, BuiltEnv, EnvRequest
 
 _OPTIONS = ("max_completion_chars",)
@@ -15,13 +15,13 @@ _OPTIONS = ("max_completion_chars",)
 
 @ENV_BUILDERS.register("math")
 def build_math_env(request: EnvRequest) -> BuiltEnv:
-    e = request.config.env
-    options = dict(as_dict(e.get("options", {})))
+    e = request.env
+    options = dict(e.options)
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
         raise ValueError(f"config.env.options: unknown {unknown} for the math environment; "
                          f"valid: {list(_OPTIONS)}")
-    if e.get("expert", ""):
+    if e.expert:
         raise ValueError("config.env.expert: the math environment has no expert feedback")
     try:
         templates = request.suite.templates(e.templates)
@@ -29,7 +29,7 @@ def build_math_env(request: EnvRequest) -> BuiltEnv:
         raise ValueError(f"config.env.templates: {error}") from None
     if not hasattr(templates, "try_again"):
         raise ValueError(f"config.data.name: the math environment needs a math suite "
-                         f"(gsm8k), got {request.config.data.name!r}")
+                         f"(gsm8k), got {request.data_name!r}")
     config = build(MathEnvConfig, "env", num_agents=e.num_agents,
                    feedback_mode=e.feedback_mode, history_mode=e.history_mode,
                    templates=templates, **options)

@@ -4,18 +4,17 @@ options are TextWorldEnvConfig's fields (`env.options`)."""
 from __future__ import annotations
 
 from mtrl.envs.textworld.env import TextWorldEnv, TextWorldEnvConfig
-from mtrl.config import as_dict, build
+from mtrl.config import build
 from mtrl.envs.registry import ENV_BUILDERS, BuiltEnv, EnvRequest
 
 
 @ENV_BUILDERS.register("textworld")
 def build_textworld_env(request: EnvRequest) -> BuiltEnv:
-    e = request.config.env
+    e = request.env
     if e.num_agents != 1:
         raise ValueError(f"config.env.num_agents: textworld games have one player, got "
                          f"{e.num_agents}")
-    if request.config.data.name != "textworld":
+    if request.data_name != "textworld":
         raise ValueError(f"config.data.name: env textworld plays the 'textworld' suite's "
-                         f"games, got {request.config.data.name!r}")
-    options = dict(as_dict(e.get("options", {})))
-    return BuiltEnv(TextWorldEnv(build(TextWorldEnvConfig, "env.options", **options)))
+                         f"games, got {request.data_name!r}")
+    return BuiltEnv(TextWorldEnv(build(TextWorldEnvConfig, "env.options", **e.options)))

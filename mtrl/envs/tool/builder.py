@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from mtrl.envs.sandbox import Limits, SandboxPool
 from mtrl.envs.tool.env import ToolEnv, ToolEnvConfig
-from mtrl.config import as_dict, build
+from mtrl.config import build
 from mtrl.envs.registry import ENV_BUILDERS, BuiltEnv, EnvRequest
 
 _OPTIONS = ("max_turns", "max_output_chars", "max_completion_chars")
@@ -17,8 +17,8 @@ _OPTIONS = ("max_turns", "max_output_chars", "max_completion_chars")
 
 @ENV_BUILDERS.register("tool")
 def build_tool_env(request: EnvRequest) -> BuiltEnv:
-    config, e = request.config, request.config.env
-    options = dict(as_dict(e.get("options", {})))
+    e = request.env
+    options = dict(e.options)
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
         raise ValueError(f"config.env.options: unknown {unknown} for the tool environment; "
@@ -29,13 +29,13 @@ def build_tool_env(request: EnvRequest) -> BuiltEnv:
     if e.templates != "default":
         raise ValueError(f"config.env.templates: the tool environment has 'default' "
                          f"templates only, got {e.templates!r}")
-    if e.get("expert", ""):
+    if e.expert:
         raise ValueError("config.env.expert: the tool environment has no expert feedback")
-    options.setdefault("max_turns", config.rollout.num_turns)
+    options.setdefault("max_turns", request.num_turns)
     env_config = build(ToolEnvConfig, "env.options", **options)
-    if config.rollout.num_turns > env_config.max_turns:
+    if request.num_turns > env_config.max_turns:
         raise ValueError(f"config.env.options.max_turns: {env_config.max_turns} is below "
-                         f"rollout.num_turns={config.rollout.num_turns}")
+                         f"rollout.num_turns={request.num_turns}")
     limits = build(Limits, "env.wall_s_per_test", wall_s_per_test=e.wall_s_per_test,
                    wall_s_total=max(e.wall_s_per_test, Limits().wall_s_total))
     pool = SandboxPool(num_workers=e.workers or None, limits=limits)

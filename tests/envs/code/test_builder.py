@@ -6,7 +6,7 @@ import pytest
 from mtrl.data.suite import DataConfig, build_suite
 from mtrl.envs.code.rewards import CodeRewardConfig
 from mtrl.training.config import base_config
-from mtrl.envs.registry import build_environment
+from mtrl.envs.registry import build_environment, env_section
 
 
 def built(**env):
@@ -15,7 +15,8 @@ def built(**env):
     c.env.workers = 1
     c.env.update(env)
     suite = build_suite(DataConfig(**c.data.to_dict()), 0)
-    return build_environment(c, suite, tokenizer=None)
+    return build_environment(env_section(c.env), c.rollout.num_turns, c.data.name, suite,
+                             tokenizer=None)
 
 
 def test_reward_points_reach_the_environment():

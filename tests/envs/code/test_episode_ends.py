@@ -5,7 +5,9 @@ horizon, the default) a solved branch keeps revising for its T turns."""
 import pytest
 
 from mtrl.envs.code.env import CodeEnv, CodeEnvConfig
-from mtrl.training.methods import CreditConfig, check_episode_end
+from mtrl.envs.registry import EnvSection
+from mtrl.training.methods import CreditConfig
+from mtrl.training.parse import check_episode_end
 from tests.envs.code.conftest import ADD
 from tests.rollout.scripted import chain, chain_outcome, solve_at
 
@@ -28,12 +30,19 @@ def test_without_end_on_success_a_solved_branch_keeps_revising(executor):
 
 
 def test_ufo_needs_episodes_that_end_at_success(executor):
-    keeps = CodeEnv(CodeEnvConfig(num_agents=1), sandbox=executor)
+    # The config-time check reads the env section; the section says what the built
+    # environment does.
+    keeps, ends = EnvSection(name="code"), EnvSection(name="code", end_on_success=True)
+    assert CodeEnv(CodeEnvConfig(num_agents=1), sandbox=executor).ends_on_success is \
+        keeps.ends_on_success is False
+    assert CodeEnv(CodeEnvConfig(num_agents=1, end_on_success=True),
+                   sandbox=executor).ends_on_success is ends.ends_on_success is True
     with pytest.raises(ValueError, match="config.env.end_on_success=True"):
         check_episode_end(CreditConfig(estimator="ufo"), keeps)
     check_episode_end(CreditConfig(estimator="magrpo"), keeps)
-    ends = CodeEnv(CodeEnvConfig(num_agents=1, end_on_success=True), sandbox=executor)
     check_episode_end(CreditConfig(estimator="ufo"), ends)
+    for name in ("math", "tool", "textworld"):  # end at an answer or a win, always
+        check_episode_end(CreditConfig(estimator="ufo"), EnvSection(name=name))
 
 
 def test_end_on_success_must_be_a_bool():

@@ -9,6 +9,7 @@ import pytest
 from mtrl.envs.code.experts import ReferenceExpert
 from mtrl.envs.code.experts.factory import build_expert
 from mtrl.training.build import build_components
+from mtrl.training.parse import parse
 from tests.training.test_compile_count import small_config
 
 WRONG = ("```python\ndef aux(x):\n    return 0\n```", "```python\ndef f(x):\n    return 0\n```")
@@ -33,7 +34,7 @@ def components():
     c.env.feedback_mode, c.env.expert = "expert_edits", "reference"
     c.data.test_split, c.data.num_test = "test", 2
     c.data.options = dict(test_terms=("neg2x",), test_offset_range=(0, 9))
-    built = build_components(c)
+    built = build_components(parse(c))
     yield built
     built.close()
 
