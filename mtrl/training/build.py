@@ -27,8 +27,9 @@ from mtrl.credit import RewardRecipe
 from mtrl.training.curriculum import CurriculumConfig, curriculum_config
 from mtrl.training.filters import FilterConfig, filter_config
 from mtrl.training.recipe import reward_recipe
-from mtrl.training.methods import (TREE_ESTIMATORS, CreditConfig, check_episode_end,
-                                   check_group_size, check_method, credit_config)
+from mtrl.training.methods import (CREDIT_ESTIMATORS, CreditConfig, check_episode_end,
+                                   check_group_size, check_method, credit_config,
+                                   tree_estimators)
 from mtrl.training.row_groups import group_size
 from mtrl.rollout.batch import round_up_pow2
 from mtrl.training.optim import OptimConfig
@@ -156,7 +157,6 @@ def build_tasks(suite: TaskSuite) -> tuple[list, list, list]:
 
 # PPO's clip range when the config sets none: DAPO's clip-higher (the default so far).
 PPO_DEFAULT_CLIP = (0.2, 0.28)
-CLIPPED_LOSSES = ("ppo", "gspo", "gspo-token", "turn-ratio")
 
 
 def loss_name(name: str) -> str:
@@ -178,15 +178,16 @@ def build_objective(config) -> PolicyObjectiveConfig:
                               ("dual_clip", loss.dual_clip or None)) if v is not None}
     if name == "ppo":
         clip = {"eps_low": PPO_DEFAULT_CLIP[0], "eps_high": PPO_DEFAULT_CLIP[1], **clip}
-    if clip and name not in CLIPPED_LOSSES:
+    if clip and not POLICY_LOSSES.get(name).clipped:
+        clipped = [n for n in POLICY_LOSSES.names() if POLICY_LOSSES.get(n).clipped]
         raise ValueError(f"config.loss: {sorted(clip)} set, but {name!r} has no clip "
-                         f"(clipped losses: {', '.join(CLIPPED_LOSSES)})")
+                         f"(clipped losses: {', '.join(clipped)})")
     options = dict(clip)
     if name == "turn-ratio":
         options["num_turns"] = config.rollout.num_turns
     elif name == "refuel":
         options["eta"] = loss.refuel_eta
-    loss_config = build(POLICY_LOSSES.get(name).config_type, "loss", **options)
+    loss_config = build(POLICY_LOSSES.get(name).options, "loss", **options)
     if loss.aggregation is not None and loss.aggregation not in AGGREGATIONS:
         raise ValueError(f"config.loss.aggregation: unknown {loss.aggregation!r}; valid: "
                          f"{', '.join(AGGREGATIONS.names())} (unset: the loss's own)")
@@ -274,10 +275,10 @@ def build_components(config) -> Components:
     recipe = reward_recipe(config, rollout.num_turns)  # dominance checked here
     curriculum = curriculum_config(config)
     if (filters.overlong_cache or kl_place(config) == "reward") and \
-            credit.estimator not in TREE_ESTIMATORS:
+            CREDIT_ESTIMATORS.get(credit.estimator).kind != "tree":
         raise ValueError(f"config.credit.estimator: return penalties (filters.overlong_cache, "
                          f"loss.kl_in=reward) need a tree estimator "
-                         f"({', '.join(TREE_ESTIMATORS)}), got {credit.estimator!r}")
+                         f"({', '.join(tree_estimators())}), got {credit.estimator!r}")
     optim = build(OptimConfig, "optim", total_steps=max(1, config.train.steps),
                   **as_dict(config.optim))
     model = model_config(config)
