@@ -15,8 +15,6 @@ INSTALL_REQUIRES = [
     "transformers>=5.23,<6",
     "tokenizers>=0.23,<0.24",
     "safetensors>=0.8,<0.9",
-    "tensorflow-datasets>=4.9.10,<4.10",
-    "array-record>=0.8.6,<0.9",
     "absl-py>=2.5,<3",
     "ml-collections>=1.1,<2",
     "numpy>=2.0,<3",
@@ -30,7 +28,16 @@ INSTALL_REQUIRES = [
     "textworld>=1.7,<1.8",  # text games: generator, Inform 7 compiler, engine (mtrl.envs.textworld)
 ]
 
+# TFDS builders (mtrl.data.tfds_builders, imported only on first use of a TFDS name):
+# nothing in training reads them, so they are an extra. The test extra includes it so CI
+# still runs tests/data/test_tfds_builders.py.
+TFDS_REQUIRES = [
+    "tensorflow-datasets>=4.9.10,<4.10",
+    "array-record>=0.8.6,<0.9",
+]
+
 TEST_REQUIRES = [
+    *TFDS_REQUIRES,
     "pytest>=9.0,<10",
     "pytest-xdist>=3.8,<4",
     # CPU build, taken from local disk on the project machines; used only by the
@@ -69,6 +76,6 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["mtrl", "mtrl.*"]),
     install_requires=INSTALL_REQUIRES,
-    extras_require={"test": TEST_REQUIRES, "realmodel": REALMODEL_REQUIRES,
+    extras_require={"test": TEST_REQUIRES, "tfds": TFDS_REQUIRES, "realmodel": REALMODEL_REQUIRES,
                     "gpu": GPU_REQUIRES, "tpu": TPU_REQUIRES},
 )

@@ -2,6 +2,8 @@
 
     build(cls, "env", **values)  -> cls(**values), or ValueError("config.env: ...")
     known_fields(cls, section, "env") -> the section as a dict, refusing unknown keys
+    check_int / check_number / check_bool(name, value, ...) -> None, or one line
+        "<name> must be <requirement>, got <value!r>" (what every __post_init__ raises)
 
 Owned here (not by the trainer) so environments, suites and the trainer parse their
 own sections the same way without importing each other.
@@ -10,6 +12,7 @@ own sections the same way without importing each other.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 
@@ -34,3 +37,43 @@ def known_fields(cls, section, field: str) -> dict:
     if unknown:
         raise ValueError(f"config.{field}: unknown field(s) {unknown}; valid: {sorted(names)}")
     return values
+
+
+def _refuse(name: str, requirement: str, value) -> None:
+    raise ValueError(f"{name} must be {requirement}, got {value!r}")
+
+
+def check_int(name: str, value, least: int | None = None, most: int | None = None, *,
+              optional: bool = False) -> None:
+    """An int (a bool is not one) in [least, most], or None when `optional`.
+
+    Message: "<name> must be an int[ >= least | in [least, most]][ or None], got <value!r>".
+    """
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or \
+            (least is not None and value < least) or (most is not None and value > most):
+        requirement = ("an int" if least is None else f"an int >= {least}" if most is None
+                       else f"an int in [{least}, {most}]")
+        _refuse(name, requirement + (" or None" if optional else ""), value)
+
+
+def check_number(name: str, value, least: float | None = None, *, above: float | None = None,
+                 finite: bool = False) -> None:
+    """An int or float (not a bool; NaN fails every bound) >= least, or > above.
+
+    Message: "<name> must be a [finite ]number[ >= least | > above], got <value!r>".
+    """
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and \
+        (least is None or value >= least) and (above is None or value > above) and \
+        (not finite or math.isfinite(value))
+    if not ok:
+        bound = (f" >= {least}" if least is not None else "") + \
+            (f" > {above}" if above is not None else "")
+        _refuse(name, ("a finite number" if finite else "a number") + bound, value)
+
+
+def check_bool(name: str, value) -> None:
+    """True or False (a 0/1 int is not accepted). Message: "<name> must be True or False, got ..."."""
+    if not isinstance(value, bool):
+        _refuse(name, "True or False", value)

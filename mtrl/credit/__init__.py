@@ -3,7 +3,7 @@
 Pure functions over arrays with explicit masks (jit- and vmap-safe); swappable
 choices are registered by name:
 
-  ADVANTAGE_ESTIMATORS  grpo, dr_grpo, rloo, mean, max, raw   fn(rewards[G], mask[G] | None, **opts)
+  GROUP_ADVANTAGES      grpo, dr_grpo, rloo, mean, max, raw   fn(rewards[G], mask[G] | None, **opts)
   JOINT_ACTION_MODES    align, cross
   INFORMATION_GAINS     prob, logprob                            (IGPO turn rewards)
                         (name -> function; signatures differ, see each docstring)
@@ -14,7 +14,7 @@ from mtrl.credit.curriculum import (BandFilterConfig, LearnableBandFilter,
                                     front_to_back_turn_mask, front_to_back_window)
 from mtrl.credit.filters import dapo_overlong_penalty
 from mtrl.credit.gigpo import anchor_group_advantages, gigpo_advantages
-from mtrl.credit.group import (ADVANTAGE_ESTIMATORS, dr_grpo_advantages, group_advantages,
+from mtrl.credit.group import (GROUP_ADVANTAGES, dr_grpo_advantages, group_advantages,
                                grpo_advantages, masked_mean, masked_std,
                                max_baseline_advantages, mean_baseline_advantages,
                                raw_advantages, rloo_advantages)
@@ -33,7 +33,7 @@ from mtrl.credit.turn_level import (MTGRPOAdvantages, broadcast_turns_to_tokens,
 from mtrl.credit.ufo import ufo_reward
 
 __all__ = [
-    "ADVANTAGE_ESTIMATORS", "INFORMATION_GAINS", "JOINT_ACTION_MODES",
+    "GROUP_ADVANTAGES", "INFORMATION_GAINS", "JOINT_ACTION_MODES",
     # group
     "group_advantages", "grpo_advantages", "dr_grpo_advantages", "rloo_advantages",
     "mean_baseline_advantages", "max_baseline_advantages", "raw_advantages",

@@ -5,7 +5,7 @@ Every estimator here takes one group, `rewards` of shape [G], and an optional bo
 Absent members (mask false) never enter any statistic of the others, and their
 advantage is exactly 0, whatever their reward holds (NaN included).
 
-Registered in `ADVANTAGE_ESTIMATORS` under one common signature
+Registered in `GROUP_ADVANTAGES` under one common signature
 `fn(rewards[G], mask[G] | None, **opts) -> [G]`:
 
   grpo      (r − mean) / (std + ε)          std with `ddof` (default 1, unbiased), ε = 1e-6
@@ -39,9 +39,9 @@ import jax.numpy as jnp
 from mtrl.registry import Registry
 
 Array = jax.Array
-AdvantageEstimator = Callable[..., Array]
+GroupAdvantageFn = Callable[..., Array]
 
-ADVANTAGE_ESTIMATORS: Registry[AdvantageEstimator] = Registry("advantage estimator")
+GROUP_ADVANTAGES: Registry[GroupAdvantageFn] = Registry("group advantage")
 
 DEFAULT_GRPO_DDOF = 1
 DEFAULT_GRPO_EPSILON = 1e-6
@@ -116,7 +116,7 @@ def _finish(centered: Array, rewards: Array, mask: Array, normalize_std: bool,
     return jnp.where(mask, centered, 0.0)
 
 
-@ADVANTAGE_ESTIMATORS.register("mean")
+@GROUP_ADVANTAGES.register("mean")
 def mean_baseline_advantages(rewards, mask=None, *, normalize_std: bool = False,
                              ddof: int = 0, std_floor: float = DEFAULT_STD_FLOOR) -> Array:
     """A_i = r_i − mean_j r_j over present members (optionally / max(std, floor))."""
@@ -126,7 +126,7 @@ def mean_baseline_advantages(rewards, mask=None, *, normalize_std: bool = False,
                    ddof, std_floor)
 
 
-@ADVANTAGE_ESTIMATORS.register("rloo")
+@GROUP_ADVANTAGES.register("rloo")
 def rloo_advantages(rewards, mask=None, *, normalize_std: bool = False, ddof: int = 0,
                     std_floor: float = DEFAULT_STD_FLOOR) -> Array:
     """RLOO (Ahmadian et al. 2024): A_i = r_i − (Σ_{j≠i} r_j) / (n − 1).
@@ -143,7 +143,7 @@ def rloo_advantages(rewards, mask=None, *, normalize_std: bool = False, ddof: in
     return _finish(centered, rewards, mask, normalize_std, ddof, std_floor)
 
 
-@ADVANTAGE_ESTIMATORS.register("max")
+@GROUP_ADVANTAGES.register("max")
 def max_baseline_advantages(rewards, mask=None, *, normalize_std: bool = False,
                             ddof: int = 0, std_floor: float = DEFAULT_STD_FLOOR) -> Array:
     """A_i = r_i − max_j r_j over present members: the best sibling scores 0."""
@@ -154,7 +154,7 @@ def max_baseline_advantages(rewards, mask=None, *, normalize_std: bool = False,
     return _finish(rewards - best, rewards, mask, normalize_std, ddof, std_floor)
 
 
-@ADVANTAGE_ESTIMATORS.register("raw")
+@GROUP_ADVANTAGES.register("raw")
 def raw_advantages(rewards, mask=None, *, normalize_std: bool = False, ddof: int = 0,
                    std_floor: float = DEFAULT_STD_FLOOR) -> Array:
     """A_i = r_i (no baseline); with `normalize_std`, r_i / max(std, floor)."""
@@ -163,7 +163,7 @@ def raw_advantages(rewards, mask=None, *, normalize_std: bool = False, ddof: int
     return _finish(rewards, rewards, mask, normalize_std, ddof, std_floor)
 
 
-@ADVANTAGE_ESTIMATORS.register("grpo")
+@GROUP_ADVANTAGES.register("grpo")
 def grpo_advantages(rewards, mask=None, *, ddof: int = DEFAULT_GRPO_DDOF,
                     epsilon: float = DEFAULT_GRPO_EPSILON) -> Array:
     """GRPO (Shao et al. 2024): A_i = (r_i − mean) / (std + ε).
@@ -180,7 +180,7 @@ def grpo_advantages(rewards, mask=None, *, ddof: int = DEFAULT_GRPO_DDOF,
     return jnp.where(mask, centered / (masked_std(rewards, mask, ddof) + epsilon), 0.0)
 
 
-@ADVANTAGE_ESTIMATORS.register("dr_grpo")
+@GROUP_ADVANTAGES.register("dr_grpo")
 def dr_grpo_advantages(rewards, mask=None) -> Array:
     """Dr. GRPO (Liu et al. 2025): A_i = r_i − mean, no std division."""
     return mean_baseline_advantages(rewards, mask)
@@ -188,5 +188,5 @@ def dr_grpo_advantages(rewards, mask=None) -> Array:
 
 def group_advantages(rewards, mask: Optional[Array] = None, *, estimator: str = "grpo",
                      **opts) -> Array:
-    """Looks `estimator` up in ADVANTAGE_ESTIMATORS and applies it to one group."""
-    return ADVANTAGE_ESTIMATORS.get(estimator)(rewards, mask, **opts)
+    """Looks `estimator` up in GROUP_ADVANTAGES and applies it to one group."""
+    return GROUP_ADVANTAGES.get(estimator)(rewards, mask, **opts)

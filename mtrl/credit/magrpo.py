@@ -8,7 +8,7 @@ CoMLRL) composes three steps, each its own function:
      collecting the returns of the joint actions containing it
      (mtrl.credit.joint_actions.per_agent_credit; summed in `cross`, CoMLRL's choice,
      or averaged; in `align` each completion is in one joint action),
-  3. A = an ADVANTAGE_ESTIMATORS baseline over the agent's G completions of the node.
+  3. A = a GROUP_ADVANTAGES baseline over the agent's G completions of the node.
 
 Summing returns before the baseline is CoMLRL's order (and DESIGN.md's). Summing
 advantages of joint actions instead agrees with it for the mean and raw baselines
@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mtrl.credit.group import ADVANTAGE_ESTIMATORS
+from mtrl.credit.group import GROUP_ADVANTAGES
 from mtrl.credit.joint_actions import per_agent_credit
 from mtrl.credit.tree import tree_exists, tree_returns
 
@@ -47,7 +47,7 @@ def magrpo_advantages(rewards: Sequence, expanded: Sequence, *, gamma, mode: str
     """
     returns = tree_returns(rewards, expanded, gamma)
     exists = tree_exists(expanded)
-    fn = ADVANTAGE_ESTIMATORS.get(estimator)
+    fn = GROUP_ADVANTAGES.get(estimator)
     per_group = jax.vmap(lambda r, m: fn(r, m, **estimator_opts))
     out = []
     for r_t, e_t in zip(returns, exists):

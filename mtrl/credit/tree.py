@@ -18,7 +18,7 @@ Learning"; CoMLRL):
   R_t = r_t                                  where not expanded_t
 
 Advantages take the J siblings of one node (the last axis) as a group and apply an
-estimator of ADVANTAGE_ESTIMATORS (baselines mean | rloo | max | raw, optionally
+estimator of GROUP_ADVANTAGES (baselines mean | rloo | max | raw, optionally
 divided by max(population std, 1e-6); see mtrl.credit.group).
 
 Why a Python loop over turns and not lax.scan: each turn's array has a different
@@ -36,7 +36,7 @@ from typing import Optional, Sequence
 import jax
 import jax.numpy as jnp
 
-from mtrl.credit.group import ADVANTAGE_ESTIMATORS, as_float
+from mtrl.credit.group import GROUP_ADVANTAGES, as_float
 
 Array = jax.Array
 
@@ -103,11 +103,11 @@ def tree_advantages(returns: Sequence, exists: Sequence, *, estimator: str = "me
                     **estimator_opts) -> list[Array]:
     """A_t = estimator(R_t over the J siblings of each node), 0 where not generated.
 
-    `estimator` names an entry of ADVANTAGE_ESTIMATORS; `estimator_opts` go to it (e.g.
+    `estimator` names an entry of GROUP_ADVANTAGES; `estimator_opts` go to it (e.g.
     normalize_std=True for the baselines, ddof/epsilon for grpo).
     """
     _check_same_layout(returns, exists, "returns", "exists")
-    fn = ADVANTAGE_ESTIMATORS.get(estimator)
+    fn = GROUP_ADVANTAGES.get(estimator)
     per_group = jax.vmap(lambda r, m: fn(r, m, **estimator_opts))
     advantages = []
     for r_t, e_t in zip(returns, exists):

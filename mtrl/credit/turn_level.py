@@ -28,7 +28,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from mtrl.credit.group import ADVANTAGE_ESTIMATORS, as_float, grpo_advantages
+from mtrl.credit.group import GROUP_ADVANTAGES, as_float, grpo_advantages
 
 Array = jax.Array
 
@@ -83,7 +83,7 @@ def per_turn_advantages(turn_rewards, turn_mask: Optional[Array] = None, *, gamm
     """[G, K] turn rewards of a group of trajectories → [G, K] turn advantages.
 
     Each trajectory's discounted returns R_k are compared within the group by an
-    ADVANTAGE_ESTIMATORS entry: group_by="turn" takes the G returns at the same turn k
+    GROUP_ADVANTAGES entry: group_by="turn" takes the G returns at the same turn k
     as one group (absent turns excluded); group_by="all" pools every present (g, k).
     """
     if group_by not in TURN_GROUPINGS:
@@ -96,7 +96,7 @@ def per_turn_advantages(turn_rewards, turn_mask: Optional[Array] = None, *, gamm
     if mask.shape != turn_rewards.shape:
         raise ValueError(f"turn_mask shape {mask.shape} must equal {turn_rewards.shape}")
     returns = jax.vmap(lambda r, m: discounted_returns(r, m, gamma))(turn_rewards, mask)
-    fn = ADVANTAGE_ESTIMATORS.get(estimator)
+    fn = GROUP_ADVANTAGES.get(estimator)
     if group_by == "all":
         flat = fn(returns.reshape(-1), mask.reshape(-1), **estimator_opts)
         return flat.reshape(returns.shape)

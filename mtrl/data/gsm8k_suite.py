@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from mtrl.config.fields import check_int
 from mtrl.data.gsm8k import GSM8K_SPLITS, MathTask, load_gsm8k
 from mtrl.data.suite import SUITES, DataConfig, check_split, parse_split
 from mtrl.data.task_filter import keep_tasks, read_task_ids
@@ -44,10 +45,7 @@ class GSM8KSuite:
             raise ValueError(f"config.data.options: unknown {unknown} for gsm8k; "
                              f"valid: {list(_OPTIONS)}")
         self.max_chars = data.options.get("max_question_chars", 0)
-        if isinstance(self.max_chars, bool) or not isinstance(self.max_chars, int) \
-                or self.max_chars < 0:
-            raise ValueError("config.data.options.max_question_chars must be an int >= 0, "
-                             f"got {self.max_chars!r}")
+        check_int("config.data.options.max_question_chars", self.max_chars, 0)
         if not data.path:
             raise ValueError("config.data.path: gsm8k needs the folder holding "
                              "train.jsonl and test.jsonl")

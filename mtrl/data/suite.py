@@ -33,6 +33,7 @@ import importlib
 import re
 from typing import Any, Callable, Protocol, runtime_checkable
 
+from mtrl.config.fields import check_int
 from mtrl.data.datasets import DATASETS, load_code_tasks
 from mtrl.envs.code.prompts import PromptTemplates
 from mtrl.registry import Registry
@@ -71,9 +72,7 @@ class DataConfig:
             if not isinstance(getattr(self, field), str):
                 raise ValueError(f"{field} must be a string, got {getattr(self, field)!r}")
         for field in ("num_train", "num_eval", "num_test"):
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{field} must be an int >= 1, got {value!r}")
+            check_int(field, getattr(self, field), 1)
         if not isinstance(self.options, dict):
             raise ValueError(f"options must be a dict, got {self.options!r}")
 

@@ -27,7 +27,12 @@ import os
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
-import tensorflow_datasets as tfds
+
+try:  # the [tfds] extra; mtrl imports this module only on first use of a TFDS name
+    import tensorflow_datasets as tfds
+except ImportError as e:
+    raise ImportError(f"mtrl.data's TFDS builders need the tfds extra: pip install -e "
+                      f'".[tfds]" ({e})') from None
 from etils import epath
 
 from mtrl.data.files import PathLike

@@ -20,6 +20,7 @@ import importlib
 from typing import Any, Callable
 
 from mtrl.config import as_dict, build, known_fields
+from mtrl.config.fields import check_bool, check_int
 from mtrl.rollout.environment import Environment
 from mtrl.registry import Registry
 
@@ -49,11 +50,8 @@ class EnvSection:
     end_on_success: bool = False
 
     def __post_init__(self):
-        if isinstance(self.num_agents, bool) or not isinstance(self.num_agents, int) \
-                or self.num_agents < 1:
-            raise ValueError(f"num_agents must be an int >= 1, got {self.num_agents!r}")
-        if not isinstance(self.end_on_success, bool):
-            raise ValueError(f"end_on_success must be a bool, got {self.end_on_success!r}")
+        check_int("num_agents", self.num_agents, 1)
+        check_bool("end_on_success", self.end_on_success)
 
     @property
     def ends_on_success(self) -> bool:

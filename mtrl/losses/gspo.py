@@ -97,6 +97,7 @@ def gspo_token_loss(inputs: PolicyLossInputs, config: GSPOConfig = GSPOConfig())
     return jax.vmap(per_sequence)(inputs.logp, inputs.old_logp, inputs.advantages, inputs.mask)
 
 
-POLICY_LOSSES.register("gspo")(PolicyLoss(gspo_loss, GSPOConfig, "seq-mean-token-mean"))
-POLICY_LOSSES.register("gspo-token")(PolicyLoss(gspo_token_loss, GSPOConfig,
-                                                "seq-mean-token-mean"))
+for _name, _fn in (("gspo", gspo_loss), ("gspo-token", gspo_token_loss)):
+    POLICY_LOSSES.register(_name)(PolicyLoss(
+        fn=_fn, options=GSPOConfig, aggregation="seq-mean-token-mean", clipped=True,
+        advantage_linear=True, group_size=1))

@@ -28,12 +28,14 @@ Conventions:
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+import dataclasses
+from typing import Any, Callable
 
 import flax.struct
 import jax
 import jax.numpy as jnp
 
+from mtrl.config.fields import check_bool, check_int
 from mtrl.losses.checks import check_bool, check_floating, check_integer, check_shapes
 from mtrl.registry import Registry
 
@@ -66,13 +68,40 @@ class PolicyLossOutput:
     approx_kl: jax.Array  # [..., L] float32: (r − 1) − log r with r = π/π_old, no gradient
 
 
-class PolicyLoss(NamedTuple):
-    """A registry entry: the batch loss function, the config type it expects and the
-    aggregation of its paper's objective (used when the user names none)."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PolicyLoss:
+    """A registry entry: the batch loss function and the traits its consumers read.
+
+    Every trait is required, so a new loss says each one where it is registered and
+    no consumer keeps a list of loss names (docs/methods.md, "How to add a loss"):
+
+      options           the loss's frozen config dataclass (PolicyObjectiveConfig
+                        .loss_config); training/build.py fills it from config.loss.
+      aggregation       the AGGREGATIONS name of its paper's objective, used when
+                        config.loss.aggregation is unset.
+      clipped           takes PPO's clip settings (eps_low, eps_high, dual_clip);
+                        setting them for an unclipped loss is refused.
+      advantage_linear  ℓ_t and ∇ℓ_t are 0 at any ratio wherever A_t = 0, so rows
+                        whose advantage is 0 can be left out of the packed forward
+                        (train_step.zero_advantage_is_exact).
+      group_size        consecutive rows that form one unit of the loss (REFUEL: 2,
+                        a pair of siblings); they are shuffled, filtered and split
+                        into minibatches together (training/row_groups.py).
+    """
 
     fn: Callable[[PolicyLossInputs, Any], PolicyLossOutput]
-    config_type: type
-    aggregation: str  # a name in AGGREGATIONS
+    options: type
+    aggregation: str
+    clipped: bool
+    advantage_linear: bool
+    group_size: int
+
+    def __post_init__(self):
+        if not dataclasses.is_dataclass(self.options):
+            raise ValueError(f"PolicyLoss.options must be a config dataclass, got {self.options!r}")
+        check_bool("PolicyLoss.clipped", self.clipped)
+        check_bool("PolicyLoss.advantage_linear", self.advantage_linear)
+        check_int("PolicyLoss.group_size", self.group_size, 1)
 
 
 POLICY_LOSSES: Registry[PolicyLoss] = Registry("policy loss")

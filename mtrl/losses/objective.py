@@ -36,8 +36,8 @@ class PolicyObjectiveConfig:
     """Which loss, with which hyperparameters, reduced how, plus the KL term.
 
     loss: a name in POLICY_LOSSES.
-    loss_config: an instance of that loss's config type (POLICY_LOSSES.get(loss)
-      .config_type); None means its defaults.
+    loss_config: an instance of that loss's options type (POLICY_LOSSES.get(loss)
+      .options); None means its defaults.
     aggregation: a name in AGGREGATIONS; None means the loss's own (its paper's,
       PolicyLoss.aggregation), so a loss brings its objective unless overridden.
     max_length: L_max for "seq-mean-token-sum-norm" (None: the padded length).
@@ -54,7 +54,7 @@ class PolicyObjectiveConfig:
         if self.loss not in POLICY_LOSSES:
             raise ValueError(f"PolicyObjectiveConfig.loss must be one of {POLICY_LOSSES.names()}, "
                              f"got {self.loss!r}")
-        config_type = POLICY_LOSSES.get(self.loss).config_type
+        config_type = POLICY_LOSSES.get(self.loss).options
         if self.loss_config is None:
             object.__setattr__(self, "loss_config", config_type())
         elif type(self.loss_config) is not config_type:

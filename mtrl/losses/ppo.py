@@ -114,4 +114,6 @@ def ppo_loss(inputs: PolicyLossInputs, config: PPOClipConfig = PPOClipConfig()) 
 
 
 # DAPO's token-mean goes with the default clip-higher range (training/build.py).
-POLICY_LOSSES.register("ppo")(PolicyLoss(ppo_loss, PPOClipConfig, "token-mean"))
+POLICY_LOSSES.register("ppo")(PolicyLoss(
+    fn=ppo_loss, options=PPOClipConfig, aggregation="token-mean", clipped=True,
+    advantage_linear=True, group_size=1))

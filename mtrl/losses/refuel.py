@@ -111,4 +111,7 @@ def refuel_loss(inputs: PolicyLossInputs, config: RefuelConfig = RefuelConfig())
     return jax.tree.map(lambda x: x.reshape((batch, length)), out)
 
 
-POLICY_LOSSES.register("refuel")(PolicyLoss(refuel_loss, RefuelConfig, "seq-mean-token-sum"))
+# Squared error against η·(return difference): not linear in A; rows come in sibling pairs.
+POLICY_LOSSES.register("refuel")(PolicyLoss(
+    fn=refuel_loss, options=RefuelConfig, aggregation="seq-mean-token-sum", clipped=False,
+    advantage_linear=False, group_size=2))

@@ -53,5 +53,6 @@ def reinforce_loss(inputs: PolicyLossInputs, config: ReinforceConfig = Reinforce
     return jax.vmap(per_sequence)(inputs.logp, inputs.old_logp, inputs.advantages, inputs.mask)
 
 
-POLICY_LOSSES.register("reinforce")(PolicyLoss(reinforce_loss, ReinforceConfig,
-                                               "seq-mean-token-sum"))
+POLICY_LOSSES.register("reinforce")(PolicyLoss(
+    fn=reinforce_loss, options=ReinforceConfig, aggregation="seq-mean-token-sum",
+    clipped=False, advantage_linear=True, group_size=1))

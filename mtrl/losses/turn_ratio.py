@@ -102,5 +102,9 @@ def turn_ratio_loss(inputs: PolicyLossInputs, config: TurnRatioConfig = TurnRati
                                   inputs.turn_ids)
 
 
-# A PPO variant with per-turn ratios: PPO's (DAPO's) token-mean.
-POLICY_LOSSES.register("turn-ratio")(PolicyLoss(turn_ratio_loss, TurnRatioConfig, "token-mean"))
+# A PPO variant with per-turn ratios: PPO's (DAPO's) token-mean. Its term is A·f(ρ_k) too,
+# but leaving zero-advantage rows out of the packed forward was never verified with
+# per-turn ratios, so it does not claim advantage_linear.
+POLICY_LOSSES.register("turn-ratio")(PolicyLoss(
+    fn=turn_ratio_loss, options=TurnRatioConfig, aggregation="token-mean", clipped=True,
+    advantage_linear=False, group_size=1))

@@ -20,6 +20,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence, TypeVar
 
+from mtrl.config.fields import check_int
+
 T = TypeVar("T")
 
 
@@ -40,9 +42,7 @@ class DistributedConfig:
     auto: bool = False
 
     def __post_init__(self):
-        if isinstance(self.num_processes, bool) or not isinstance(self.num_processes, int) \
-                or self.num_processes < 1:
-            raise ValueError(f"num_processes must be an int >= 1, got {self.num_processes!r}")
+        check_int("num_processes", self.num_processes, 1)
         if not 0 <= self.process_id < self.num_processes:
             raise ValueError(f"process_id must lie in [0, {self.num_processes}), "
                              f"got {self.process_id!r}")

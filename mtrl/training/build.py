@@ -152,7 +152,6 @@ def build_tasks(suite: TaskSuite) -> tuple[list, list, list]:
 
 # PPO's clip range when the config sets none: DAPO's clip-higher (the default so far).
 PPO_DEFAULT_CLIP = (0.2, 0.28)
-CLIPPED_LOSSES = ("ppo", "gspo", "gspo-token", "turn-ratio")
 
 
 def loss_name(name: str) -> str:
@@ -174,15 +173,16 @@ def build_objective(config) -> PolicyObjectiveConfig:
                               ("dual_clip", loss.dual_clip or None)) if v is not None}
     if name == "ppo":
         clip = {"eps_low": PPO_DEFAULT_CLIP[0], "eps_high": PPO_DEFAULT_CLIP[1], **clip}
-    if clip and name not in CLIPPED_LOSSES:
+    if clip and not POLICY_LOSSES.get(name).clipped:
+        clipped = [n for n in POLICY_LOSSES.names() if POLICY_LOSSES.get(n).clipped]
         raise ValueError(f"config.loss: {sorted(clip)} set, but {name!r} has no clip "
-                         f"(clipped losses: {', '.join(CLIPPED_LOSSES)})")
+                         f"(clipped losses: {', '.join(clipped)})")
     options = dict(clip)
     if name == "turn-ratio":
         options["num_turns"] = config.rollout.num_turns
     elif name == "refuel":
         options["eta"] = loss.refuel_eta
-    loss_config = build(POLICY_LOSSES.get(name).config_type, "loss", **options)
+    loss_config = build(POLICY_LOSSES.get(name).options, "loss", **options)
     if loss.aggregation is not None and loss.aggregation not in AGGREGATIONS:
         raise ValueError(f"config.loss.aggregation: unknown {loss.aggregation!r}; valid: "
                          f"{', '.join(AGGREGATIONS.names())} (unset: the loss's own)")

@@ -18,7 +18,8 @@ from typing import Any
 import ml_collections
 from ml_collections.config_dict import placeholder
 
-from mtrl.config.fields import as_dict, build, known_fields  # noqa: F401 (re-exported)
+from mtrl.config.fields import (as_dict, build, check_bool, check_int,  # noqa: F401 (re-exported)
+                                check_number, known_fields)
 
 
 def base_config() -> ml_collections.ConfigDict:
@@ -163,17 +164,12 @@ class TrainConfig:
         counts = dict(steps=0, tasks_per_step=1, ppo_epochs=1, minibatches=1, eval_interval=1,
                       save_interval=1, keep_best=1, eval_samples=0, num_transcripts=0)
         for name, least in counts.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+            check_int(name, getattr(self, name), least)
         for name in ("drop_zero_advantage", "export_best"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+            check_bool(name, getattr(self, name))
         if self.restore not in RESTORE_MODES:
             raise ValueError(f"restore must be one of {RESTORE_MODES}, got {self.restore!r}")
-        if isinstance(self.budget_minutes, bool) or not isinstance(
-                self.budget_minutes, (int, float)) or not self.budget_minutes >= 0:
-            raise ValueError(f"budget_minutes must be a number >= 0, got {self.budget_minutes!r}")
+        check_number("budget_minutes", self.budget_minutes, 0)
         # Imported here: loading a config file must not import jax (--help stays fast).
         from mtrl.models.remat import REMAT_POLICIES
         from mtrl.training.async_rollout import OFF_POLICY_LAGS
@@ -182,10 +178,7 @@ class TrainConfig:
             raise ValueError(f"packing must be one of {PACKING_MODES}, got {self.packing!r}")
         if self.remat not in REMAT_POLICIES:
             raise ValueError(f"remat must be one of {sorted(REMAT_POLICIES)}, got {self.remat!r}")
-        if isinstance(self.pack_budget, bool) or not isinstance(self.pack_budget, int) \
-                or not 0 <= self.pack_budget <= BUDGETS[-1]:
-            raise ValueError(f"pack_budget must be an int in [0, {BUDGETS[-1]}], "
-                             f"got {self.pack_budget!r}")
+        check_int("pack_budget", self.pack_budget, 0, BUDGETS[-1])
         if isinstance(self.off_policy, bool) or not isinstance(self.off_policy, int) \
                 or self.off_policy not in OFF_POLICY_LAGS:
             raise ValueError(f"off_policy must be one of {OFF_POLICY_LAGS}, "
@@ -257,17 +250,12 @@ class SFTSection:
     checkpoint_every: int = 50
 
     def __post_init__(self):
-        if not isinstance(self.enabled, bool):
-            raise ValueError(f"enabled must be True or False, got {self.enabled!r}")
+        check_bool("enabled", self.enabled)
         for name, least in dict(steps=1, batch_size=1, max_len=2, checkpoint_every=1,
                                 first_phase_steps=0).items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+            check_int(name, getattr(self, name), least)
         for name in ("learning_rate", "adam_b2", "fraction"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"{name} must be a number > 0, got {value!r}")
+            check_number(name, getattr(self, name), above=0)
         for name in ("revision_fraction", "resubmit_fraction"):
             object.__setattr__(self, name, _per_agent_value(getattr(self, name), name))
         if not isinstance(self.first_guess, str):

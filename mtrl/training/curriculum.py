@@ -25,6 +25,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from mtrl.config.fields import check_bool, check_int
 from mtrl.credit.curriculum import (BandFilterConfig, LearnableBandFilter,
                                     back_to_front_turn_mask, front_to_back_turn_mask)
 from mtrl.training.tree_paths import tree_paths
@@ -45,12 +46,8 @@ class CurriculumConfig:
     def __post_init__(self):
         if self.tcod not in TCOD_SCHEDULES:
             raise ValueError(f"tcod: unknown {self.tcod!r}; valid: {TCOD_SCHEDULES}")
-        if isinstance(self.steps_per_stage, bool) or not isinstance(self.steps_per_stage, int) \
-                or self.steps_per_stage < 1:
-            raise ValueError(f"steps_per_stage must be an int >= 1, got {self.steps_per_stage!r}")
-        if not isinstance(self.learnable_band, bool):
-            raise ValueError(f"learnable_band must be True or False, got "
-                             f"{self.learnable_band!r}")
+        check_int("steps_per_stage", self.steps_per_stage, 1)
+        check_bool("learnable_band", self.learnable_band)
         self.band()  # the band's own checks
 
     def band(self) -> BandFilterConfig:

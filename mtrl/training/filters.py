@@ -20,6 +20,7 @@ import dataclasses
 import jax
 import numpy as np
 
+from mtrl.config.fields import check_bool, check_int
 from mtrl.credit import dapo_overlong_penalty
 from mtrl.rollout.batch import RolloutBatch
 from mtrl.rollout.tree import TreeRollout
@@ -37,11 +38,8 @@ class FilterConfig:
     void_turns: bool = False
 
     def __post_init__(self):
-        if isinstance(self.overlong_cache, bool) or not isinstance(self.overlong_cache, int) \
-                or self.overlong_cache < 0:
-            raise ValueError(f"overlong_cache must be an int >= 0, got {self.overlong_cache!r}")
-        if not isinstance(self.void_turns, bool):
-            raise ValueError(f"void_turns must be True or False, got {self.void_turns!r}")
+        check_int("overlong_cache", self.overlong_cache, 0)
+        check_bool("void_turns", self.void_turns)
 
 
 def filter_config(config, max_new_tokens: int) -> FilterConfig:

@@ -17,6 +17,8 @@ import dataclasses
 
 import jax
 
+from mtrl.config.fields import check_int
+
 STREAMS = ("init", "sft", "rollout", "ppo", "eval")
 
 
@@ -28,8 +30,7 @@ class RunKeys:
 
     @classmethod
     def from_seed(cls, seed: int) -> "RunKeys":
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise ValueError(f"seed must be an int, got {seed!r}")
+        check_int("seed", seed)
         keys = jax.random.split(jax.random.key(seed), len(STREAMS))
         return cls(dict(zip(STREAMS, keys)))
 

@@ -14,25 +14,31 @@ tokens. Two kinds (docs/methods.md has the table with the papers):
                     (tree_paths.py); each step gets the mean of its paths' values,
                     then per-agent credit over the joint actions holding a completion.
 
-Each estimator declares the environment info keys it reads (`needs`);
-`check_method` compares them with `Environment.info_keys` and the loss at build time.
+Each registry entry (Estimator) declares its kind, the environment info keys it reads
+(`needs`) and whether its paper's episodes end at the first success; `check_method`
+compares them with the environment and the loss at build time, and no consumer keeps a
+list of estimator names. (CREDIT_ESTIMATORS holds whole credit methods; the group
+functions they apply are mtrl.credit's GROUP_ADVANTAGES, the KL's k1..k3 are
+mtrl.losses' KL_ESTIMATORS.)
 """
 
 from __future__ import annotations
 
 import dataclasses
 import zlib
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import jax.numpy as jnp
 import numpy as np
 
+from mtrl.config.fields import check_bool, check_number
 from mtrl.credit import (gigpo_advantages, grpo_advantages, igpo_advantages, magrpo_advantages,
                          mt_grpo_advantages, per_agent_credit, row_advantages,
                          ufo_reward)
 from mtrl.credit.igpo import IGPO_NORMALIZATIONS, INFORMATION_GAINS
 from mtrl.credit.joint_actions import CREDIT_REDUCTIONS
 from mtrl.credit.turn_level import LAMBDA_PLACEMENTS
+from mtrl.losses import POLICY_LOSSES
 from mtrl.registry import Registry
 from mtrl.training.tree_paths import TaskPaths, info_array, paths_to_dense, tree_paths
 
@@ -45,7 +51,7 @@ LEGACY_BASELINE_NAMES = ("mean", "max", "raw")
 class CreditConfig:
     """The `credit` section.
 
-    estimator: a name in ESTIMATORS (or mean | max | raw: magrpo with that baseline).
+    estimator: a name in CREDIT_ESTIMATORS (or mean | max | raw: magrpo with that baseline).
     baseline: magrpo's group baseline over the agent's G completions.
     credit: cross mode, sum (CoMLRL) or mean of a completion's joint actions.
     normalize_std: magrpo baselines only: divide by max(std, 1e-6).
@@ -71,9 +77,9 @@ class CreditConfig:
         if self.estimator in LEGACY_BASELINE_NAMES:
             object.__setattr__(self, "baseline", self.estimator)
             object.__setattr__(self, "estimator", "magrpo")
-        if self.estimator not in ESTIMATORS:
+        if self.estimator not in CREDIT_ESTIMATORS:
             raise ValueError(f"estimator: unknown {self.estimator!r}; valid: "
-                             f"{', '.join(ESTIMATORS.names())} (or mean | max | raw)")
+                             f"{', '.join(CREDIT_ESTIMATORS.names())} (or mean | max | raw)")
         choices = dict(baseline=BASELINES, credit=CREDIT_REDUCTIONS, lambda_on=LAMBDA_PLACEMENTS,
                        igpo_gain=INFORMATION_GAINS.names(),
                        igpo_normalization=IGPO_NORMALIZATIONS)
@@ -81,15 +87,13 @@ class CreditConfig:
             if getattr(self, name) not in valid:
                 raise ValueError(f"{name}: unknown {getattr(self, name)!r}; valid: "
                                  f"{', '.join(valid)}")
-        if not isinstance(self.normalize_std, bool):
-            raise ValueError(f"normalize_std must be True or False, got {self.normalize_std!r}")
+        check_bool("normalize_std", self.normalize_std)
         if self.normalize_std and self.estimator != "magrpo":
             raise ValueError(f"normalize_std applies to magrpo's baselines; {self.estimator!r} "
                              "fixes its own normalization")
         for name in ("turn_coef", "gigpo_omega", "ufo_gamma", "ufo_penalty"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f"{name} must be a number, got {value!r}")
+            check_number(name, value)
             if not value >= 0:
                 raise ValueError(f"{name} must be >= 0, got {value!r}")
         if not self.ufo_gamma <= 1.0:
@@ -111,16 +115,45 @@ OPTION_OWNERS = {"baseline": "magrpo", "turn_coef": "mt_grpo", "lambda_on": "mt_
                  "ufo_gamma": "ufo", "ufo_penalty": "ufo"}
 
 
-class Estimator(NamedTuple):
-    """fn(batch, tree, credit, gamma) -> per turn [P] + [J]*(t−1) + [N, G] advantages."""
+ESTIMATOR_KINDS = ("tree", "path")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Estimator:
+    """A CREDIT_ESTIMATORS entry: fn(batch, tree, credit, gamma, penalty) -> per turn
+    [P] + [J]*(t−1) + [N, G] advantages, and the traits its consumers read.
+
+      kind              "tree" (tree returns, per-completion penalties allowed:
+                        loss.kl_in=reward, filters.overlong_cache) or "path" (the
+                        paper's function over root-to-leaf paths, register with
+                        path_estimator); see the module docstring.
+      needs             environment info keys read from every step (check_method).
+      ends_at_success   its paper's reading needs an episode to end at its first
+                        success (parse.check_episode_end).
+      paper             the citation, for docs and error messages.
+    """
 
     fn: Callable
-    needs: frozenset  # environment info keys read from every step
+    kind: str
+    needs: frozenset
+    ends_at_success: bool
     paper: str
 
+    def __post_init__(self):
+        if self.kind not in ESTIMATOR_KINDS:
+            raise ValueError(f"Estimator.kind: unknown {self.kind!r}; valid: "
+                             f"{', '.join(ESTIMATOR_KINDS)}")
+        if not isinstance(self.needs, frozenset):
+            raise ValueError(f"Estimator.needs must be a frozenset of info keys, got {self.needs!r}")
+        check_bool("Estimator.ends_at_success", self.ends_at_success)
 
-ESTIMATORS: Registry[Estimator] = Registry("credit estimator")
-TREE_ESTIMATORS = ("magrpo", "grpo", "dr_grpo", "rloo")
+
+CREDIT_ESTIMATORS: Registry[Estimator] = Registry("credit estimator")
+
+
+def tree_estimators() -> tuple[str, ...]:
+    """The registered estimators of kind "tree" (the ones that take return penalties)."""
+    return tuple(n for n in CREDIT_ESTIMATORS.names() if CREDIT_ESTIMATORS.get(n).kind == "tree")
 
 
 def _tree(group_fn: str | None):
@@ -139,11 +172,13 @@ for _name, _group, _paper in (
         ("grpo", "grpo", "Shao et al. 2024, DeepSeekMath"),
         ("dr_grpo", "dr_grpo", "Liu et al. 2025, Understanding R1-Zero-Like Training"),
         ("rloo", "rloo", "Ahmadian et al. 2024, Back to Basics")):
-    ESTIMATORS.register(_name)(Estimator(_tree(_group), frozenset(), _paper))
+    CREDIT_ESTIMATORS.register(_name)(Estimator(fn=_tree(_group), kind="tree", needs=frozenset(),
+                                                ends_at_success=False, paper=_paper))
 
 
-def path_estimator(name: str, needs: tuple[str, ...], paper: str):
-    """Registers `values(paths: TaskPaths, credit, gamma) -> [Q, K]` as a path estimator."""
+def path_estimator(name: str, needs: tuple[str, ...], paper: str, ends_at_success: bool = False):
+    """Registers `values(paths: TaskPaths, credit, gamma) -> [Q, K]` as a path estimator
+    that reads the step info keys `needs`."""
     def register(values: Callable[[TaskPaths, CreditConfig, float], np.ndarray]):
         def fn(batch, tree, credit: CreditConfig, gamma, penalty=None):
             if penalty is not None:
@@ -153,7 +188,8 @@ def path_estimator(name: str, needs: tuple[str, ...], paper: str):
             return [per_agent_credit(jnp.asarray(d), batch.joint_mode, batch.num_agents,
                                      batch.num_generations, reduce=credit.credit)
                     for d in dense]
-        ESTIMATORS.register(name)(Estimator(fn, frozenset(needs), paper))
+        CREDIT_ESTIMATORS.register(name)(Estimator(fn=fn, kind="path", needs=frozenset(needs),
+                                                   ends_at_success=ends_at_success, paper=paper))
         return values
     return register
 
@@ -219,13 +255,9 @@ def answer_ids(paths: TaskPaths) -> np.ndarray:
     return np.unique(out, return_inverse=True)[1].reshape(out.shape).astype(np.int32)
 
 
-# Estimators whose reading of the paper needs an episode to end at its first success
-# (mtrl/rollout/environment.py, "Episode ends"): UFO rewards γ^t for the first correct attempt
-# and trains no attempt after it. Checked against the env section by parse.py.
-ENDS_AT_SUCCESS = ("ufo",)
-
-
-@path_estimator("ufo", ("correct",), "Liu et al. 2025, UFO (Try Again)")
+# UFO rewards γ^t for the first correct attempt and trains no attempt after it (its
+# entry's ends_at_success: parse.py checks the env section against it).
+@path_estimator("ufo", ("correct",), "Liu et al. 2025, UFO (Try Again)", ends_at_success=True)
 def ufo_values(paths: TaskPaths, credit: CreditConfig, gamma) -> np.ndarray:
     """Each path's UFO reward, GRPO-normalized over the task's paths, on every turn."""
     correct = info_array(paths, "correct", bool, fill=False)
@@ -244,7 +276,7 @@ def credit_config(config) -> CreditConfig:
 def method_advantages(credit: CreditConfig, batch, tree, gamma, penalty=None) -> list:
     """Per turn [P] + [J]*(t−1) + [N, G] advantages of the configured estimator
     (penalty: per-completion return penalties, tree estimators only)."""
-    return ESTIMATORS.get(credit.estimator).fn(batch, tree, credit, gamma, penalty)
+    return CREDIT_ESTIMATORS.get(credit.estimator).fn(batch, tree, credit, gamma, penalty)
 
 
 def token_advantages(credit: CreditConfig, batch, tree, gamma, penalty=None) -> jnp.ndarray:
@@ -253,9 +285,6 @@ def token_advantages(credit: CreditConfig, batch, tree, gamma, penalty=None) -> 
     per_turn = method_advantages(credit, batch, tree, gamma, penalty)
     rows = row_advantages(per_turn, batch.row_turn, batch.row_node, batch.row_sample)
     return rows[:, :, None] * batch.loss_mask
-
-
-PAIRWISE_LOSSES = ("refuel",)
 
 
 def check_group_size(credit: CreditConfig, num_generations: int) -> None:
@@ -277,10 +306,11 @@ def check_group_size(credit: CreditConfig, num_generations: int) -> None:
 def check_method(credit: CreditConfig, loss: str, num_generations: int, env,
                  kl_in: str = "loss") -> None:
     """One-line errors for an estimator the environment or the loss cannot serve."""
-    if kl_in == "reward" and credit.estimator not in TREE_ESTIMATORS:
+    estimator = CREDIT_ESTIMATORS.get(credit.estimator)
+    if kl_in == "reward" and estimator.kind != "tree":
         raise ValueError(f"config.loss.kl_in: 'reward' penalizes tree returns; estimators "
-                         f"{', '.join(TREE_ESTIMATORS)} take it, not {credit.estimator!r}")
-    needs = ESTIMATORS.get(credit.estimator).needs
+                         f"{', '.join(tree_estimators())} take it, not {credit.estimator!r}")
+    needs = estimator.needs
     from mtrl.training.answer_probs import derived_info_keys  # what the trainer adds
     reported = frozenset(getattr(env, "info_keys", ()))
     missing = sorted(needs - reported - derived_info_keys(reported))
@@ -288,7 +318,7 @@ def check_method(credit: CreditConfig, loss: str, num_generations: int, env,
         raise ValueError(f"config.credit.estimator: {credit.estimator!r} reads step info "
                          f"{missing}, which {type(env).__name__} does not report "
                          "(docs/methods.md lists the fields)")
-    if loss in PAIRWISE_LOSSES:
+    if POLICY_LOSSES.get(loss).group_size == 2:  # REFUEL's pairs of sibling completions
         if num_generations % 2:
             raise ValueError(f"config.loss.policy_loss: {loss!r} pairs sibling completions; "
                              f"rollout.num_generations must be even, got {num_generations}")

@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from mtrl.config.fields import check_int, check_number
 from mtrl.registry import Registry
 
 # decay(steps since warmup ended, config) -> multiplier of the peak learning rate.
@@ -94,25 +95,13 @@ class OptimConfig:
     max_grad_norm: float | None = 1.0
 
     def __post_init__(self):
-        def positive_finite(name: str) -> None:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    math.isfinite(value) and value > 0):
-                raise ValueError(f"OptimConfig.{name} must be a finite number > 0, got {value!r}")
-
-        positive_finite("learning_rate")
-        positive_finite("eps")
-        if isinstance(self.warmup_steps, bool) or not isinstance(self.warmup_steps, int) \
-                or self.warmup_steps < 0:
-            raise ValueError(f"OptimConfig.warmup_steps must be an int >= 0, "
-                             f"got {self.warmup_steps!r}")
+        for name in ("learning_rate", "eps"):
+            check_number(f"OptimConfig.{name}", getattr(self, name), above=0, finite=True)
+        check_int("OptimConfig.warmup_steps", self.warmup_steps, 0)
         if self.schedule not in SCHEDULES:
             raise ValueError(f"OptimConfig.schedule must be one of {SCHEDULES.names()}, "
                              f"got {self.schedule!r}")
-        if self.total_steps is not None and (isinstance(self.total_steps, bool) or not isinstance(
-                self.total_steps, int) or self.total_steps < 1):
-            raise ValueError(f"OptimConfig.total_steps must be a positive int or None, "
-                             f"got {self.total_steps!r}")
+        check_int("OptimConfig.total_steps", self.total_steps, 1, optional=True)
         if self.schedule == "cosine":
             if self.total_steps is None:
                 raise ValueError("OptimConfig.schedule 'cosine' needs total_steps")
@@ -128,7 +117,7 @@ class OptimConfig:
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"OptimConfig.{name} must be in [0, 1), got {getattr(self, name)}")
         if self.max_grad_norm is not None:
-            positive_finite("max_grad_norm")
+            check_number("OptimConfig.max_grad_norm", self.max_grad_norm, above=0, finite=True)
 
 
 def make_schedule(config: OptimConfig) -> optax.Schedule:

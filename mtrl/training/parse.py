@@ -33,8 +33,8 @@ from mtrl.training.config import (ModelSection, SFTSection, TrainConfig, build, 
                                   model_config, sft_config, train_config)
 from mtrl.training.curriculum import CurriculumConfig, curriculum_config
 from mtrl.training.filters import FilterConfig, filter_config
-from mtrl.training.methods import (ENDS_AT_SUCCESS, TREE_ESTIMATORS, CreditConfig,
-                                   check_group_size, credit_config)
+from mtrl.training.methods import (CREDIT_ESTIMATORS, CreditConfig, check_group_size,
+                                   credit_config, tree_estimators)
 from mtrl.training.optim import OptimConfig
 from mtrl.training.recipe import reward_recipe
 from mtrl.training.row_groups import group_size
@@ -95,10 +95,11 @@ def parse(config) -> RunConfig:
     check_episode_end(credit, env)
     filters = filter_config(config, rollout.max_new_tokens)
     kl_in = kl_place(config)
-    if (filters.overlong_cache or kl_in == "reward") and credit.estimator not in TREE_ESTIMATORS:
+    if (filters.overlong_cache or kl_in == "reward") and \
+            CREDIT_ESTIMATORS.get(credit.estimator).kind != "tree":
         raise ValueError(f"config.credit.estimator: return penalties (filters.overlong_cache, "
                          f"loss.kl_in=reward) need a tree estimator "
-                         f"({', '.join(TREE_ESTIMATORS)}), got {credit.estimator!r}")
+                         f"({', '.join(tree_estimators())}), got {credit.estimator!r}")
     sft = sft_config(config)
     check_sft_agents(sft, rollout)
     check_supported(off_policy=bool(train.off_policy), init_from=train.init_from,
@@ -117,7 +118,7 @@ def parse(config) -> RunConfig:
 def check_episode_end(credit: CreditConfig, env: EnvSection) -> None:
     """One line when the estimator needs episodes that end at success and the
     environment keeps revising solved branches (the code environment by default)."""
-    if credit.estimator in ENDS_AT_SUCCESS and not env.ends_on_success:
+    if CREDIT_ESTIMATORS.get(credit.estimator).ends_at_success and not env.ends_on_success:
         raise ValueError(f"config.credit.estimator: {credit.estimator!r} needs episodes that "
                          f"end at the first success; env {env.name!r} keeps revising "
                          "solved branches (set config.env.end_on_success=True)")

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mtrl.config.fields import check_int
 from mtrl.training.minibatch import PolicyMinibatch, take_rows
 from mtrl.training.train_state import TrainState
 from mtrl.training.train_step import TrainStep
@@ -36,12 +37,9 @@ def ppo_update(step_fn: TrainStep, state: TrainState, batch_arrays: PolicyMiniba
     The state passed in is donated (do not reuse it). Returns the final state and the
     device metrics of every update in order; call check_finite on them.
     """
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs must be an int >= 1, got {epochs!r}")
-    if isinstance(minibatches, bool) or not isinstance(minibatches, int) or minibatches < 1:
-        raise ValueError(f"minibatches must be an int >= 1, got {minibatches!r}")
-    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
-        raise ValueError(f"group_size must be an int >= 1, got {group_size!r}")
+    for name, value in (("epochs", epochs), ("minibatches", minibatches),
+                        ("group_size", group_size)):
+        check_int(name, value, 1)
     _, num_rows, _ = batch_arrays.validate(step_fn.num_agents)
     if num_rows % (minibatches * group_size):
         raise ValueError(f"{num_rows} rows do not split into {minibatches} equal minibatches "

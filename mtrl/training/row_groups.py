@@ -1,4 +1,5 @@
-"""Rows that must travel together: REFUEL's sibling pairs.
+"""Rows that must travel together: a loss's groups (PolicyLoss.group_size), REFUEL's
+sibling pairs.
 
 REFUEL (mtrl.losses.refuel) regresses the log-ratio difference of rows (2i, 2i+1) onto
 their return difference, which is only meaningful when both responses continue the
@@ -13,16 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from mtrl.losses import POLICY_LOSSES
 from mtrl.rollout.batch import RolloutBatch
 # The zero-advantage filter keeps whole groups; its one implementation is row_filter's.
 from mtrl.training.row_filter import keep_informative_groups  # noqa: F401 (re-export)
 
-PAIRED_LOSSES = ("refuel",)
-
-
 def group_size(loss: str) -> int:
-    """Rows per unit for the loss: 2 for pairwise losses, else 1."""
-    return 2 if loss in PAIRED_LOSSES else 1
+    """Rows per unit of the loss, as registered (2 for REFUEL's pairs, else 1)."""
+    return POLICY_LOSSES.get(loss).group_size
 
 
 def check_groups(batch: RolloutBatch, size: int) -> None:

@@ -28,6 +28,7 @@ import numpy as np
 import optax
 from flax import nnx
 
+from mtrl.config.fields import check_int
 from mtrl.losses import masked_count, masked_mean
 from mtrl.rollout.history import history_ids
 from mtrl.sampling.tracing import TraceCounter
@@ -61,21 +62,15 @@ class SFTConfig:
         if not isinstance(self.optim, OptimConfig):
             raise ValueError(f"SFTConfig.optim must be an OptimConfig, got {self.optim!r}")
         for name in ("batch_size", "max_len", "log_every"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"SFTConfig.{name} must be an int >= 1, got {value!r}")
+            check_int(f"SFTConfig.{name}", getattr(self, name), 1)
         if self.max_len < 2:
             raise ValueError(f"SFTConfig.max_len must be >= 2, got {self.max_len}")
         if (self.steps is None) == (self.epochs is None):
             raise ValueError("SFTConfig needs exactly one of steps and epochs, got "
                              f"steps={self.steps!r}, epochs={self.epochs!r}")
         for name in ("steps", "epochs"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 1):
-                raise ValueError(f"SFTConfig.{name} must be an int >= 1 or None, got {value!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ValueError(f"SFTConfig.seed must be an int, got {self.seed!r}")
+            check_int(f"SFTConfig.{name}", getattr(self, name), 1, optional=True)
+        check_int("SFTConfig.seed", self.seed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,8 +104,7 @@ def sft_examples(tokenizer, pairs: Sequence[tuple["str | Revision", str]], turn_
     them). A pair whose formatted prompt has max_len or more tokens is left out
     (num_dropped).
     """
-    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 2:
-        raise ValueError(f"max_len must be an int >= 2, got {max_len!r}")
+    check_int("max_len", max_len, 2)
     rows, truncated, dropped = [], 0, 0
     for prompt, completion in pairs:
         prompt_ids = prompt_token_ids(tokenizer, prompt, turn_format)

@@ -46,7 +46,8 @@ import numpy as np
 import optax
 from flax import nnx
 
-from mtrl.losses import PolicyLossInputs, PolicyObjectiveConfig, policy_objective
+from mtrl.config.fields import check_int
+from mtrl.losses import POLICY_LOSSES, PolicyLossInputs, PolicyObjectiveConfig, policy_objective
 from mtrl.models.remat import check_remat
 from mtrl.sampling.tracing import TraceCounter
 from mtrl.training.logprobs import predicted_mask, sequence_logprobs
@@ -179,8 +180,7 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
     if not isinstance(objective, PolicyObjectiveConfig):
         raise ValueError(f"objective must be a PolicyObjectiveConfig, "
                          f"got {type(objective).__name__}")
-    if isinstance(num_agents, bool) or not isinstance(num_agents, int) or num_agents < 1:
-        raise ValueError(f"num_agents must be an int >= 1, got {num_agents!r}")
+    check_int("num_agents", num_agents, 1)
 
     def objective_fn(params, ref_params, rows, packed):
         return _agent_objective(graphdef, objective, params, ref_params, rows, packed, remat)
@@ -242,14 +242,11 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
                      skip_zero_advantage=zero_advantage_is_exact(objective))
 
 
-# Losses whose per-token term (and gradient) is A·f(ratio): zero whenever A = 0.
-_ADVANTAGE_LINEAR_LOSSES = ("reinforce", "ppo", "gspo", "gspo-token")
-
-
 def zero_advantage_is_exact(objective: PolicyObjectiveConfig) -> bool:
-    """True when rows with A = 0 add nothing to the loss or its gradient: an
-    advantage-linear loss and no KL term (a KL penalty reaches every row)."""
-    return objective.loss in _ADVANTAGE_LINEAR_LOSSES and objective.kl.coef == 0
+    """True when rows with A = 0 add nothing to the loss or its gradient: a loss
+    registered advantage_linear (its term and gradient A·f(ratio) vanish at A = 0) and
+    no KL term (a KL penalty reaches every row)."""
+    return POLICY_LOSSES.get(objective.loss).advantage_linear and objective.kl.coef == 0
 
 
 def packing_counts(packed: PackedRows, token_mask: Any) -> dict[str, float]:

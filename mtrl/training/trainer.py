@@ -47,7 +47,7 @@ from mtrl.training.interrupts import stop_point, stop_requested
 from mtrl.training.keys import RunKeys
 from mtrl.training.memory import check_step_memory
 from mtrl.training.answer_probs import scores_answers
-from mtrl.training.methods import ESTIMATORS
+from mtrl.training.methods import CREDIT_ESTIMATORS
 from mtrl.training.hf_export import export_agents, model_report
 from mtrl.training.logging import MetricsLogger, Progress, write_transcripts
 from mtrl.training.run_record import rollout_metrics, run_record, summary_of
@@ -115,7 +115,7 @@ class Trainer:
         self.step_tasks = StepTasks(c.train_tasks, self.train_config.tasks_per_step,
                                     run.seed, c.curriculum)
         # IGPO on an environment that reports the truth: score it after each rollout.
-        self.scores_answers = scores_answers(ESTIMATORS.get(c.credit.estimator).needs,
+        self.scores_answers = scores_answers(CREDIT_ESTIMATORS.get(c.credit.estimator).needs,
                                              frozenset(c.env.info_keys))
         check_supported(band=self.step_tasks.band is not None,
                         reward_kl=c.reward_kl is not None, answer_scores=self.scores_answers)

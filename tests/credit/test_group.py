@@ -5,18 +5,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mtrl.credit import (ADVANTAGE_ESTIMATORS, group_advantages, grpo_advantages,
+from mtrl.credit import (GROUP_ADVANTAGES, group_advantages, grpo_advantages,
                          mean_baseline_advantages)
 
 ONE_HOT = np.array([1.0, 0.0, 0.0, 0.0], np.float32)
-NAMES = ADVANTAGE_ESTIMATORS.names()
+NAMES = GROUP_ADVANTAGES.names()
 
 
 @functools.partial(jax.jit, static_argnames=("opts",))
 def all_estimators(rewards, mask, opts=()):
     """Every registered estimator on one group, in a single compile."""
     extra = {name: dict(o) for name, o in opts}
-    return {name: ADVANTAGE_ESTIMATORS.get(name)(rewards, mask, **extra.get(name, {}))
+    return {name: GROUP_ADVANTAGES.get(name)(rewards, mask, **extra.get(name, {}))
             for name in NAMES}
 
 

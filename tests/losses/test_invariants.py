@@ -99,7 +99,7 @@ def test_trace_counter_sees_new_shapes(random_inputs):
 def test_batch_loss_under_vmap_over_a_leading_axis(random_inputs, loss_config, name):
     # e.g. N agents with separate parameters: [N, B, L] inputs, checked slice by slice.
     # (The aggregations and the full objective are vmapped in their own test files.)
-    config = loss_config(name) or POLICY_LOSSES.get(name).config_type()
+    config = loss_config(name) or POLICY_LOSSES.get(name).options()
     fn = functools.partial(POLICY_LOSSES.get(name).fn, config=config)
     pairs = [random_inputs(seed, batch=4, length=8)[0] for seed in (5, 6)]
     stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *pairs)

@@ -19,7 +19,7 @@ def test_registries_list_every_component():
     for name in POLICY_LOSSES:
         entry = POLICY_LOSSES.get(name)
         assert callable(entry.fn)
-        entry.config_type()  # Every loss has a valid default config.
+        entry.options()  # Every loss has a valid default config.
 
 
 def test_config_validation_uses_registry_names():

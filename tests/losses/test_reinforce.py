@@ -33,7 +33,7 @@ def test_magrpo_loss_is_seq_mean_token_sum():
     assert float(loss) == pytest.approx(expected, rel=1e-6)
     assert float(metrics["ratio_mean"]) == pytest.approx(1.0)
     assert float(metrics["approx_kl"]) == pytest.approx(0.0, abs=1e-7)
-    assert POLICY_LOSSES.get("reinforce").config_type is ReinforceConfig
+    assert POLICY_LOSSES.get("reinforce").options is ReinforceConfig
 
 
 def _tiny_policy_logp(weights, features, tokens):

@@ -18,7 +18,7 @@ from mtrl.tokenizers import load_tokenizer
 from mtrl.training.answer_probs import (ANSWER_INSTRUCTION, ANSWER_PREFIX, answer_queries,
                                         derived_info_keys, fill_answer_logprobs,
                                         scores_answers)
-from mtrl.training.methods import ESTIMATORS, CreditConfig, check_method, token_advantages
+from mtrl.training.methods import CREDIT_ESTIMATORS, CreditConfig, check_method, token_advantages
 from tests.rollout.scripted import ScriptedBackend
 
 MODEL = dataclasses.replace(PRESETS.get("tiny"), num_layers=1, hidden_size=32,
@@ -96,8 +96,8 @@ def test_batched_answer_logprobs_equal_a_direct_per_node_forward(num_agents):
 def test_igpo_is_accepted_for_an_env_that_reports_the_truth_only():
     env = MathEnv()
     assert derived_info_keys(env.info_keys) == {"answer_logprob", "answer_logprob_prior"}
-    assert scores_answers(ESTIMATORS.get("igpo").needs, env.info_keys)
-    assert not scores_answers(ESTIMATORS.get("ufo").needs, env.info_keys)
+    assert scores_answers(CREDIT_ESTIMATORS.get("igpo").needs, env.info_keys)
+    assert not scores_answers(CREDIT_ESTIMATORS.get("ufo").needs, env.info_keys)
     check_method(CreditConfig(estimator="igpo"), "reinforce", 2, env)  # no error
     with pytest.raises(ValueError, match="anchor_id"):
         check_method(CreditConfig(estimator="gigpo"), "reinforce", 2, env)

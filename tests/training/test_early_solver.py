@@ -22,7 +22,7 @@ from mtrl.data.gsm8k import MathTask
 from mtrl.envs.math import MathEnv, MathEnvConfig
 from mtrl.rollout import RolloutConfig, make_batch, rollout
 from mtrl.tokenizers import load_tokenizer
-from mtrl.training.methods import ESTIMATORS, CreditConfig, method_advantages
+from mtrl.training.methods import CREDIT_ESTIMATORS, CreditConfig, method_advantages
 from mtrl.training.recipe import apply_recipe
 from mtrl.training.tree_paths import tree_paths
 from tests.rollout.scripted import TextPolicy
@@ -89,7 +89,7 @@ def first_turn_advantages(tree, credit, gamma):
     return np.asarray(per_turn[0])[0, 0]  # [P, N, G] at turn 1: task 0, agent 0
 
 
-CREDITS = [CreditConfig(estimator=name) for name in ESTIMATORS.names()] + [
+CREDITS = [CreditConfig(estimator=name) for name in CREDIT_ESTIMATORS.names()] + [
     CreditConfig(estimator="magrpo", baseline=b) for b in ("rloo", "max", "raw")] + [
     CreditConfig(estimator="mt_grpo", turn_coef=0.1),
     CreditConfig(estimator="mt_grpo", lambda_on="outcome"),

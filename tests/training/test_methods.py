@@ -8,10 +8,10 @@ import jax
 import numpy as np
 import pytest
 
-from mtrl.credit import (ADVANTAGE_ESTIMATORS, gigpo_advantages, grpo_advantages,
+from mtrl.credit import (GROUP_ADVANTAGES, gigpo_advantages, grpo_advantages,
                          igpo_advantages, mt_grpo_advantages, ufo_reward)
 from mtrl.rollout import RolloutConfig, make_batch, rollout
-from mtrl.training.methods import ESTIMATORS, CreditConfig, token_advantages
+from mtrl.training.methods import CREDIT_ESTIMATORS, CreditConfig, token_advantages
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend
 from tests.training.signal_env import SignalEnv
 
@@ -47,7 +47,7 @@ def tree_values(tree, group):
         for a in range(2):
             summed = np.array([sum(r[j] for j in range(joint) if tree.joint_index[j, a] == g)
                                for g in range(2)], np.float32)
-            adv = np.asarray(ADVANTAGE_ESTIMATORS.get(group)(summed))
+            adv = np.asarray(GROUP_ADVANTAGES.get(group)(summed))
             for g in range(2):
                 out[(turn, node, a, g)] = adv[g]
     return out
@@ -121,7 +121,7 @@ def path_credit(tree, name, credit):
 
 
 @pytest.mark.parametrize("mode", ["align", "cross"])
-@pytest.mark.parametrize("name", ESTIMATORS.names())
+@pytest.mark.parametrize("name", CREDIT_ESTIMATORS.names())
 def test_trainer_advantages_equal_the_library_function(name, mode):
     tree = make_tree(mode)
     batch = make_batch(tree)
@@ -194,5 +194,5 @@ def test_refuel_needs_even_siblings_and_unscaled_returns(credit, generations):
 
 def test_code_env_reports_what_ufo_reads():
     from mtrl.envs.code import CodeEnv
-    from mtrl.training.methods import ESTIMATORS
-    assert ESTIMATORS.get("ufo").needs <= CodeEnv.info_keys
+    from mtrl.training.methods import CREDIT_ESTIMATORS
+    assert CREDIT_ESTIMATORS.get("ufo").needs <= CodeEnv.info_keys

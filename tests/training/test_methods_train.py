@@ -12,7 +12,7 @@ from flax import nnx
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.rollout import RolloutConfig, make_batch, rollout
-from mtrl.training.methods import ESTIMATORS, CreditConfig, token_advantages
+from mtrl.training.methods import CREDIT_ESTIMATORS, CreditConfig, token_advantages
 from mtrl.training.minibatch import policy_minibatch
 from mtrl.training.optim import OptimConfig, make_optimizer
 from mtrl.training.ppo_epochs import ppo_update
@@ -40,7 +40,7 @@ def setup():
     return tree, batch, params, optimizer, step
 
 
-@pytest.mark.parametrize("name", ESTIMATORS.names())
+@pytest.mark.parametrize("name", CREDIT_ESTIMATORS.names())
 def test_three_steps_per_estimator(setup, name):
     tree, batch, params, optimizer, step = setup
     advantages = token_advantages(CreditConfig(estimator=name), batch, tree, 1.0)

@@ -6,11 +6,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mtrl.losses import PolicyLossInputs, policy_objective
+from mtrl.losses import POLICY_LOSSES, PolicyLossInputs, policy_objective
 from mtrl.training.build import build_objective
 from mtrl.training.config import base_config
 
-LOSSES = ["reinforce", "ppo", "gspo", "gspo-token", "turn_ratio", "refuel"]
+# Every registered loss (a new one is tested here without being listed), and the
+# underscore spelling of turn-ratio that configs also accept.
+LOSSES = [*POLICY_LOSSES.names(), "turn_ratio"]
+CLIPPED = [name for name in POLICY_LOSSES.names() if POLICY_LOSSES.get(name).clipped]
 
 
 def config_for(loss, **fields):
@@ -55,7 +58,11 @@ def test_turn_ratio_gets_the_rollout_turns():
     assert build_objective(config_for("turn-ratio")).loss_config.num_turns == 2
 
 
-@pytest.mark.parametrize("loss", ["ppo", "gspo", "gspo-token", "turn_ratio"])
+def test_the_clipped_losses_are_the_ones_that_clip():
+    assert CLIPPED == ["gspo", "gspo-token", "ppo", "turn-ratio"]
+
+
+@pytest.mark.parametrize("loss", CLIPPED)
 def test_clip_settings_reach_every_clipped_loss(loss):
     cfg = build_objective(config_for(loss, eps_low=0.1, eps_high=0.3, dual_clip=3.0)).loss_config
     assert (cfg.eps_low, cfg.eps_high, cfg.dual_clip) == (0.1, 0.3, 3.0)

@@ -38,6 +38,7 @@ import dataclasses
 import zlib
 from typing import Any, Protocol, Sequence
 
+from mtrl.config.fields import check_bool
 from mtrl.rollout.environment import Environment, StepResult
 from mtrl.envs.code.analysis import (AUX_NAME, CandidateAnalysis, agent_programs,
                                      analyze_candidate, role_function_names)
@@ -93,9 +94,7 @@ class CodeEnvConfig:
                              f"got {self.history_mode!r}")
         if self.max_completion_chars < 1:
             raise ValueError("max_completion_chars must be positive")
-        if not isinstance(self.end_on_success, bool):
-            raise ValueError(f"end_on_success must be True or False, got "
-                             f"{self.end_on_success!r}")
+        check_bool("end_on_success", self.end_on_success)
         _ = self.feedback_options  # validates the caps
 
     @property

@@ -27,6 +27,7 @@ import dataclasses
 import zlib
 from typing import Any, Sequence
 
+from mtrl.config.fields import check_int
 from mtrl.envs.math.task import MathTask
 from mtrl.rollout.environment import Environment, StepResult
 from mtrl.envs.code.extraction import decode_completion
@@ -48,9 +49,7 @@ class MathEnvConfig:
     max_completion_chars: int = MAX_MATH_COMPLETION_CHARS
 
     def __post_init__(self):
-        if isinstance(self.num_agents, bool) or not isinstance(self.num_agents, int) \
-                or self.num_agents < 1:
-            raise ValueError(f"num_agents must be an int >= 1, got {self.num_agents!r}")
+        check_int("num_agents", self.num_agents, 1)
         if self.feedback_mode not in MATH_FEEDBACK:
             raise ValueError(f"feedback_mode: unknown {self.feedback_mode!r}; valid: "
                              f"{', '.join(MATH_FEEDBACK.names())}")

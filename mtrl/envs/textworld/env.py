@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
+from mtrl.config.fields import check_int
 from mtrl.rollout.environment import Environment, StepResult
 from mtrl.envs.textworld.commands import MAX_COMMAND_CHARS, match_admissible, parse_command
 from mtrl.envs.textworld.engine import GameEngine, Outcome
@@ -54,9 +55,7 @@ class TextWorldEnvConfig:
         if self.history not in HISTORY_MODES:
             raise ValueError(f"history must be one of {HISTORY_MODES}, got {self.history!r}")
         for name in ("feedback_chars", "max_moves", "max_command_chars"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+            check_int(name, getattr(self, name), 1)
         if not isinstance(self.hidden_verbs, (tuple, list)) or not all(
                 isinstance(v, str) for v in self.hidden_verbs):
             raise ValueError(f"hidden_verbs must be a list of words, got {self.hidden_verbs!r}")

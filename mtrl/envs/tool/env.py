@@ -31,6 +31,7 @@ import dataclasses
 import zlib
 from typing import Any, Protocol, Sequence
 
+from mtrl.config.fields import check_int
 from mtrl.envs.math.task import MathTask
 from mtrl.rollout.environment import Environment, StepResult
 from mtrl.envs.code.extraction import decode_completion
@@ -56,9 +57,7 @@ class ToolEnvConfig:
 
     def __post_init__(self):
         for name in ("max_turns", "max_output_chars", "max_completion_chars"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+            check_int(name, getattr(self, name), 1)
 
 
 @dataclasses.dataclass(frozen=True)
