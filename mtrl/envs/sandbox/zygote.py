@@ -29,7 +29,8 @@ import signal
 import socket
 from typing import Sequence
 
-from mtrl.envs.sandbox import candidate, codec, confinement, isolation, lifecycle, seccomp
+from mtrl.envs.sandbox import (candidate, codec, confinement, isolation, lifecycle, seccomp,
+                               syscalls)
 
 _MESSAGE_BYTES = 4096
 
@@ -89,6 +90,16 @@ def serve(sock: socket.socket, report: isolation.IsolationReport,
 
 def _spawn(report: isolation.IsolationReport, workdir: str, fds: list[int],
            filters: tuple[bytes, bytes]) -> int:
+    if report.pid_namespace:
+        # One clone straight into the candidate's namespaces, as the slot's child.
+        pid = syscalls.fork_into(confinement.candidate_namespaces(report))
+        if pid == 0:
+            try:
+                _become_candidate(report, workdir, fds, filters)
+            finally:
+                os._exit(lifecycle.SETUP_FAILED_EXIT)
+        if pid is not None:
+            return pid
     report_r, report_w = os.pipe()
     middle = os.fork()
     if middle == 0:
