@@ -6,13 +6,14 @@ descriptors. So a candidate's inherited memory holds no program and no test: not
 a previous candidate's code in a stack frame of the slot (which handles program
 text), nor anything freed there.
 
-Each candidate is forked through an intermediate that exits at once, so the slot
-(a child subreaper) adopts it and can wait for it, and, where the slot may,
-the intermediate first unshares the namespaces the candidate gets for itself
-(confinement.unshare_candidate_namespaces): its own PID namespace (it is init
-there: it sees and signals nothing else, and all it starts dies with it), and in
-the jail its own IPC namespace (SysV objects vanish with it) and mount namespace
+Where the slot may create namespaces, each candidate is cloned straight into the
+namespaces it gets for itself (confinement.candidate_namespaces) as the slot's own
+child, which the slot waits for (syscalls.fork_into): its own PID namespace (it is
+init there: it sees and signals nothing else, and all it starts dies with it), and
+in the jail its own IPC namespace (SysV objects vanish with it) and mount namespace
 (a capped tmpfs of its own becomes its /tmp and /dev/shm, freed with it).
+Otherwise it is forked through an intermediate that (unshares and) exits at once,
+so the slot, a child subreaper, adopts it.
 
 Candidate set-up order, all before the candidate's code: new session, stdio,
 mounts, working directory, then credentials (own uid or no capabilities, no new
@@ -175,8 +176,8 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
         except EOFError:  # the slot is gone or shut down: nothing to report
             os._exit(0)
         os.close(boot_fd)
-        # Only now: the slot adopted us from the intermediate, which has been
-        # reaped by the time the program arrives.
+        # Only now: the slot is our parent (cloned as its child, or adopted from
+        # the intermediate, which has been reaped by the time the program arrives).
         confinement.die_with_parent()
         cpu_s, memory, file_size, max_processes, task_base = program["rlimits"]
         helper_names = [str(n) for n in program.get("helper_names") or []]
