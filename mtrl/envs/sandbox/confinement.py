@@ -36,7 +36,7 @@ MAX_OPEN_FILES = 64
 CANDIDATE_TMP_BYTES = 256 << 20  # each jailed candidate's own /tmp (and /dev/shm)
 CANDIDATE_TMP_INODES = 32_768  # files and directories in it: bounds kernel memory too
 # Threads a candidate allowed no process may start: RLIMIT_NPROC counts threads,
-# and the no-process seccomp filter (seccomp.py) already refuses every
+# and the seccomp filter's no-process rules (seccomp.py) already refuse every
 # fork, so this room can only hold threads (their stacks count against RLIMIT_AS).
 THREAD_ALLOWANCE = 64
 _PARK_FD = 200
