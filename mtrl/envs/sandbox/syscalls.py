@@ -62,7 +62,8 @@ def _own_tid_address() -> int | None:
     except ValueError:
         return None
     address = libc.pthread_self() + offset
-    return address if bits == 32 and ctypes.c_int.from_address(address).value == os.getpid() else None
+    ours = bits == 32 and ctypes.c_int.from_address(address).value == os.getpid()
+    return address if ours else None
 
 
 def fork_into(flags: int) -> int | None:
