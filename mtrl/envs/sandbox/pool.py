@@ -351,7 +351,7 @@ class SandboxPool:
 def _slot_arguments(network_namespace: bool, unsafe: bool
                     ) -> tuple[bool, bool, bytes, bytes]:
     """SlotClient arguments: (network namespace, jailed, seccomp filter, the
-    stacked no-process filter).
+    filter with the no-process rules).
 
     Raises JailUnavailable (one line, with the fix) when the jail or the filter
     cannot be had and unsafe is False.

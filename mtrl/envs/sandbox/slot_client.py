@@ -95,8 +95,8 @@ class SlotClient:
                  filter_program: bytes = b"", no_process_program: bytes = b""):
         """jailed: start the slot in the bubblewrap jail (jail.py); filter_program:
         the candidates' seccomp filter (seccomp.build_program), b"" for none;
-        no_process_program: the filter stacked on candidates allowed no extra
-        process (seccomp.build_no_process_program)."""
+        no_process_program: that filter with the no-process rules, for candidates
+        allowed no extra process (seccomp.build_no_process_program)."""
         control_r, self.control_w = os.pipe()
         self.report_r, report_w = os.pipe()
         tests_r, self.tests_w = os.pipe()

@@ -29,7 +29,10 @@ HONEST = {
 
 @pytest.fixture(scope="module")
 def honest_pool():
-    limits = Limits(wall_s_per_test=8.0, wall_s_total=12.0, cpu_s=6.0, memory_bytes=1 << 30)
+    # Wall clock generous: "two_seconds" needs 2 CPU seconds, which a niced test run
+    # on a loaded machine (load 24 on 2 cores) did not get within 8 s. The CPU limit
+    # is what these controls are about.
+    limits = Limits(wall_s_per_test=60.0, wall_s_total=90.0, cpu_s=6.0, memory_bytes=1 << 30)
     with SandboxPool(num_workers=1, limits=limits) as pool:
         yield pool
 

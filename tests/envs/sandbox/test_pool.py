@@ -147,8 +147,8 @@ def test_replaced_slot_leaves_no_candidate_processes(fast_limits):
         deadline = time.monotonic() + 10.0
         while len(escaped) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
-            # Session leaders only: the zygote's short-lived intermediate (arming
-            # the next candidate) is a grandchild of the slot too.
+            # Session leaders only: where the zygote arms the next candidate through
+            # a short-lived intermediate, that is a grandchild of the slot too.
             escaped = [g for c in _children(python_pid) for g in _children(c) if _leads(g)]
         assert len(escaped) == 3
         os.killpg(slot_pid, signal.SIGKILL)  # the slot dies; its candidate with it
