@@ -33,17 +33,13 @@ class TurnRecord:
     components: dict[str, np.ndarray]  # name -> [M, J] reward components
     observations: list[list[str]]  # [N][M·J] next-turn observation per branch
     infos: list[Any]  # [M·J] environment diagnostics
-    ended: np.ndarray | None = None  # [M, J] bool: the step ended its episode
+    ended: np.ndarray  # [M, J] bool: the step ended its episode (StepResult.ended)
     reset_context: bool = False  # observations are whole prompts (history mode "last")
 
     def __post_init__(self):
         shape = self.rewards.shape
-        self.expanded = np.asarray(self.expanded, bool)
-        if self.expanded.shape == shape[:1]:  # a node-level mask: all J or none
-            self.expanded = np.repeat(self.expanded[:, None], shape[1], axis=1)
-        if self.ended is None:
-            self.ended = np.zeros(shape, bool)
-        if self.expanded.shape != shape or np.shape(self.ended) != shape:
+        self.expanded, self.ended = np.asarray(self.expanded, bool), np.asarray(self.ended, bool)
+        if self.expanded.shape != shape or self.ended.shape != shape:
             raise ValueError(f"TurnRecord: expanded {self.expanded.shape} and ended "
                              f"{np.shape(self.ended)} must match rewards {shape} ([M, J])")
         if (self.expanded & self.ended).any():
