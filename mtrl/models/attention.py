@@ -7,9 +7,10 @@ FLOPs and the memory of an update go. `ModelConfig.attention` picks its attentio
              multiple of 8 up to 128), the chunked path otherwise (CPU, TPU, float32
              GPU runs).
   chunked    `chunked_attention`: queries in blocks of QUERY_BLOCK, each block's
-             scores rematerialised in the backward pass, so the largest attention
-             buffer is [B, heads, QUERY_BLOCK, L], linear in L. The reference's numbers
-             row by row (each query's softmax still runs over all its keys at once).
+             scores recomputed in the backward pass (flash attention's backward), so
+             the largest attention buffer is [B, heads, QUERY_BLOCK, L], linear in L.
+             The reference's numbers row by row (each query's softmax still runs over
+             all its keys at once).
   xla        jax.nn.dot_product_attention(implementation="xla"). Its XLA (CPU)
              implementation materialises the scores: the backward keeps [B, heads, L, L]
              float32 buffers per layer (a 0.5M-parameter model asked for 6+ GB:
@@ -124,18 +125,24 @@ def cache_free_mask(key_mask: jax.Array, attend_end: jax.Array | None,
 
 def chunked_attention(q: jax.Array, k: jax.Array, v: jax.Array, token_mask: jax.Array,
                       attend_end: jax.Array | None, block: int = QUERY_BLOCK) -> jax.Array:
-    """`grouped_attention` under the cache-free mask, QUERY_BLOCK queries at a time.
+    """`grouped_attention` under the cache-free mask, `block` queries at a time, with a
+    backward pass that recomputes each block's scores (Dao et al. 2022's backward,
+    blocked over queries only).
 
-      out[i] = softmax_j(mask(q_i k_jᵀ / √D)) v_j     for the queries i of one block
+      forward   p_ij = exp(s_ij − lse_i) on visible j, s = q kᵀ/√D,  out_i = Σ_j p_ij v_j
+      backward  dv = pᵀ dout,  dp = dout vᵀ,  ds = p ∘ (dp − rowsum(p ∘ dp)),
+                dq = ds k/√D,  dk = dsᵀ q/√D
 
     q [B, L, KV, G, D], k, v [B, KV, L, D], token_mask bool [B, L], attend_end int32
-    [B, L] or None (`cache_free_mask`). The queries are padded to a multiple of `block`
-    (padding queries see nothing and are dropped); a lax.scan runs the blocks, each under
-    jax.checkpoint, so the backward pass keeps only q, k, v and recomputes one block's
-    [B, KV, G, block, L] scores at a time instead of holding every block's
-    probabilities. Each query's softmax runs over all L keys at once, as in the
-    reference, so values agree with it to float32 rounding. Returns [B, L, KV, G, D]
-    in q's dtype; rows whose mask is all False are 0.
+    [B, L] or None (`cache_free_mask`). Queries are padded to a multiple of `block`
+    (padding sees nothing and is dropped). The pass keeps q, k, v and lse [B, KV, G, L]
+    for the backward; the largest live buffers are one block's [B, KV, G, block, L]
+    scores and their mask, so memory is linear in L. (jax.checkpoint per block is not
+    enough: the block masks depend on no differentiated input, so jax computes them in
+    the forward and keeps all of them, [B, heads, L, L] booleans, for the backward.)
+    Each query's softmax runs over all its keys at once, as in the reference: values
+    and gradients agree with it to float32 rounding. Returns [B, L, KV, G, D] in q's
+    dtype; rows whose mask is all False are 0.
     """
     if q.ndim != 5 or k.ndim != 4 or v.shape != k.shape:
         raise ValueError(f"q must be [B, L, KV, G, D] and k, v [B, KV, L, D]; got {q.shape}, "
@@ -144,27 +151,88 @@ def chunked_attention(q: jax.Array, k: jax.Array, v: jax.Array, token_mask: jax.
     if k.shape != (b, kv, l, d) or token_mask.shape != (b, l):
         raise ValueError(f"k, v must be {(b, kv, l, d)} and token_mask {(b, l)}; got "
                          f"{k.shape}, {token_mask.shape}")
+    if attend_end is not None and attend_end.shape != (b, l):
+        raise ValueError(f"attend_end must be {(b, l)}, got {attend_end.shape}")
     if block < 1:
         raise ValueError(f"block must be >= 1, got {block}")
-    block = min(block, l)
-    blocks = -(-l // block)
-    pad = blocks * block - l
-    q_blocks = jnp.pad(q, ((0, 0), (0, pad), (0, 0), (0, 0), (0, 0)))
-    q_blocks = q_blocks.reshape(b, blocks, block, kv, g, d).swapaxes(0, 1)  # [n, B, Bq, ...]
-    query_mask = jnp.pad(token_mask, ((0, 0), (0, pad))).reshape(b, blocks, block)
-    starts = jnp.arange(blocks) * block
+    return _chunked(min(block, l), q, k, v, token_mask, attend_end)
 
-    @functools.partial(jax.checkpoint, prevent_cse=False)
-    def one_block(q_block, query_mask_block, start):
-        mask = cache_free_mask(token_mask, attend_end, start + jnp.arange(block),
-                               query_mask_block)
-        return grouped_attention(q_block, [(k, v, mask)])
+
+def _to_blocks(x: jax.Array, block: int) -> jax.Array:
+    """[B, L, ...] -> [n, B, block, ...], L padded with zeros to n · block."""
+    b, l = x.shape[:2]
+    n = -(-l // block)
+    x = jnp.pad(x, [(0, 0), (0, n * block - l)] + [(0, 0)] * (x.ndim - 2))
+    return x.reshape(b, n, block, *x.shape[2:]).swapaxes(0, 1)
+
+
+def _from_blocks(x: jax.Array, length: int) -> jax.Array:
+    """[n, B, block, ...] -> [B, length, ...]."""
+    n, b, block = x.shape[:3]
+    return x.swapaxes(0, 1).reshape(b, n * block, *x.shape[3:])[:, :length]
+
+
+def _block_probs(q_block, k, token_mask, attend_end, start, lse=None):
+    """One block's float32 probabilities [B, KV, G, Bq, L] (from `lse` [B, KV, G, Bq]
+    when given) and lse; the block's queries are start + [0, Bq)."""
+    block = q_block.shape[1]
+    # Tied to this block's queries, the mask cannot be hoisted out of the block and
+    # layer loops: XLA would otherwise build every block's (every [B, L, L]) up front.
+    q_block, token_mask, attend_end, start = jax.lax.optimization_barrier(
+        (q_block, token_mask, attend_end, start))
+    queries = start + jnp.arange(block)
+    padded = jnp.pad(token_mask, ((0, 0), (0, block)))  # queries past L: padding
+    query_mask = jax.lax.dynamic_slice_in_dim(padded, start, block, axis=1)
+    visible = cache_free_mask(token_mask, attend_end, queries, query_mask)[:, None, None]
+    scores = jnp.einsum("blkgd,bksd->bkgls", q_block, k.astype(q_block.dtype),
+                        preferred_element_type=jnp.float32) * (q_block.shape[-1] ** -0.5)
+    scores = jnp.where(visible, scores, MASK_VALUE)
+    if lse is None:
+        lse = jax.nn.logsumexp(scores, axis=-1)
+    probs = jnp.where(visible.any(axis=-1, keepdims=True),
+                      jnp.exp(scores - lse[..., None]), 0.0)
+    return probs, lse
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _chunked(block, q, k, v, token_mask, attend_end):
+    return _chunked_forward(block, q, k, v, token_mask, attend_end)[0]
+
+
+def _chunked_forward(block, q, k, v, token_mask, attend_end):
+    def body(start, q_block):
+        probs, lse = _block_probs(q_block, k, token_mask, attend_end, start)
+        out = jnp.einsum("bkgls,bksd->blkgd", probs.astype(q.dtype), v.astype(q.dtype))
+        return start + block, (out, lse)
+
+    _, (out, lse) = jax.lax.scan(body, 0, _to_blocks(q, block))  # lse [n, B, KV, G, Bq]
+    return _from_blocks(out, q.shape[1]), (q, k, v, token_mask, attend_end, lse)
+
+
+def _chunked_backward(block, residuals, d_out):
+    q, k, v, token_mask, attend_end, lse = residuals
+    scale = q.shape[-1] ** -0.5
 
     def body(carry, xs):
-        return carry, one_block(*xs)
+        start, dk, dv = carry
+        q_block, do_block, lse_block = xs
+        probs, _ = _block_probs(q_block, k, token_mask, attend_end, start, lse_block)
+        do_block = do_block.astype(jnp.float32)
+        dv = dv + jnp.einsum("bkgls,blkgd->bksd", probs, do_block)
+        dp = jnp.einsum("blkgd,bksd->bkgls", do_block, v.astype(jnp.float32))
+        ds = probs * (dp - jnp.sum(probs * dp, axis=-1, keepdims=True)) * scale
+        dq = jnp.einsum("bkgls,bksd->blkgd", ds, k.astype(jnp.float32))
+        dk = dk + jnp.einsum("bkgls,blkgd->bksd", ds, q_block.astype(jnp.float32))
+        return (start + block, dk, dv), dq
 
-    _, out = jax.lax.scan(body, None, (q_blocks, query_mask.swapaxes(0, 1), starts))
-    return out.swapaxes(0, 1).reshape(b, blocks * block, kv, g, d)[:, :l]
+    zeros = jnp.zeros(k.shape, jnp.float32)
+    xs = (_to_blocks(q, block), _to_blocks(d_out, block), lse)
+    (_, dk, dv), dq = jax.lax.scan(body, (0, zeros, zeros), xs)
+    return (_from_blocks(dq, q.shape[1]).astype(q.dtype), dk.astype(k.dtype),
+            dv.astype(v.dtype), None, None)
+
+
+_chunked.defvjp(_chunked_forward, _chunked_backward)
 
 
 def resolve_implementation(name: str, dtype, head_dim: int, backend: str | None = None) -> str:
