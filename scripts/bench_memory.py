@@ -2,6 +2,7 @@
 
     python scripts/bench_memory.py                     # math.py's model, 2 agents
     python scripts/bench_memory.py --agents 1 --bins 24 --budget 1024 --remat full
+    python scripts/bench_memory.py --agents 1 --bins 8 --rows 32 --repeats 3  # + seconds
 
 Compiles (does not run) the update for abstract inputs: N agents' bins [N, P, S] and
 rows [N, B, L], math.py's model (the tiny preset cut to 2 layers: 0.5M parameters),
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import time
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +34,7 @@ GB = 1e9
 
 
 def step_memory(attention: str, agents: int, bins: int, budget: int, rows: int, length: int,
-                remat: str, layers: int) -> dict:
+                remat: str, layers: int, repeats: int = 0) -> dict:
     config = dataclasses.replace(PRESETS.get("tiny"), num_layers=layers, attention=attention)
     graphdef, params = nnx.split(nnx.eval_shape(lambda: Transformer(config, rngs=nnx.Rngs(0))))
     optimizer = make_optimizer(OptimConfig(learning_rate=1e-4, warmup_steps=0,
@@ -55,14 +57,29 @@ def step_memory(attention: str, agents: int, bins: int, budget: int, rows: int, 
         predicted=spec(row_shape, bool))
     step = make_train_step(graphdef, PolicyObjectiveConfig(loss="ppo"), optimizer,
                            num_agents=agents, shared=False, packing="tree", remat=remat)
-    analysis = step._jitted.lower(state, minibatch, packed).compile().memory_analysis()
+    compiled = step._jitted.lower(state, minibatch, packed).compile()
+    analysis = compiled.memory_analysis()
     scores = bins * config.num_heads * budget * budget * 4
-    return dict(attention=attention, agents=agents, bins=bins, budget=budget, rows=rows,
-                length=length, remat=remat, layers=layers,
-                temp_gb=round(analysis.temp_size_in_bytes / GB, 3),
-                argument_gb=round(analysis.argument_size_in_bytes / GB, 3),
-                output_gb=round(analysis.output_size_in_bytes / GB, 3),
-                one_layer_scores_gb=round(scores / GB, 3))
+    out = dict(attention=attention, agents=agents, bins=bins, budget=budget, rows=rows,
+               length=length, remat=remat, layers=layers,
+               temp_gb=round(analysis.temp_size_in_bytes / GB, 3),
+               argument_gb=round(analysis.argument_size_in_bytes / GB, 3),
+               output_gb=round(analysis.output_size_in_bytes / GB, 3),
+               one_layer_scores_gb=round(scores / GB, 3))
+    if repeats:  # seconds per update on concrete inputs: causal bins, every token real
+        real = list(jax.tree.map(lambda x: jnp.ones(x.shape, x.dtype), (minibatch, packed)))
+        real[1] = real[1].replace(
+            attend_end=jnp.full(bin_shape, budget, jnp.int32),
+            positions=jnp.broadcast_to(jnp.arange(budget, dtype=jnp.int32), bin_shape),
+            parent=jnp.broadcast_to(jnp.maximum(jnp.arange(budget) - 1, 0), bin_shape))
+        model_state = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), state)
+        times = []
+        for _ in range(repeats + 1):
+            start = time.perf_counter()
+            model_state, _ = jax.block_until_ready(compiled(model_state, *real))  # donated
+            times.append(time.perf_counter() - start)
+        out["update_s"] = round(min(times[1:]), 3)
+    return out
 
 
 def main() -> None:
@@ -75,10 +92,13 @@ def main() -> None:
     parser.add_argument("--remat", default="none")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--attention", nargs="+", default=["xla", "chunked"])
+    parser.add_argument("--repeats", type=int, default=0,
+                        help="also time this many updates (after one warm-up)")
     args = parser.parse_args()
     for attention in args.attention:
         print(json.dumps(step_memory(attention, args.agents, args.bins, args.budget, args.rows,
-                                     args.length, args.remat, args.layers)), flush=True)
+                                     args.length, args.remat, args.layers, args.repeats)),
+              flush=True)
 
 
 if __name__ == "__main__":
