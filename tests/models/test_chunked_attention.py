@@ -156,3 +156,28 @@ def test_backward_holds_no_full_score_buffer():
         q, [(k, v, cache_free_mask(real, None))]))
     assert reference > 2 * full
     assert chunked < full and chunked <= 5 * full * 128 // l, (chunked, full)
+
+
+def test_model_update_memory_is_linear_in_the_length():
+    """XLA's count for the whole model's gradient, vmapped over two agents as the train
+    step runs it, on causal tree bins: doubling L doubles the temporaries (quadratic
+    attention would quadruple them). Guards the layer scan too, out of which XLA once
+    hoisted every block's mask ([B, heads, L, L] booleans)."""
+    graph, params = nnx.split(Transformer(CONFIG.replace(attention="chunked"),
+                                          rngs=nnx.Rngs(0)))
+    stacked = jax.tree.map(lambda x: jnp.stack([x, x]), params)
+
+    def temp_bytes(length):
+        tokens = jnp.zeros((2, length), jnp.int32)
+        ends = jnp.full((2, length), length, jnp.int32)
+
+        def loss(p):
+            hidden, _ = nnx.merge(graph, p).hidden_states(
+                tokens, attend_end=ends, token_mask=jnp.ones((2, length), bool))
+            return jnp.sum(hidden)
+
+        grad = jax.jit(jax.vmap(jax.grad(loss)))
+        return grad.lower(stacked).compile().memory_analysis().temp_size_in_bytes
+
+    short, long = temp_bytes(512), temp_bytes(1024)
+    assert long < 2.2 * short, (short, long)
