@@ -236,8 +236,8 @@ _chunked.defvjp(_chunked_forward, _chunked_backward)
 
 
 def resolve_implementation(name: str, dtype, head_dim: int, backend: str | None = None) -> str:
-    """'chunked' | 'xla' | 'cudnn' | 'reference' for ModelConfig.attention `name` (module docstring);
-    backend defaults to jax.default_backend() (at trace time)."""
+    """'chunked' | 'xla' | 'cudnn' | 'reference' for ModelConfig.attention `name`
+    (module docstring); backend defaults to jax.default_backend() (at trace time)."""
     if name not in IMPLEMENTATIONS:
         raise ValueError(f"attention must be one of {IMPLEMENTATIONS}, got {name!r}")
     backend = jax.default_backend() if backend is None else backend
