@@ -31,7 +31,7 @@ _ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
                   "qwen3": "Qwen3ForCausalLM"}
 _DTYPES = ("float32", "bfloat16", "float16")
 # ModelConfig.attention (mtrl.models.attention, which imports this module, repeats it).
-ATTENTION = ("auto", "xla", "cudnn", "reference")
+ATTENTION = ("auto", "chunked", "xla", "cudnn", "reference")
 
 
 def canonical_dtype(dtype: Any) -> str:
@@ -97,8 +97,9 @@ class ModelConfig:
     the weights; both accept strings or jnp dtypes and are stored as canonical strings.
     Logits are float32 whatever these are.
     attention: how the cache-free forward attends (mtrl/models/attention.py): "auto"
-    (cuDNN on a GPU where it can, else XLA's, through jax.nn.dot_product_attention),
-    "xla", "cudnn" or "reference" (the explicit einsum). Not part of the checkpoint.
+    (cuDNN on a GPU where it can, else "chunked": query blocks, memory linear in the
+    length), "chunked", "xla" / "cudnn" (jax.nn.dot_product_attention) or "reference"
+    (the explicit einsum). Not part of the checkpoint.
     """
 
     vocab_size: int

@@ -6,20 +6,15 @@ conversion is a rename plus a transpose; kernels are [in, out] (flax convention)
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from mtrl.models.attention import fused_attention, resolve_implementation
+from mtrl.models.attention import (MASK_VALUE, cache_free_mask, chunked_attention,  # noqa: F401
+                                   fused_attention, grouped_attention,
+                                   resolve_implementation)
 from mtrl.models.config import ModelConfig
 from mtrl.models.rope import apply_rotary
-
-# Finite stand-in for -inf: a query with no visible key gets a uniform, finite softmax
-# (then zeroed), never NaN.
-MASK_VALUE = -1e30
-
 
 class RMSNorm(nnx.Module):
     """Root-mean-square norm (Zhang & Sennrich 2019), Hugging Face Llama/Qwen numerics.
@@ -49,50 +44,6 @@ def _linear(config: ModelConfig, in_dim: int, out_dim: int, bias: bool,
         param_dtype=config.weight_dtype,
         kernel_init=nnx.initializers.normal(config.initializer_range),
         bias_init=nnx.initializers.zeros_init(), rngs=rngs)
-
-
-def grouped_attention(q: jax.Array, blocks: Sequence[tuple[jax.Array, jax.Array, jax.Array]]
-                      ) -> jax.Array:
-    """Scaled dot-product attention with grouped key/value heads over blocks of keys.
-
-      out = softmax(mask(q k^T / sqrt(head_dim))) v     (Vaswani et al. 2017; grouped
-                                                         heads: Ainslie et al. 2023)
-
-    q [B, L, KV, G, D]: the G query heads of group j share key/value head j.
-    blocks: (k, v, mask) with k, v [B, KV, S_i, D] (head-first, the KVCache layout: each
-    head's keys are contiguous, so the products need no transposed copy of the cache)
-    and mask [B, L, S_i] bool (True = may attend). The softmax runs jointly over all
-    blocks' keys, so keys held in separate arrays need no concatenation. Scores and softmax
-    are float32; probabilities are cast to q's dtype for the value product (transformers'
-    eager attention does the same). A row with no visible key returns zeros.
-    """
-    if q.ndim != 5:
-        raise ValueError(f"q must be [B, L, KV, G, D], got shape {q.shape}")
-    b, l, kv, _, d = q.shape
-    if not blocks:
-        raise ValueError("need at least one (k, v, mask) block")
-    scores, masks = [], []
-    for k, v, mask in blocks:
-        if (k.ndim != 4 or k.shape[:2] != (b, kv) or k.shape[3] != d
-                or v.shape != k.shape):
-            raise ValueError(f"k, v must be [B, {kv}, S, {d}] matching q {q.shape}; "
-                             f"got {k.shape}, {v.shape}")
-        if mask.shape != (b, l, k.shape[2]):
-            raise ValueError(f"mask must be {(b, l, k.shape[2])}, got {mask.shape}")
-        scores.append(jnp.einsum("blkgd,bksd->bkgls", q, k.astype(q.dtype),
-                                 preferred_element_type=jnp.float32))
-        masks.append(mask)
-    scores = jnp.concatenate(scores, axis=-1) * (d ** -0.5)
-    visible = jnp.concatenate(masks, axis=-1)[:, None, None, :, :]
-    probs = jax.nn.softmax(jnp.where(visible, scores, MASK_VALUE), axis=-1)
-    probs = jnp.where(visible.any(axis=-1, keepdims=True), probs, 0.0).astype(q.dtype)
-    out, start = 0, 0
-    for k, v, _ in blocks:
-        size = k.shape[2]
-        out = out + jnp.einsum("bkgls,bksd->blkgd", probs[..., start:start + size],
-                               v.astype(q.dtype))
-        start += size
-    return out
 
 
 class Attention(nnx.Module):
@@ -157,13 +108,18 @@ class DecoderBlock(nnx.Module):
         self.mlp = MLP(config, rngs=rngs)
         self.attention = config.attention
 
-    def __call__(self, x: jax.Array, cos: jax.Array, sin: jax.Array, mask: jax.Array
-                 ) -> jax.Array:
-        """One layer without a cache: x [B, L, hidden], mask [B, L, L] (a subset of the
-        causal j <= i) -> [B, L, hidden]. Attention per ModelConfig.attention, chosen
-        when traced (mtrl/models/attention.py)."""
+    def __call__(self, x: jax.Array, cos: jax.Array, sin: jax.Array, token_mask: jax.Array,
+                 attend_end: jax.Array | None) -> jax.Array:
+        """One layer without a cache: x [B, L, hidden]; the mask is given by its factors
+        token_mask bool [B, L] and attend_end int32 [B, L] or None (query i attends key
+        j iff j <= i < attend_end[j], both real: attention.cache_free_mask) -> [B, L,
+        hidden]. Attention per ModelConfig.attention, chosen when traced
+        (mtrl/models/attention.py); only the chunked path avoids a [B, L, L] mask."""
         q, k, v = self.self_attn.project(self.input_layernorm(x), cos, sin)
         implementation = resolve_implementation(self.attention, q.dtype, q.shape[-1])
+        if implementation == "chunked":
+            return self._finish(x, chunked_attention(q, k, v, token_mask, attend_end))
+        mask = cache_free_mask(token_mask, attend_end)
         if implementation == "reference":
             return self._finish(x, grouped_attention(q, [(k, v, mask)]))
         return self._finish(x, fused_attention(q, k, v, mask, implementation))

@@ -170,14 +170,11 @@ class Transformer(nnx.Module):
         h = self.embed_tokens(tokens).astype(dtype)
         if cache is None:
             block_graph, block_state = nnx.split(self.layers)
-            index = jnp.arange(length)
-            causal = index[None, :] <= index[:, None]  # [query i, key j]: j <= i
-            if attend_end is not None:  # ... and i inside j's subtree
-                causal = causal[None] & (index[None, :, None] < attend_end[:, None, :])
-            mask = causal & token_mask[:, None, :] & token_mask[:, :, None]
+            # Query i attends key j iff j <= i < attend_end[j], both real; the layers
+            # get these O(L) factors, not the [B, L, L] mask (attention.cache_free_mask).
 
             def layer(h, params):
-                return nnx.merge(block_graph, params)(h, cos, sin, mask), None
+                return nnx.merge(block_graph, params)(h, cos, sin, token_mask, attend_end), None
 
             h, _ = jax.lax.scan(remat_layer(layer, remat), h, block_state)
             return self.norm(h), None

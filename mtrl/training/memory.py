@@ -1,30 +1,34 @@
 """What a run's train step needs in memory, checked when the run is built.
 
-The policy is small (0.5M parameters in math.py) but a train step is not: attention
-is materialized in float32, [rows, heads, L, L] per layer, and XLA keeps several such
-buffers per layer for the backward pass (models/layers.py). The step tree of T turns
-with G generations (J joint actions per node: G in `align`, G^N in `cross`) holds,
-per agent,
+The step tree of T turns with G generations (J joint actions per node: G in `align`,
+G^N in `cross`) holds, per agent,
 
     R = G · Σ_{t<T} min(P · J^t, max_nodes_per_turn)     rows (P = tasks_per_step)
 
-Unpacked (train.packing=none) the rows are padded to a power of two R' and to
-L = rollout.max_context tokens, and a step needs about
+of up to L = rollout.max_context tokens. The update runs all N agents at once (vmapped),
+over K = R / train.minibatches rows (padded to a power of two R' when unpacked).
 
-    5.5 · layers_kept · N · (R' / minibatches) · heads · L² · 4 bytes
+Attention. With the chunked attention (ModelConfig.attention "auto" off cuDNN, or
+"chunked": mtrl/models/attention.py) the step's memory is linear in its tokens W:
 
-(layers_kept = 1 with train.remat=full, else num_layers). The 5.5 is measured: math.py
-with one agent and packing=none (R = 168 -> R' = 256, 2 layers, 4 heads, L = 1024)
-asked XLA for 45.8 GB, 5.3 such buffers per layer; the issue's two-agent run asked for
-84.5 GB (this formula: 94.5 GB). Such a run is refused before SFT, in one line with
-the numbers and the knobs, instead of failing after SFT.
+    bytes ≈ N · W · 4 B · (hidden + intermediate) · (6.7 · layers_kept + 6.5)
 
-Packed (rows, tree: the default) a step holds only the tokens the rows really have,
-in bins of the smallest budget that fits the longest row; that depends on the lengths
-the policy writes, so the bound above is printed but not enforced. Measured peaks on math.py (whole
-process, 2 SFT updates and 1 RL step, 2-core CPU): one agent 6.6 GB, 4.1 GB with
-train.remat=full; two agents (the README's correctness command) with
-train.remat=full still passed 7.6 GB, where the measurement was stopped.
+(layers_kept = 1 with train.remat=full, else num_layers). The coefficients are XLA's
+own count (compiled memory_analysis, scripts/bench_memory.py) for math.py's model
+(hidden 128, intermediate 512), 32 bins of 1024 tokens per agent: 1.66 GB per agent
+with 2 layers, 2.78 GB with 4 (remat=full: 0.80 GB, which the formula overstates by a
+third). With attention "xla" or "reference" the backward keeps [K, heads, L, L] float32
+scores, about 5.5 buffers per layer (math.py, one agent, packing=none: XLA asked for
+45.8 GB), added as
+
+    5.5 · layers_kept · N · K · heads · L² · 4 B
+
+Unpacked (train.packing=none) W = R' / minibatches · L exactly, and a step that cannot
+fit is refused before SFT, in one line with the numbers and the knobs. Packed (rows,
+tree: the default) W is the tokens the bins really hold, known only once the policy
+has written them: R · L (nothing shared) bounds it and is printed, not enforced; the
+README's two-agent math run held 2 x ~32k tokens, not 2 x 172k (BENCHMARKS.md,
+"Memory that fits").
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ from __future__ import annotations
 import os
 
 GB = 1e9
-BUFFERS_PER_LAYER = 5.5  # measured, see the module docstring
+# bytes per token = 4 B · (hidden + intermediate) · (PER_LAYER · layers_kept + PER_TOKEN)
+PER_LAYER, PER_TOKEN = 6.7, 6.5  # measured, see the module docstring
+SCORE_BUFFERS_PER_LAYER = 5.5  # measured, see the module docstring
 
 
 def step_rows(tasks_per_step: int, num_generations: int, num_turns: int, num_agents: int,
@@ -43,11 +49,20 @@ def step_rows(tasks_per_step: int, num_generations: int, num_turns: int, num_age
                for t in range(num_turns))
 
 
-def unpacked_step_bytes(rows: int, num_agents: int, minibatches: int, heads: int,
-                        context: int, layers_kept: int) -> float:
-    padded = 1 << max(0, (rows - 1).bit_length())  # rows are padded to a power of two
-    return (BUFFERS_PER_LAYER * layers_kept * num_agents * (padded / minibatches) * heads
-            * context ** 2 * 4.0)
+def step_bytes(rows: int, num_agents: int, minibatches: int, context: int, model_config,
+               layers_kept: int, chunked: bool, padded: bool = True) -> float:
+    """The estimate of the module docstring for K = rows / minibatches rows of `context`
+    tokens per agent (rows padded to a power of two first when `padded`)."""
+    if padded:
+        rows = 1 << max(0, (rows - 1).bit_length())
+    per_agent_rows = rows / minibatches
+    tokens = num_agents * per_agent_rows * context
+    width = model_config.hidden_size + model_config.intermediate_size
+    need = tokens * 4.0 * width * (PER_LAYER * layers_kept + PER_TOKEN)
+    if not chunked:
+        need += (SCORE_BUFFERS_PER_LAYER * layers_kept * num_agents * per_agent_rows
+                 * model_config.num_heads * context ** 2 * 4.0)
+    return need
 
 
 def machine_bytes() -> float:
@@ -62,23 +77,32 @@ def machine_bytes() -> float:
     return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 
 
-def check_step_memory(rollout, train, model_config, available: float | None = None) -> str:
-    """One line: the step tree's size and its unpacked attention memory. Raises a
-    one-line ValueError naming the knobs when an unpacked step cannot fit."""
+def check_step_memory(rollout, train, model_config, available: float | None = None,
+                      backend: str | None = None) -> str:
+    """One line: the step tree's size and its train step's memory. Raises a one-line
+    ValueError naming the knobs when an unpacked step cannot fit."""
+    from mtrl.models.attention import resolve_implementation
     rows = step_rows(train.tasks_per_step, rollout.num_generations, rollout.num_turns,
                      rollout.num_agents, rollout.joint_mode, rollout.max_nodes_per_turn)
     kept = 1 if train.remat == "full" else model_config.num_layers
-    need = unpacked_step_bytes(rows, rollout.num_agents, train.minibatches,
-                               model_config.num_heads, rollout.max_context, kept)
-    available = machine_bytes() if available is None else available
+    head_dim = model_config.head_dim or model_config.hidden_size // model_config.num_heads
+    attention = resolve_implementation(model_config.attention, model_config.compute_dtype,
+                                       head_dim, backend)
+    chunked = attention in ("chunked", "cudnn")
     packed = train.packing != "none"
+    need = step_bytes(rows, rollout.num_agents, train.minibatches, rollout.max_context,
+                      model_config, kept, chunked, padded=not packed)
+    available = machine_bytes() if available is None else available
+    where = ("at most, if no prefix were shared (train.packing="
+             f"{train.packing}: the real tokens decide)" if packed else "unpacked")
     line = (f"train step: {rows} rows per agent x {rollout.num_agents} agents of up to "
-            f"{rollout.max_context} tokens; unpacked attention ~{need / GB:.1f} GB of "
-            f"{available / GB:.1f} GB" + (f" (train.packing={train.packing}: less, by the "
-                                          "rows' real lengths)" if packed else ""))
+            f"{rollout.max_context} tokens, {attention} attention; ~{need / GB:.1f} GB "
+            f"{where} of {available / GB:.1f} GB")
     if not packed and need > available:
-        raise ValueError(f"{line}: cannot fit; use train.packing=tree, or lower "
-                         "train.tasks_per_step, rollout.num_generations or "
-                         "rollout.max_context, or raise train.minibatches, or set "
-                         "train.remat=full")
+        knobs = ("use train.packing=tree, or lower train.tasks_per_step, "
+                 "rollout.num_generations or rollout.max_context, or raise "
+                 "train.minibatches, or set train.remat=full")
+        if not chunked:
+            knobs += ", or model attention 'chunked' (model.overrides)"
+        raise ValueError(f"{line}: cannot fit; {knobs}")
     return line

@@ -83,7 +83,7 @@ class Trainer:
                               else run.record)
         c = self.c
         print(model_report(c.models[0], c.from_hf), flush=True)  # dtypes in effect
-        # The step tree's attention bound; one line and no run if it cannot fit.
+        # The train step's memory estimate; one line and no run if it cannot fit.
         print(check_step_memory(c.rollout, self.train_config, c.models[0].config), flush=True)
         self.num_agents = c.rollout.num_agents
         self.first_phase = first_phase_kinds(run.sft.first_phase, self.num_agents)

@@ -134,14 +134,14 @@ def test_bf16_fused_matches_reference():
 
 
 def test_implementation_choice():
-    assert resolve_implementation("auto", jnp.float32, 64, "cpu") == "xla"
-    assert resolve_implementation("auto", jnp.bfloat16, 64, "tpu") == "xla"
+    assert resolve_implementation("auto", jnp.float32, 64, "cpu") == "chunked"
+    assert resolve_implementation("auto", jnp.bfloat16, 64, "tpu") == "chunked"
     assert resolve_implementation("auto", jnp.bfloat16, 64, "gpu") == "cudnn"
-    assert resolve_implementation("auto", jnp.float32, 64, "gpu") == "xla"  # cuDNN: 16-bit
-    assert resolve_implementation("auto", jnp.bfloat16, 256, "gpu") == "xla"
-    assert resolve_implementation("auto", jnp.bfloat16, 12, "gpu") == "xla"
+    assert resolve_implementation("auto", jnp.float32, 64, "gpu") == "chunked"  # cuDNN: 16-bit
+    assert resolve_implementation("auto", jnp.bfloat16, 256, "gpu") == "chunked"
+    assert resolve_implementation("auto", jnp.bfloat16, 12, "gpu") == "chunked"
     assert resolve_implementation("reference", jnp.bfloat16, 64, "gpu") == "reference"
-    assert resolve_implementation("auto", jnp.float32, 64) == "xla"  # this CPU machine
+    assert resolve_implementation("auto", jnp.float32, 64) == "chunked"  # this CPU machine
     with pytest.raises(ValueError, match="needs a GPU"):
         resolve_implementation("cudnn", jnp.bfloat16, 64, "cpu")
     with pytest.raises(ValueError, match="attention must be one of"):
