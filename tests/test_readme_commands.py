@@ -2,8 +2,10 @@
 command as documented plus `--smoke` (mtrl/training/smoke.py), so a documented
 command that no longer parses, builds or fits fails here, not in a reader's first hour.
 Commands that need weights fetched separately (scripts/get_smollm2.py) are skipped,
-saying which file is missing."""
+saying which file is missing. A command that runs an experiment config as it is also
+gets tests/training/test_configs.py's one-step checks (which then skips that config)."""
 
+import json
 import os
 import pathlib
 import re
@@ -51,10 +53,19 @@ def test_a_readme_command_runs_one_short_step(command, tmp_path):
     missing = missing_weights(args)
     if missing:
         pytest.skip(f"needs the model at {missing} (scripts/get_smollm2.py)")
+    workdir, summary = tmp_path / "run", tmp_path / "summary.json"
     done = subprocess.run([sys.executable, "-m", "mtrl.train", *args, "--smoke",
-                           f"--workdir={tmp_path / 'run'}", "--noprogress"],
+                           f"--workdir={workdir}", f"--out={summary}", "--noprogress"],
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stdout[-3000:]
     assert "Run finished: 1 steps" in done.stdout, done.stdout[-3000:]
+    # A config that this command runs as it is is not run again by test_configs.py's
+    # one-step test: that test's checks of the run's files apply here.
+    from tests.training.test_configs import check_one_step_run, readme_covered
+    stem = {c: s for s, c in readme_covered().items()}.get(command)
+    if stem:
+        from mtrl.training.config import module_from_file
+        config = module_from_file(ROOT / "experiments" / "configs" / f"{stem}.py").get_config()
+        check_one_step_run(workdir, json.loads(summary.read_text()), config, stem)

@@ -1,10 +1,12 @@
 """Every config in experiments/configs runs one training step (real-model configs on a
-tiny random Hugging Face checkpoint written in the test), and bad values get one-line
-errors naming the field."""
+tiny random Hugging Face checkpoint written in the test; a config that a README command
+runs as it is runs there instead: tests/test_readme_commands.py), and bad values get
+one-line errors naming the field."""
 
 import gzip
 import json
 import pathlib
+import re
 
 import pytest
 from flax import nnx
@@ -64,7 +66,54 @@ def coop_file(tmp_path_factory):
     return str(path)
 
 
-@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+def readme_covered() -> dict[str, str]:
+    """Config stem -> README command, for the configs a README command runs as they are
+    (`python -m mtrl.train [--config=experiments/configs/<stem>.py]`, no overrides):
+    tests/test_readme_commands.py runs those one step (with --smoke) and checks the run
+    with check_one_step_run, so the in-process one-step run here would repeat it."""
+    from tests.test_readme_commands import readme_commands
+    stems, covered = {p.stem for p in CONFIGS}, {}
+    for command in readme_commands():
+        args = command.split()[3:]
+        if not args:
+            covered["default"] = command
+        elif len(args) == 1 and re.fullmatch(r"--config=experiments/configs/(\w+)\.py", args[0]):
+            covered[args[0].split("/")[-1][:-3]] = command
+    return {stem: command for stem, command in covered.items() if stem in stems}
+
+
+def check_one_step_run(workdir: pathlib.Path, result: dict, c, stem: str) -> None:
+    """What a one-step run of config `c` (experiments/configs/<stem>.py, shrunk) leaves
+    in `workdir` and returns (`result`: Trainer.run()'s summary, or --out's JSON)."""
+    assert result["steps"] == 1 and result["best_step"] in (0, 1)
+    records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [0, 1]
+    assert 0.0 <= records[-1]["heldout_success"] <= 1.0
+    assert (workdir / "learning_curve.png").stat().st_size > 1000
+    assert list((workdir / "transcripts").iterdir())
+    if c.data.test_split:  # the test split, once, for the checkpoint validation chose
+        test = json.loads((workdir / "test.json").read_text())
+        assert test["step"] == result["best_step"] and test["num_tasks"] == 2
+        assert result["test_success"] == test["test_success"]
+        assert 0.0 <= result["post_sft_test_success"] <= 1.0
+        # A suite's extra test splits sit beside it: the default's iid test plus the
+        # unseen-number split (ood_test), in the summary and in test.json.
+        extra = [k[:-len("_num_tasks")] for k in test if k.endswith("_num_tasks")]
+        assert extra == (["ood_test"] if stem == "default" else [])
+        for name in extra:
+            assert test[f"{name}_num_tasks"] == 2
+            assert result[f"{name}_success"] == test[f"{name}_success"]
+            assert 0.0 <= result[f"post_sft_{name}_success"] <= 1.0
+    if not c.model.preset:  # came from a Hugging Face checkpoint: best is exported
+        assert (workdir / "export" / "agent0" / "config.json").exists()
+
+
+# A config that a README command runs unchanged is run one step there (the README's
+# command with --smoke, checked by check_one_step_run), not again here.
+ONE_STEP = [p for p in CONFIGS if p.stem not in readme_covered()]
+
+
+@pytest.mark.parametrize("path", ONE_STEP, ids=[p.stem for p in ONE_STEP])
 def test_every_config_runs_one_step(path, tmp_path, hf_checkpoint, coop_file, shared_data):
     c = shrink(module_from_file(path).get_config(), tmp_path)
     if not c.model.preset:
@@ -81,27 +130,7 @@ def test_every_config_runs_one_step(path, tmp_path, hf_checkpoint, coop_file, sh
         result = trainer.run()
     finally:
         trainer.close()
-    assert result["steps"] == 1 and result["best_step"] in (0, 1)
-    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in records] == [0, 1]
-    assert 0.0 <= records[-1]["heldout_success"] <= 1.0
-    assert (tmp_path / "learning_curve.png").stat().st_size > 1000
-    assert list((tmp_path / "transcripts").iterdir())
-    if c.data.test_split:  # the test split, once, for the checkpoint validation chose
-        test = json.loads((tmp_path / "test.json").read_text())
-        assert test["step"] == result["best_step"] and test["num_tasks"] == 2
-        assert result["test_success"] == test["test_success"]
-        assert 0.0 <= result["post_sft_test_success"] <= 1.0
-        # A suite's extra test splits sit beside it: the default's iid test plus the
-        # unseen-number split (ood_test), in the summary and in test.json.
-        extra = [k[:-len("_num_tasks")] for k in test if k.endswith("_num_tasks")]
-        assert extra == (["ood_test"] if path.stem == "default" else [])
-        for name in extra:
-            assert test[f"{name}_num_tasks"] == 2
-            assert result[f"{name}_success"] == test[f"{name}_success"]
-            assert 0.0 <= result[f"post_sft_{name}_success"] <= 1.0
-    if not c.model.preset:  # came from a Hugging Face checkpoint: best is exported
-        assert (tmp_path / "export" / "agent0" / "config.json").exists()
+    check_one_step_run(tmp_path, result, c, path.stem)
 
 
 @pytest.mark.parametrize("field,value,message", [
