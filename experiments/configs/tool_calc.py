@@ -13,6 +13,8 @@ Why each choice (the rest is tool.py's):
   operands): the warm start then calls the tool in part of its samples only, so
   whether RL keeps or drops the calls is what the arms can differ on, the behaviour
   Zeng et al. report (outcome-only GRPO's tool calls decay).
+- SFT: 512 train tasks, 100 updates of 16 rows (~2 passes over the ~870 rows: the
+  calls, the answers after them, the direct answers), rows padded to 384 tokens.
 - T = 2 turns, G = 4, no early termination of solved nodes (1.0 is above every
   mean reward of 0/1 outcomes plus a call reward 0 in the outcome arm): 4 + 16 = 20
   samples per task per step in both arms.
@@ -45,7 +47,7 @@ def get_config():
     c.rollout.max_new_tokens = 40
     c.rollout.max_context = 384
     c.reward.recipe = "env"
-    c.sft = dict(c.sft.to_dict(), steps=120, batch_size=16, max_len=384)
+    c.sft = dict(c.sft.to_dict(), steps=100, batch_size=16, max_len=384)
     c.train.steps = 20
     c.train.tasks_per_step = 4
     c.train.eval_interval = 10

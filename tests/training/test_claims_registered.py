@@ -20,10 +20,12 @@ NAMES = sorted(p.stem for p in CLAIMS_DIR.glob("*.py") if not p.stem.startswith(
 
 def parsed_config(config_path: pathlib.Path, overrides):
     """The config after `--config.<override>` flags, parsed by a fresh flag set."""
+    argv = ["prog", f"--config={config_path}", *(f"--config.{kv}" for kv in overrides)]
     values = flags.FlagValues()
+    # The override flags are defined from the command line at declaration.
     config_flags.DEFINE_config_file("config", str(config_path), flag_values=values,
-                                    lock_config=True)
-    values(["prog", f"--config={config_path}", *(f"--config.{kv}" for kv in overrides)])
+                                    lock_config=True, sys_argv=argv)
+    values(argv)
     return values.config
 
 
@@ -50,3 +52,20 @@ def test_claim_overrides_parse_against_its_suite(name):
 def test_new_issue28_claims_are_registered_on_their_suites():
     assert load_claim("mt_grpo_vs_grpo").suite == "tool_calc"
     assert load_claim("gigpo_vs_grpo").suite == "textworld_long"
+
+
+def test_reported_metrics_get_paired_intervals_but_no_say_in_the_verdict():
+    from mtrl.training.claims import Arm, Claim, claim_record
+    claim = Claim(name="x", title="t", source="s", prediction="p", direction=1,
+                  min_effect=0.1, metric="test_success", baseline=Arm("a"),
+                  treatment=Arm("b", ("credit.estimator=mt_grpo",)), budget="equal",
+                  reported=("test_tool_call_turn1",))
+    runs = [{"arm": arm, "seed": s, "test_success": v, "test_tool_call_turn1": c}
+            for arm, s, v, c in (("a", 0, 0.2, 0.9), ("a", 1, 0.3, 0.8),
+                                 ("b", 0, 0.5, 0.1), ("b", 1, 0.6, 0.3))]
+    record = claim_record(claim, [0, 1], runs, 1.0, {})
+    assert record["verdict"] == "reproduced"
+    calls = record["reported"]["test_tool_call_turn1"]
+    assert calls["per_seed"] == pytest.approx([-0.8, -0.5]) and len(calls["ci95"]) == 2
+    with pytest.raises(ValueError, match="unknown 'test_nope'"):
+        Claim(**{**claim.__dict__, "reported": ("test_nope",)})
