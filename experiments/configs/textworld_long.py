@@ -17,6 +17,10 @@ Why each choice (the rest is textworld.py's):
   nodes while GRPO's groups stop at a node's G siblings.
 - SFT as textworld.py (240 updates of 16 rows: at 80 the policy collapsed onto one
   command there); 96 train games give 384 walkthrough steps.
+- Context: level-4 goals are longer than textworld.py's; the longest validation and
+  test prompts are ~550 bytes, over its 544, so rollout.max_context = 640. SFT rows
+  stay at 544 (as measured): the ~7% of walkthrough steps whose prompt and command
+  pass 544 bytes are cut or left out of SFT (the longest goals).
 - RL 16 steps, validation every 8 (24 validation games): a step costs more than in
   textworld.py (T = 4 trees), and three seeds x two arms must fit the claim's budget.
 """
@@ -33,6 +37,7 @@ def get_config():
     c.data.options = dict(seed=0, challenges=("tw-coin_collector:4",))
     c.rollout.num_turns = 4
     c.rollout.num_generations = 3
+    c.rollout.max_context = 640
     c.train.steps = 16
     c.train.tasks_per_step = 2
     c.train.eval_interval = 8
