@@ -26,6 +26,16 @@ Why each choice (the rest is tool.py's):
 - Context: prompt ~200 bytes, a call ~30, the output line ~20, an answer ~20:
   max_new_tokens 40 and a 384-token context (SFT rows padded to 384).
 - RL 20 steps of 4 tasks, validation (100 tasks) every 10; test 200 tasks.
+
+NOT YET USABLE FOR A CLAIM (measured 2026-11-26, SFT-only warm starts, seed 0,
+validation only, test split off): post-SFT validation exact match 0.00 with 100 SFT
+updates at (4, 3) digits (final SFT loss 0.83, 4 minutes) and 0.00 with 300 updates
+at (3, 2) digits (loss 0.63, 7 minutes); first-turn tool-call rate 1.00 in both. The
+greedy policy writes one fixed call (print(602*60)) and one fixed answer whatever the
+question: the 2-layer byte model has not learned to copy digits from the prompt or
+from the tool's output in that budget. Before the MT-GRPO claim is written, SFT must
+reach 10-60% validation exact match (more updates, a bigger model, or shorter
+numbers); no claim file uses this config yet.
 """
 
 import pathlib

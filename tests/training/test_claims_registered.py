@@ -50,7 +50,6 @@ def test_claim_overrides_parse_against_its_suite(name):
 
 
 def test_new_issue28_claims_are_registered_on_their_suites():
-    assert load_claim("mt_grpo_vs_grpo").suite == "tool_calc"
     assert load_claim("gigpo_vs_grpo").suite == "textworld_long"
 
 
