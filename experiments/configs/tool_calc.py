@@ -1,6 +1,6 @@
-"""A two-turn calculator task in the tool environment (the MT-GRPO claim,
-experiments/claims/mt_grpo_vs_grpo.py): tool.py's environment on generated products
-(mtrl/data/calc_suite.py) instead of GSM8K.
+"""A two-turn calculator task in the tool environment, for issue 28's MT-GRPO claim
+(not written yet: see the measurements at the end): tool.py's environment on
+generated products (mtrl/data/calc_suite.py) instead of GSM8K.
 
 Why each choice (the rest is tool.py's):
 - Task: "What is 4827 * 391?" (4- and 3-digit operands). The tiny byte model cannot
