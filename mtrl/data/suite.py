@@ -205,6 +205,7 @@ SUITE_MODULES = {
     "intfn": "mtrl.data.synthetic.suite",
     "gsm8k": "mtrl.data.gsm8k_suite",
     "textworld": "mtrl.data.textworld_suite",
+    "calc": "mtrl.data.calc_suite",
 }
 
 

@@ -26,9 +26,11 @@ from mtrl.training.paired_ci import non_inferior, paired_differences, t_interval
 CLAIMS_DIR = pathlib.Path(__file__).resolve().parents[2] / "experiments" / "claims"
 # Metrics a claim may name: run-record keys (arm_runs.run_arm). test_* are measured on
 # the test split; the per-step numbers are training-side quantities.
+# test_tool_call_turn1: the tool environment's share of first turns that call the tool
+# (evaluation's per-component turn-1 mean, greedy, on the test split).
 METRICS = ("test_success", "test_success_turn1", "test_success_turn2",
            "test_final_turn_success", "ood_test_success", "generated_samples_per_step",
-           "generated_tokens_per_step")
+           "generated_tokens_per_step", "test_tool_call_turn1")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +53,8 @@ class Claim:
     baseline's, −1 below. min_effect: the smallest |effect| (metric units) counted as
     the predicted effect. budget: how the arms' generated samples are made equal.
     suite: an experiments/configs name. steps / eval_interval: RL steps of every arm
-    and validation interval. common: overrides of every run (warm starts included)."""
+    and validation interval. common: overrides of every run (warm starts included).
+    reported: further metrics whose paired differences are recorded, not judged."""
 
     name: str
     title: str
@@ -68,6 +71,8 @@ class Claim:
     eval_interval: int = 10
     common: tuple[str, ...] = ()
     guard: Guard | None = None
+    reported: tuple[str, ...] = ()  # more METRICS whose paired intervals the record
+    # carries beside the verdict's (e.g. the tool-call rate): reported, never judged
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z0-9_]+", self.name):
@@ -79,7 +84,8 @@ class Claim:
             raise ValueError(f"Claim.direction must be +1 or -1, got {self.direction!r}")
         if self.min_effect < 0:
             raise ValueError(f"Claim.min_effect must be >= 0, got {self.min_effect}")
-        for metric in (self.metric, *((self.guard.metric,) if self.guard else ())):
+        for metric in (self.metric, *((self.guard.metric,) if self.guard else ()),
+                       *self.reported):
             if metric not in METRICS:
                 raise ValueError(f"Claim.metric: unknown {metric!r}; valid: {', '.join(METRICS)}")
         if self.baseline.name == self.treatment.name:
@@ -156,5 +162,7 @@ def claim_record(claim: Claim, seeds: list[int], runs: list[dict], minutes: floa
             "difference": {"mean": difference["mean"], "ci95": difference["ci95"],
                            "per_seed": difference["per_seed"],
                            "method": "t interval over seeds (paired by seed)"},
-            "verdict": result, "verdict_rule": rule, "guard": guard, "budget": claim.budget,
+            "verdict": result, "verdict_rule": rule, "guard": guard,
+            "reported": {m: _interval(claim, m, runs, seeds) for m in claim.reported},
+            "budget": claim.budget,
             "minutes": minutes, "scale": scale, "runs": runs}

@@ -3,7 +3,7 @@ suite (mbpp, mbpp_sanitized, humaneval), with a sandbox pool.
 
 Reads env.num_agents (must be 1), env.workers and env.wall_s_per_test (the sandbox),
 env.templates ("default"); env.options: `max_turns` (default rollout.num_turns),
-`max_output_chars`, `max_completion_chars`."""
+`max_output_chars`, `max_completion_chars`, `call_reward`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from mtrl.envs.tool.env import ToolEnv, ToolEnvConfig
 from mtrl.config import build
 from mtrl.envs.registry import ENV_BUILDERS, BuiltEnv, EnvRequest
 
-_OPTIONS = ("max_turns", "max_output_chars", "max_completion_chars")
+_OPTIONS = ("max_turns", "max_output_chars", "max_completion_chars", "call_reward")
 
 
 @ENV_BUILDERS.register("tool")

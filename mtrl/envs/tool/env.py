@@ -12,6 +12,8 @@ it"). One agent. A step, for a batch of branches:
 3. a call's observation is its stdout and stderr, or the error (syntax error, the
    exception's type and message, a timeout), truncated to `max_output_chars` with a
    note saying so;
+   With `call_reward` > 0, a math task's call that ran cleanly and printed the
+   answer earns that reward on its own turn (MT-GRPO's turn-level reward);
 4. an answer ends the episode: reward 1 if it is correct (math: the normalised
    number equals the truth; code: every test of the task passes), else 0. The step
    reports `ended`, and the generator plays no later turn on that branch
@@ -28,10 +30,11 @@ that did not run cleanly: unclosed fence, syntax error, exception, timeout),
 from __future__ import annotations
 
 import dataclasses
+import re
 import zlib
 from typing import Any, Protocol, Sequence
 
-from mtrl.config.fields import check_int
+from mtrl.config.fields import check_int, check_number
 from mtrl.envs.math.task import MathTask
 from mtrl.rollout.environment import Environment, StepResult
 from mtrl.envs.code.extraction import decode_completion
@@ -41,6 +44,7 @@ from mtrl.envs.sandbox.types import ExecutionResult, Program
 from mtrl.envs.tool.parse import TurnAction, parse_turn
 from mtrl.envs.tool.prompts import ToolTemplates
 
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 CALL_TEST = ("pass",)  # one trivial test: the harness reports load-time failures
 
 
@@ -53,11 +57,15 @@ class ToolEnvConfig:
     max_turns: int = 4  # tool turns at most (the rollout's num_turns must not exceed it)
     max_output_chars: int = 600  # tool output shown per call
     max_completion_chars: int = 16_000
+    # Turn-level reward of a math task's tool call that ran cleanly and printed the
+    # answer (MT-GRPO's verifiable turn reward, Zeng et al. 2025); 0: outcome only.
+    call_reward: float = 0.0
     templates: ToolTemplates = ToolTemplates()
 
     def __post_init__(self):
         for name in ("max_turns", "max_output_chars", "max_completion_chars"):
             check_int(name, getattr(self, name), 1)
+        check_number("call_reward", self.call_reward, 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +176,7 @@ class ToolEnv(Environment):
         info: dict[str, Any] = {"kind": act.kind, "truth": truth,
                                 "void": (False,), "invalid_calls": 0, "correct": False,
                                 "progress": 0.0, "answer_id": 0, "tool_output": ""}
-        correct, last_code, ended = False, state.last_code, False
+        correct, last_code, ended, call_reward = False, state.last_code, False, 0.0
         if act.kind == "answer":
             ended = True
             if isinstance(task, MathTask):
@@ -197,6 +205,10 @@ class ToolEnv(Environment):
             body = "\n".join(parts)
             info["tool_output"] = body
             observation = t.output.format(output=body) if body else t.no_output
+            if cfg.call_reward and not error and isinstance(task, MathTask):
+                found = normalize_number(task.answer)
+                if any(normalize_number(x) == found for x in _NUMBER.findall(printed)):
+                    call_reward = float(cfg.call_reward)
         elif act.kind == "invalid":
             info["invalid_calls"] = 1
             info["void"] = (True,)
@@ -208,7 +220,7 @@ class ToolEnv(Environment):
         info["correct"] = correct
         child = ToolBranchState(task=task, turn=turn, ended=ended, last_code=last_code,
                                 solved=correct)
-        return StepResult(reward=float(correct), done=correct, observations=(observation,),
+        return StepResult(reward=float(correct) + call_reward, done=correct, observations=(observation,),
                           state=child, info=info, ended=ended,
                           components=_components(correct, act.kind == "call",
                                                  bool(info["invalid_calls"])))

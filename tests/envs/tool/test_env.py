@@ -133,3 +133,15 @@ def test_mbpp_suite_tasks_accept_their_canonical_solution(env, shared_data):
     results = env.step(states, actions, 1)
     assert [r.reward for r in results] == [1.0, 1.0]
     assert all(r.info["progress"] == 1.0 for r in results)
+
+
+def test_call_reward_pays_a_clean_call_that_prints_the_answer(pool):
+    env = ToolEnv(ToolEnvConfig(max_turns=3, call_reward=0.5), sandbox=pool)
+    r1, r2 = play(env, MATH, ["```python\nprint(17 * 23)\n```", "\\boxed{391}"])
+    assert (r1.reward, r1.done, r1.info["correct"]) == (0.5, False, False)
+    assert (r2.reward, r2.done) == (1.0, True)  # the outcome turn: no call, no bonus
+    (wrong,) = play(env, MATH, ["```python\nprint(17 + 23)\n```"])
+    (failed,) = play(env, MATH, ["```python\nprint(391)\nraise ValueError\n```"])
+    assert wrong.reward == 0.0 and failed.reward == 0.0
+    with pytest.raises(ValueError, match="call_reward must be a number >= 0"):
+        ToolEnvConfig(call_reward=-1.0)
