@@ -1,0 +1,27 @@
+"""Turn-level credit (MT-GRPO) vs the default's tree credit (MAGRPO), on the embedded
+default's iid test split (prediction written 2026-11-26, before any run of this claim;
+the default's warm starts and its magrpo arm had been run for the other claims)."""
+
+from mtrl.training.claims import Arm, Claim
+
+CLAIM = Claim(
+    name="mt_grpo_vs_magrpo",
+    title="turn-level credit at least matches tree credit on the two-turn default",
+    source=("Zeng et al. 2025, 'Reinforcing Multi-Turn Reasoning in LLM Agents via "
+            "Turn-Level Credit Assignment' (MT-GRPO): turn rewards and the outcome "
+            "normalised separately within the group beat outcome-only credit"),
+    prediction=("mt_grpo at or slightly above magrpo on iid test success, 0 to +0.10: "
+                "both credit the helper's turn-2 use of the feedback, which is where the "
+                "default's gain is; mt_grpo adds turn 1's level reward as its own "
+                "normalised term, which a turn-1 guess cannot use much; counted as "
+                "reproduced from +0.05, and inconclusive at three seeds is the likely "
+                "verdict"),
+    direction=+1,
+    min_effect=0.05,
+    metric="test_success",
+    baseline=Arm("magrpo", ()),
+    treatment=Arm("mt_grpo", ("credit.estimator=mt_grpo",)),
+    budget="the same T = 2, G = 4 tree in both arms: 20 samples per agent per task per step",
+    steps=20,
+    eval_interval=10,
+)
