@@ -36,8 +36,13 @@ TFDS_REQUIRES = [
     "array-record>=0.8.6,<0.9",
 ]
 
+# Weights & Biases logging beside TensorBoard (mtrl/training/logging/wandb_sink.py),
+# on when train.wandb_project is set. In the test extra so CI runs its offline test.
+WANDB_REQUIRES = ["wandb>=0.31,<0.32"]
+
 TEST_REQUIRES = [
     *TFDS_REQUIRES,
+    *WANDB_REQUIRES,
     "pytest>=9.0,<10",
     "pytest-xdist>=3.8,<4",
     # CPU build, taken from local disk on the project machines; used only by the
@@ -76,6 +81,7 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["mtrl", "mtrl.*"]),
     install_requires=INSTALL_REQUIRES,
-    extras_require={"test": TEST_REQUIRES, "tfds": TFDS_REQUIRES, "realmodel": REALMODEL_REQUIRES,
+    extras_require={"test": TEST_REQUIRES, "tfds": TFDS_REQUIRES, "wandb": WANDB_REQUIRES,
+                    "realmodel": REALMODEL_REQUIRES,
                     "gpu": GPU_REQUIRES, "tpu": TPU_REQUIRES},
 )

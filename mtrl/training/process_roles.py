@@ -15,7 +15,7 @@ class SilentLogger:
     def write(self, step: int, metrics: Mapping[str, Any]) -> None:
         del step, metrics
 
-    def write_tensorboard(self, step: int, metrics: Mapping[str, Any]) -> None:
+    def write_reported(self, step: int, metrics: Mapping[str, Any]) -> None:
         del step, metrics
 
     def write_sft(self, tag: str, update: int, metrics: Mapping[str, Any]) -> None:
@@ -26,3 +26,17 @@ class SilentLogger:
 
     def close(self) -> None:
         pass
+
+
+def open_metrics(main: bool, workdir, resume_step: int, wandb_project: str,
+                 record: Mapping[str, Any]):
+    """Process 0's MetricsLogger (with a W&B sink when `wandb_project` is set; `record`
+    is the config it shows), a SilentLogger on every other process."""
+    if not main:
+        return SilentLogger()
+    from mtrl.training.logging.metrics import MetricsLogger
+    sink = None
+    if wandb_project:
+        from mtrl.training.logging.wandb_sink import WandbSink
+        sink = WandbSink(workdir, wandb_project, record)
+    return MetricsLogger(workdir, resume_step=resume_step, wandb=sink)

@@ -277,7 +277,7 @@ class Trainer:
         for name in c.test_splits():  # reported beside the final test; chooses nothing
             test = self.evaluate(0, name)
             extra.update({f"post_sft_{k}": v for k, v in test.items()})
-            logger.write_tensorboard(0, test)
+            logger.write_reported(0, test)
         logger.write(0, metrics)
         logger.flush()
         self.keeper.save_eval(0, {"train": state}, metrics, extra)
@@ -353,7 +353,7 @@ class Trainer:
             exported = self.export(best)
         test = self.test(best) if best is not None and self.c.test_tasks else {}
         if test:
-            logger.write_tensorboard(best, test)  # TensorBoard only: chooses nothing
+            logger.write_reported(best, test)  # not in metrics.jsonl: chooses nothing
         result = run_record(
             steps=step, minutes=(before_s + time.perf_counter() - started) / 60,
             invocation_minutes=(time.perf_counter() - started) / 60, best_step=best,

@@ -33,7 +33,7 @@ def test_sft_loss_and_test_metrics_reach_tensorboard_not_the_step_log(tmp_path):
     with MetricsLogger(tmp_path) as logger:
         logger.write_sft("sft/agent0", 25, {"loss": 1.5})
         logger.write(3, {"heldout_success": 0.25})
-        logger.write_tensorboard(3, {"test_success": 0.5})
+        logger.write_reported(3, {"test_success": 0.5})
     assert read_metrics(tmp_path) == [{"step": 3, "heldout_success": 0.25}]
     (main,) = (tmp_path / "tensorboard").glob("events.out.tfevents.*")
     assert _scalars(_read_events(main))[("test_success", 3)] == 0.5

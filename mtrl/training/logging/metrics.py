@@ -1,4 +1,5 @@
-"""Scalar metrics of a run: one JSON object per line, plus TensorBoard event files.
+"""Scalar metrics of a run: one JSON object per line, plus TensorBoard event files
+(and Weights & Biases when asked for: wandb_sink.py).
 
 `metrics.jsonl` in the workdir holds one line per logged step:
 
@@ -88,12 +89,13 @@ class MetricsLogger:
 
     workdir: the run's folder (created if missing).
     tensorboard: also write TensorBoard event files.
+    wandb: a WandbSink (wandb_sink.py) that gets the same rows, or None.
     resume_step: the step the run resumes from (see the module docstring); None
       starts appending to whatever is there.
     """
 
     def __init__(self, workdir: str | os.PathLike, *, tensorboard: bool = True,
-                 resume_step: int | None = None):
+                 resume_step: int | None = None, wandb=None):
         self.workdir = pathlib.Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.path = self.workdir / METRICS_FILE
@@ -102,6 +104,7 @@ class MetricsLogger:
         self._file = self.path.open("a")
         self._writer = None
         self._sft_writer = None
+        self._wandb = wandb
         if tensorboard:
             # Imported here: tensorboardX pulls in protobuf, not needed otherwise.
             from tensorboardX import SummaryWriter
@@ -124,21 +127,28 @@ class MetricsLogger:
         values = {str(name): to_float(name, value) for name, value in metrics.items()}
         self._file.write(_json_line(step, values) + "\n")
         self._file.flush()
+        self._write_reported(step, values)
+
+    def write_reported(self, step: int, metrics: Mapping[str, Any]) -> None:
+        """TensorBoard and W&B only (e.g. the test split's metrics: reported, not a
+        step's line in metrics.jsonl, which the exact-resume checks compare)."""
+        self._write_reported(step, {str(name): to_float(name, value)
+                                    for name, value in metrics.items()})
+
+    def _write_reported(self, step: int, values: Mapping[str, float]) -> None:
         if self._writer is not None:
             for name, value in values.items():
                 self._writer.add_scalar(name, value, global_step=step)
-
-    def write_tensorboard(self, step: int, metrics: Mapping[str, Any]) -> None:
-        """TensorBoard only (e.g. the test split's metrics: reported, not a step's
-        line in metrics.jsonl, which the exact-resume checks compare)."""
-        if self._writer is not None:
-            for name, value in metrics.items():
-                self._writer.add_scalar(str(name), to_float(name, value), global_step=step)
+        if self._wandb is not None:
+            self._wandb.log_rl(step, values)
 
     def write_sft(self, tag: str, update: int, metrics: Mapping[str, Any]) -> None:
         """An SFT log line (`tag`/name at `update`) to TensorBoard's own `sft` run: its
         update counts would collide with RL steps, and a resumed RL run purges its
-        steps from the main run."""
+        steps from the main run. W&B: `sft/<tag>/<name>` on its own axis."""
+        if self._wandb is not None:
+            self._wandb.log_sft(tag, update, {str(name): to_float(name, value)
+                                              for name, value in metrics.items()})
         if self._writer is None:
             return
         if self._sft_writer is None:
@@ -165,6 +175,8 @@ class MetricsLogger:
             self._writer.close()
         if self._sft_writer is not None:
             self._sft_writer.close()
+        if self._wandb is not None:
+            self._wandb.close()
 
     def __enter__(self) -> "MetricsLogger":
         return self
