@@ -33,7 +33,7 @@ def table_row(record: dict, record_path: str) -> str:
     reduced = "" if scale.get("full_size", True) else \
         f" (reduced scale: {scale.get('steps')} of {scale.get('claim_steps')} steps, overrides)"
     cells = [record["claim"], record["source"].split(";")[0].split(",")[0],
-             f"{record['metric']} ({record['split']})",
+             f"{record['metric']} ({record.get('metric_on', record['split'])})",
              ",".join(str(s) for s in record["seeds"]),
              f"{base[0]}: {_mean_values(base[1]['values'])}",
              f"{treat[0]}: {_mean_values(treat[1]['values'])}",

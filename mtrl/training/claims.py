@@ -33,6 +33,12 @@ METRICS = ("test_success", "test_success_turn1", "test_success_turn2",
            "generated_tokens_per_step", "test_tool_call_turn1")
 
 
+def measured_on(metric: str) -> str:
+    """Where a metric is measured: the record's `split` is the evaluation split (always
+    "test", and the guard's), `metric_on` says whether the metric itself is."""
+    return "test split" if metric.startswith(("test_", "ood_test_")) else "training rollouts"
+
+
 @dataclasses.dataclass(frozen=True)
 class Arm:
     name: str
@@ -158,6 +164,7 @@ def claim_record(claim: Claim, seeds: list[int], runs: list[dict], minutes: floa
             for arm in claim.arms}
     return {"claim": claim.name, "title": claim.title, "source": claim.source,
             "prediction": claim.prediction, "metric": claim.metric, "split": "test",
+            "metric_on": measured_on(claim.metric),
             "seeds": list(seeds), "arms": arms,
             "difference": {"mean": difference["mean"], "ci95": difference["ci95"],
                            "per_seed": difference["per_seed"],

@@ -69,6 +69,7 @@ def test_reproduce_end_to_end_writes_record_and_table_row(tmp_path, monkeypatch)
         assert key in record
     assert record["claim"] == "multi_vs_single_turn" and record["split"] == "test"
     assert record["metric"] == "test_success" and record["seeds"] == [0, 1, 2]
+    assert record["metric_on"] == "test split"
     assert record["arms"]["single_turn"]["values"] == [0.2, 0.1, 0.3]
     assert record["arms"]["multi_turn"]["overrides"] == []
     assert record["arms"]["single_turn"]["overrides"] == ["rollout.num_turns=1",
@@ -84,6 +85,7 @@ def test_reproduce_end_to_end_writes_record_and_table_row(tmp_path, monkeypatch)
     rows = [line for line in text.split(BEGIN)[1].split(END)[0].splitlines()
             if line.startswith("| multi_vs_single_turn |")]
     assert len(rows) == 1 and "+0.3 [+0.0516, +0.548]" in rows[0]
+    assert "| test_success (test split) |" in rows[0]
     assert "**reproduced** (reduced scale: 2 of 20 steps" in rows[0]
     # Running it again replaces the row instead of adding one.
     reproduce.main(argv)
@@ -137,3 +139,9 @@ def test_claims_on_one_suite_share_the_warm_starts(tmp_path, monkeypatch):
     reproduce.main(["--claim", "level_feedback_vs_plain", "--out", str(tmp_path / "c.json"),
                     "--override", "sft.steps=5", *common])
     assert len([c for c in commands if "--config.train.steps=0" in c]) == 4
+
+
+def test_a_training_side_metric_is_not_labelled_as_the_test_split():
+    from mtrl.training.claims import measured_on
+    assert measured_on("generated_samples_per_step") == "training rollouts"
+    assert measured_on("ood_test_success") == measured_on("test_success") == "test split"
