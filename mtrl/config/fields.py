@@ -4,6 +4,8 @@
     known_fields(cls, section, "env") -> the section as a dict, refusing unknown keys
     check_int / check_number / check_bool(name, value, ...) -> None, or one line
         "<name> must be <requirement>, got <value!r>" (what every __post_init__ raises)
+    resolve_path(value, "data.path") -> None for "", else the expanded path, which must
+        exist ("config.data.path: path ... does not exist")
 
 Owned here (not by the trainer) so environments, suites and the trainer parse their
 own sections the same way without importing each other.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from typing import Any
 
 
@@ -77,3 +80,13 @@ def check_bool(name: str, value) -> None:
     """True or False (a 0/1 int is not accepted). Message: "<name> must be True or False, got ..."."""
     if not isinstance(value, bool):
         _refuse(name, "True or False", value)
+
+
+def resolve_path(value: str, field: str, must_exist: bool = True) -> str | None:
+    """'' -> None; otherwise an expanded path that must exist (one-line error)."""
+    if not value:
+        return None
+    path = os.path.expanduser(value)
+    if must_exist and not os.path.exists(path):
+        raise ValueError(f"config.{field}: path {value!r} does not exist")
+    return path

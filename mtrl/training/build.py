@@ -19,7 +19,8 @@ from mtrl.losses import (AGGREGATIONS, KL_ESTIMATORS, KLPenaltyConfig, POLICY_LO
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
 from mtrl.rollout import RolloutConfig
 from mtrl.tokenizers import ByteTokenizer, load_tokenizer
-from mtrl.training.config import ModelSection, as_dict, build, known_fields, resolve_path
+from mtrl.config.fields import as_dict, build, known_fields, resolve_path
+from mtrl.training.sections import ModelSection
 from mtrl.training.chat import build_turn_format
 from mtrl.training.keys import RunKeys
 from mtrl.credit import RewardRecipe

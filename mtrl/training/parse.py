@@ -29,8 +29,8 @@ from mtrl.rollout import RolloutConfig
 from mtrl.training.build import (build_objective, build_reward_kl, check_minibatches,
                                  data_config, kl_place)
 from mtrl.training.chat import ChatSection, chat_section
-from mtrl.training.config import (ModelSection, SFTSection, TrainConfig, build, known_fields,
-                                  model_config, sft_config, train_config)
+from mtrl.config.fields import build, known_fields
+from mtrl.training.config import model_config, sft_config, train_config
 from mtrl.training.curriculum import CurriculumConfig, curriculum_config
 from mtrl.training.filters import FilterConfig, filter_config
 from mtrl.training.methods import (CREDIT_ESTIMATORS, CreditConfig, check_group_size,
@@ -39,6 +39,7 @@ from mtrl.training.optim import OptimConfig
 from mtrl.training.recipe import reward_recipe
 from mtrl.training.row_groups import group_size
 from mtrl.training.run_config import config_record
+from mtrl.training.sections import ModelSection, SFTSection, TrainConfig
 from mtrl.training.sft_data import first_phase_kinds
 
 

@@ -21,7 +21,7 @@ from mtrl.parallel.process_rollout import gather_rows, is_multiprocess
 from mtrl.rollout import make_batch
 from mtrl.training.answer_probs import fill_answer_logprobs
 from mtrl.training.build import Components
-from mtrl.training.config import TrainConfig
+from mtrl.training.sections import TrainConfig
 from mtrl.training.filters import shape_batch
 from mtrl.training.keys import RunKeys
 from mtrl.training.methods import token_advantages

@@ -23,7 +23,7 @@ from mtrl.training.sft import SFTConfig, run_sft, sft_examples
 from mtrl.training.sft_checkpoint import SFTCheckpoints
 from mtrl.training.sft_data import rows_of_kind
 from mtrl.training.build import Components
-from mtrl.training.config import SFTSection
+from mtrl.training.sections import SFTSection
 from mtrl.training.keys import RunKeys
 from mtrl.training.train_state import agent_params, init_train_state
 

@@ -52,7 +52,7 @@ def test_one_step_off_policy_trains_and_reports_staleness(tmp_path):
 
 
 def test_off_policy_must_be_zero_or_one():
-    from mtrl.training.config import TrainConfig
+    from mtrl.training.sections import TrainConfig
     with pytest.raises(ValueError, match="off_policy"):
         TrainConfig(off_policy=2)
     assert TrainConfig().off_policy == 0

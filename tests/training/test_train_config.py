@@ -2,7 +2,8 @@
 
 import pytest
 
-from mtrl.training.config import TrainConfig, base_config, train_config
+from mtrl.training.config import base_config, train_config
+from mtrl.training.sections import TrainConfig
 
 
 def test_base_config_train_section_is_valid():
