@@ -7,7 +7,7 @@ Flags:
              the learning curve go (default: ./workdir/<config name>).
   --out      optional JSON file for the run's summary (minutes, success numbers).
   --smoke    any config shrunk to run end to end in about a minute (one RL step, 4 SFT
-             updates, 2 validation and test tasks; mtrl/training/smoke.py).
+             updates, 2 validation and test tasks; mtrl/training/config/smoke.py).
   --coordinator_address, --num_processes, --process_id, --distributed_auto
              join a multi-process run (jax.distributed; mtrl/parallel/distributed.py):
              explicit on GPU nodes and local CPU processes, --distributed_auto on TPU
@@ -38,7 +38,7 @@ _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory of the run.")
 _OUT = flags.DEFINE_string("out", None, "Write the run summary as JSON here.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show the progress bar / lines.")
 _SMOKE = flags.DEFINE_bool("smoke", False, "Shrink the config to a run of about a minute "
-                           "(mtrl/training/smoke.py); workdir defaults to <name>-smoke.")
+                           "(mtrl/training/config/smoke.py); workdir defaults to <name>-smoke.")
 _COORDINATOR = flags.DEFINE_string("coordinator_address", "",
                                    "host:port of process 0 (multi-process runs).")
 _NUM_PROCESSES = flags.DEFINE_integer("num_processes", 1, "Processes in the run.")
@@ -115,10 +115,10 @@ def main(argv) -> None:
         sys.exit(f"error: {config_error(e, sys.argv)}")
     config_file = config_flags.get_config_filename(flags.FLAGS["config"])
     name = pathlib.Path(config_file).stem
-    from mtrl.training.paths import resolve_paths
+    from mtrl.training.config import resolve_paths
     resolve_paths(config, config_file)  # data and weights: from the checkout, not the cwd
     if _SMOKE.value:
-        from mtrl.training.smoke import apply_smoke
+        from mtrl.training.config import apply_smoke
         apply_smoke(config, keep=frozenset(path for _, path in _override_flags(sys.argv)))
         name += "-smoke"
     workdir = _WORKDIR.value or os.path.join("workdir", name)

@@ -130,7 +130,7 @@ def default_tree_rows(seed: int) -> tuple[PolicyMinibatch, dict]:
     from mtrl.rollout.sampler_backend import SamplerBackend
     from mtrl.sampling.sampler import Sampler
     from mtrl.training.build import build_components
-    from mtrl.training.parse import parse
+    from mtrl.training.config import parse
     from mtrl.training.keys import RunKeys
     c = build_components(parse(config))
     try:

@@ -1,5 +1,5 @@
 """Every `python -m mtrl.train` command in README.md runs, for one short step: the
-command as documented plus `--smoke` (mtrl/training/smoke.py), so a documented
+command as documented plus `--smoke` (mtrl/training/config/smoke.py), so a documented
 command that no longer parses, builds or fits fails here, not in a reader's first hour.
 Commands that need weights fetched separately (scripts/get_smollm2.py) are skipped,
 saying which file is missing. A command that runs an experiment config as it is also
@@ -30,8 +30,7 @@ def readme_commands() -> list[str]:
 
 def missing_weights(args: list[str]) -> str | None:
     """The model checkpoint the command's config names, when it is not on disk."""
-    from mtrl.training.config import module_from_file
-    from mtrl.training.paths import resolve_paths
+    from mtrl.training.config import module_from_file, resolve_paths
     spec = next((a.split("=", 1)[1] for a in args if a.startswith("--config=")),
                 "experiments/configs/default.py")
     path, _, suffix = spec.partition(":")

@@ -28,7 +28,7 @@ class ChatSection:
 
 
 def chat_section(config) -> ChatSection:
-    from mtrl.training.config import build, known_fields
+    from mtrl.config.fields import build, known_fields
     return build(ChatSection, "chat", **known_fields(ChatSection, config.chat, "chat"))
 
 

@@ -56,7 +56,7 @@ class CurriculumConfig:
 
 
 def curriculum_config(config) -> CurriculumConfig:
-    from mtrl.training.config import build, known_fields
+    from mtrl.config.fields import build, known_fields
     section = config.get("curriculum", {})
     return build(CurriculumConfig, "curriculum",
                  **known_fields(CurriculumConfig, section, "curriculum"))

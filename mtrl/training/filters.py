@@ -43,7 +43,7 @@ class FilterConfig:
 
 
 def filter_config(config, max_new_tokens: int) -> FilterConfig:
-    from mtrl.training.config import build, known_fields
+    from mtrl.config.fields import build, known_fields
     filters = build(FilterConfig, "filters", **known_fields(FilterConfig, config.filters,
                                                              "filters"))
     if filters.overlong_cache > max_new_tokens:

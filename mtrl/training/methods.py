@@ -269,7 +269,7 @@ def ufo_values(paths: TaskPaths, credit: CreditConfig, gamma) -> np.ndarray:
 
 def credit_config(config) -> CreditConfig:
     """The validated `credit` section (one-line errors naming config.credit.<field>)."""
-    from mtrl.training.config import build, known_fields
+    from mtrl.config.fields import build, known_fields
     return build(CreditConfig, "credit", **known_fields(CreditConfig, config.credit, "credit"))
 
 

@@ -31,7 +31,7 @@ RECIPES = ("env", "recipe")
 
 def reward_recipe(config, num_turns: int) -> RewardRecipe | None:
     """The `reward` section: None for recipe "env" (the environment's rewards)."""
-    from mtrl.training.config import as_dict, build
+    from mtrl.config.fields import as_dict, build
     section = dict(as_dict(config.reward))
     name = section.pop("recipe")
     if name not in RECIPES:

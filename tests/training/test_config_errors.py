@@ -117,7 +117,7 @@ def test_the_old_dynamic_sampling_name_points_to_what_the_option_does(tmp_path, 
 
 
 def test_drop_zero_advantage_is_the_trainers_switch():
-    from mtrl.training.config import train_config
+    from mtrl.training.config.readers import train_config
     c = small_config()
     c.train.drop_zero_advantage = True
     assert train_config(c).drop_zero_advantage is True

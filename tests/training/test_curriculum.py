@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from mtrl.training.config import base_config, build
+from mtrl.training.config import base_config
 from mtrl.training.curriculum import (BandSampler, CurriculumConfig, StepTasks,
                                       curriculum_config, seeded_order, tcod_turn_mask)
 from mtrl.training.trainer import Trainer

@@ -10,7 +10,7 @@ import pytest
 from ml_collections import ConfigDict
 
 from mtrl.training.config import base_config
-from mtrl.training.paths import resolve_paths
+from mtrl.training.config import resolve_paths
 from mtrl.training.trainer import Trainer
 from tests.test_train_cli import error_lines, launch
 

@@ -10,7 +10,8 @@ from flax import nnx
 from mtrl.models import PRESETS, Transformer, save_hf_checkpoint
 from mtrl.tokenizers import HFTokenizer, load_tokenizer
 from mtrl.training.build import build_models, build_tokenizer, check_tokenizer
-from mtrl.training.config import base_config, model_config
+from mtrl.training.config import base_config
+from mtrl.training.config.readers import model_config
 from mtrl.training.hf_export import export_hf_directory, model_report
 from tests.tokenizers.chatml import build_chatml_tokenizer
 

@@ -9,8 +9,7 @@ import pytest
 
 from mtrl.envs.registry import EnvSection
 from mtrl.training import build as build_module
-from mtrl.training.config import base_config, module_from_file
-from mtrl.training.parse import RunConfig, parse
+from mtrl.training.config import RunConfig, base_config, module_from_file, parse
 from mtrl.training.run_config import config_record
 
 CONFIGS = sorted((pathlib.Path(__file__).resolve().parents[2] / "experiments"
@@ -31,7 +30,7 @@ def test_every_experiment_config_parses_without_building(path, no_work, monkeypa
     # Paths to local weights, tokenizers and data are checked by parse where they are
     # named; the SmolLM2 configs name files a fresh checkout does not have.
     monkeypatch.setattr("mtrl.training.build.resolve_path", lambda v, f, must_exist=True: v)
-    monkeypatch.setattr("mtrl.training.config.resolve_path", lambda v, f, must_exist=True: v)
+    monkeypatch.setattr("mtrl.training.config.readers.resolve_path", lambda v, f, must_exist=True: v)
     run = parse(config)
     assert isinstance(run, RunConfig) and isinstance(run.env, EnvSection)
     assert run.record == config_record(config)  # what config.json holds, unchanged

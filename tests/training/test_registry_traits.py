@@ -22,7 +22,7 @@ from mtrl.training.build import build_objective
 from mtrl.training.methods import (CREDIT_ESTIMATORS, ESTIMATOR_KINDS, CreditConfig, Estimator,
                                    check_method, tree_estimators)
 from mtrl.training.packing import pack_rows
-from mtrl.training.parse import check_episode_end
+from mtrl.training.config.root import check_episode_end
 from mtrl.training.row_groups import group_size
 from mtrl.training.train_state import init_train_state
 from mtrl.training.train_step import make_train_step, zero_advantage_is_exact

@@ -2,7 +2,8 @@
 
 import pytest
 
-from mtrl.training.config import base_config, train_config
+from mtrl.training.config import base_config
+from mtrl.training.config.readers import train_config
 from mtrl.training.sections import TrainConfig
 
 

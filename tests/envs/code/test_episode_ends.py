@@ -7,7 +7,7 @@ import pytest
 from mtrl.envs.code.env import CodeEnv, CodeEnvConfig
 from mtrl.envs.registry import EnvSection
 from mtrl.training.methods import CreditConfig
-from mtrl.training.parse import check_episode_end
+from mtrl.training.config.root import check_episode_end
 from tests.envs.code.conftest import ADD
 from tests.rollout.scripted import chain, chain_outcome, solve_at
 

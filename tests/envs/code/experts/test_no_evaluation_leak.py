@@ -9,7 +9,7 @@ import pytest
 from mtrl.envs.code.experts import ReferenceExpert
 from mtrl.envs.code.experts.factory import build_expert
 from mtrl.training.build import build_components
-from mtrl.training.parse import parse
+from mtrl.training.config import parse
 from tests.training.test_compile_count import small_config
 
 WRONG = ("```python\ndef aux(x):\n    return 0\n```", "```python\ndef f(x):\n    return 0\n```")

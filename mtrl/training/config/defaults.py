@@ -1,23 +1,15 @@
-"""Experiment configuration: one ml_collections ConfigDict per run, validated into the
-components' frozen dataclasses with one-line errors naming the field.
+"""The embedded default config: every field of a run with its default value.
 
-`base_config()` holds every field with the embedded default's values; config files
-in experiments/configs/ start from it and override what differs, some through blocks
-they share (loaded with `module_from_file`).
+Config files in experiments/configs/ start from `base_config()` and override what
+differs, some through blocks they share (loaded with files.module_from_file); a
+field that is not here does not exist (`--config.<section>.<field>` can only set
+one that is). Importing this module imports no jax.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import pathlib
-import types
-
 import ml_collections
 from ml_collections.config_dict import placeholder
-
-from mtrl.config.fields import as_dict, build, known_fields, resolve_path
-from mtrl.training.sections import ModelSection, SFTSection, TrainConfig
 
 
 def base_config() -> ml_collections.ConfigDict:
@@ -80,49 +72,3 @@ def base_config() -> ml_collections.ConfigDict:
     # the data, fsdp and tensor axes (docs: BUILD.md, "Scale-out").
     c.mesh = dict(shape="auto")
     return c
-
-
-def module_from_file(path: str | os.PathLike) -> types.ModuleType:
-    """The Python file at `path` executed as a fresh module named after its stem (not
-    entered in sys.modules).
-
-    Config files are loaded by path (ml_collections' config_flags, the tests), not
-    imported from a package, so what a config builds on (the shared blocks in
-    experiments/configs/common/, another config) is loaded by path too.
-    """
-    path = pathlib.Path(path)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-# Old names of train fields: the name said something the option does not do.
-RENAMED_TRAIN_FIELDS = {
-    "dynamic_sampling": ("drop_zero_advantage", "it drops rows whose advantage is 0; DAPO's "
-                         "dynamic sampling over-samples until every group's accuracy lies "
-                         "strictly between 0 and 1, which mtrl does not do"),
-}
-
-
-def train_config(config) -> TrainConfig:
-    """The validated `train` section (one-line errors naming config.train.<field>)."""
-    for old, (new, why) in RENAMED_TRAIN_FIELDS.items():
-        if old in config.train:
-            raise ValueError(f"config.train.{old}: renamed train.{new} ({why})")
-    values = known_fields(TrainConfig, config.train, "train")
-    checked = build(TrainConfig, "train", **values)
-    if checked.init_from:
-        resolve_path(checked.init_from, "train.init_from")
-    return checked
-
-
-def sft_config(config) -> SFTSection:
-    """The validated `sft` section (one-line errors naming config.sft.<field>)."""
-    return build(SFTSection, "sft", **known_fields(SFTSection, config.sft, "sft"))
-
-
-def model_config(config) -> ModelSection:
-    values = known_fields(ModelSection, config.model, "model")
-    values["overrides"] = dict(as_dict(values.get("overrides", {})))
-    return build(ModelSection, "model", **values)

@@ -1,6 +1,9 @@
-"""Relative paths in a config are found from the checkout, then the config file.
+"""Config files and the paths they name.
 
-The configs name data and weights relative to the checkout (`../shared/data/gsm8k`,
+`module_from_file(path)` loads a config file (or a block it builds on) by path.
+
+`resolve_paths(config, config_file)`: relative paths in a config are found from the
+checkout, then the config file. The configs name data and weights relative to the checkout (`../shared/data/gsm8k`,
 `models/smollm2-135m-instruct`); resolved from the current directory, a run started
 anywhere else failed to find them. The launcher rewrites each relative path field to
 an absolute one before the run is built: the checkout's root when the path exists
@@ -11,13 +14,30 @@ there, else the config file's folder when it exists there, else the checkout's r
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pathlib
+import types
 
-CHECKOUT = pathlib.Path(__file__).resolve().parents[2]
+CHECKOUT = pathlib.Path(__file__).resolve().parents[3]
 # Dotted fields that hold a file or folder (tokenizer: when it is a path, not a name).
 PATH_FIELDS = ("data.path", "model.hf_checkpoint", "data.options.train_ids_file",
                "tokenizer")
+
+
+def module_from_file(path: str | os.PathLike) -> types.ModuleType:
+    """The Python file at `path` executed as a fresh module named after its stem (not
+    entered in sys.modules).
+
+    Config files are loaded by path (ml_collections' config_flags, the tests), not
+    imported from a package, so what a config builds on (the shared blocks in
+    experiments/configs/common/, another config) is loaded by path too.
+    """
+    path = pathlib.Path(path)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _get(config, dotted: str):

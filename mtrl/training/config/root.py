@@ -30,7 +30,7 @@ from mtrl.training.build import (build_objective, build_reward_kl, check_minibat
                                  data_config, kl_place)
 from mtrl.training.chat import ChatSection, chat_section
 from mtrl.config.fields import build, known_fields
-from mtrl.training.config import model_config, sft_config, train_config
+from mtrl.training.config.readers import model_config, sft_config, train_config
 from mtrl.training.curriculum import CurriculumConfig, curriculum_config
 from mtrl.training.filters import FilterConfig, filter_config
 from mtrl.training.methods import (CREDIT_ESTIMATORS, CreditConfig, check_group_size,

@@ -1,0 +1,36 @@
+"""The experiment config, and the one place the raw ml_collections config is read.
+
+An experiment file starts from `base_config()` and overrides what differs; the entry
+point (mtrl/train.py) loads it, resolves its paths and, with --smoke, shrinks it; then
+`parse(config) -> RunConfig` reads it once into frozen typed sections, running every
+config-only check before any model, data or sandbox work. Outside this package only
+mtrl/train.py and the Trainer (which parses a raw config it is given) touch a raw one.
+
+  defaults.py  base_config(): every field with the embedded default's value
+  files.py     module_from_file (config files load by path); resolve_paths (relative
+               paths from the checkout, then the config file's folder)
+  smoke.py     apply_smoke: --smoke's caps
+  readers.py   one reader per section: raw section -> its validated dataclass
+  root.py      RunConfig and parse: every reader once, then the checks across sections
+
+Importing the package imports no jax (every experiment file imports it, and
+`python -m mtrl.train --help` stays fast): `parse` and `RunConfig` load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from mtrl.training.config.defaults import base_config
+from mtrl.training.config.files import module_from_file, resolve_paths
+from mtrl.training.config.smoke import apply_smoke
+
+_LAZY = {"parse": "root", "RunConfig": "root"}
+__all__ = ["RunConfig", "apply_smoke", "base_config", "module_from_file", "parse",
+           "resolve_paths"]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'mtrl.training.config' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"mtrl.training.config.{_LAZY[name]}"), name)
