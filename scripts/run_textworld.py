@@ -57,7 +57,7 @@ def prepare_games(overrides: list[str]) -> dict:
     """Generates (or finds cached) every game of the three splits; measures the
     environment on the test games with cold engines."""
     from mtrl.envs.textworld.env import TextWorldEnv, play
-    from mtrl.training.build import data_config
+    from mtrl.training.config.readers import data_config
     from mtrl.data.suite import build_suite
     config = load_config(overrides)
     started = time.perf_counter()

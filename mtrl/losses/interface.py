@@ -76,7 +76,7 @@ class PolicyLoss:
     no consumer keeps a list of loss names (docs/methods.md, "How to add a loss"):
 
       options           the loss's frozen config dataclass (PolicyObjectiveConfig
-                        .loss_config); training/build.py fills it from config.loss.
+                        .loss_config); training/config/loss.py fills it from config.loss.
       aggregation       the AGGREGATIONS name of its paper's objective, used when
                         config.loss.aggregation is unset.
       clipped           takes PPO's clip settings (eps_low, eps_high, dual_clip);

@@ -113,7 +113,7 @@ def ppo_loss(inputs: PolicyLossInputs, config: PPOClipConfig = PPOClipConfig()) 
     return jax.vmap(per_sequence)(inputs.logp, inputs.old_logp, inputs.advantages, inputs.mask)
 
 
-# DAPO's token-mean goes with the default clip-higher range (training/build.py).
+# DAPO's token-mean goes with the default clip-higher range (training/config/loss.py).
 POLICY_LOSSES.register("ppo")(PolicyLoss(
     fn=ppo_loss, options=PPOClipConfig, aggregation="token-mean", clipped=True,
     advantage_linear=True, group_size=1))

@@ -1,6 +1,6 @@
-"""Builds a run's components from its parsed config (parse.py RunConfig): tokenizer,
-one model per agent, tasks, the environment (env.name: envs/registry.py). The parsers
-of the `data` and `loss` sections live here too (parse.py calls them)."""
+"""Builds a run's components from its parsed config (config/root.py RunConfig):
+tokenizer, one model per agent, tasks, the environment (env.name: envs/registry.py).
+It reads only the typed sections; their readers are the config package's."""
 
 from __future__ import annotations
 
@@ -11,15 +11,14 @@ from typing import Any
 import jax
 from flax import nnx
 
-from mtrl.data.suite import SPLITS, DataConfig, TaskSuite, build_suite, extra_test_splits
+from mtrl.data.suite import SPLITS, TaskSuite, build_suite, extra_test_splits
 from mtrl.rollout.environment import Environment
 from mtrl.envs.registry import build_environment
-from mtrl.losses import (AGGREGATIONS, KL_ESTIMATORS, KLPenaltyConfig, POLICY_LOSSES,
-                         PolicyObjectiveConfig, check_kl_placement)
+from mtrl.losses import KLPenaltyConfig, PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
 from mtrl.rollout import RolloutConfig
 from mtrl.tokenizers import ByteTokenizer, load_tokenizer
-from mtrl.config.fields import as_dict, build, known_fields, resolve_path
+from mtrl.config.fields import build, resolve_path
 from mtrl.training.sections import ModelSection
 from mtrl.training.chat import build_turn_format
 from mtrl.training.keys import RunKeys
@@ -27,9 +26,7 @@ from mtrl.credit import RewardRecipe
 from mtrl.training.curriculum import CurriculumConfig
 from mtrl.training.filters import FilterConfig
 from mtrl.training.methods import CreditConfig, check_method
-from mtrl.rollout.batch import round_up_pow2
 from mtrl.training.optim import OptimConfig
-
 
 
 @dataclasses.dataclass
@@ -127,15 +124,6 @@ def build_models(seed: int, m: ModelSection, num_policies: int
             for a in range(num_policies)], None
 
 
-def data_config(config) -> DataConfig:
-    """The validated `data` section (one-line errors naming config.data.<field>)."""
-    values = known_fields(DataConfig, config.data, "data")
-    values["options"] = dict(as_dict(values.get("options", {})))
-    checked = build(DataConfig, "data", **values)
-    resolve_path(checked.path, "data.path")
-    return checked
-
-
 def build_tasks(suite: TaskSuite) -> tuple[list, list, list]:
     """(train, validation, test) tasks of the suite (test may be empty)."""
     try:
@@ -151,112 +139,9 @@ def build_tasks(suite: TaskSuite) -> tuple[list, list, list]:
     return train, held, test
 
 
-# PPO's clip range when the config sets none: DAPO's clip-higher (the default so far).
-PPO_DEFAULT_CLIP = (0.2, 0.28)
-
-
-def loss_name(name: str) -> str:
-    """The registry name of config.loss.policy_loss; "turn_ratio" also names "turn-ratio"."""
-    dashed = name.replace("_", "-")
-    return dashed if dashed in POLICY_LOSSES else name
-
-
-def build_objective(config) -> PolicyObjectiveConfig:
-    """The objective of config.loss: every clip setting reaches every clipped loss,
-    turn-ratio gets the rollout's number of turns (without it turn 2+ tokens drop out),
-    and an unset loss.aggregation is the loss's own (GSPO: seq-mean-token-mean)."""
-    loss = config.loss
-    name = loss_name(loss.policy_loss)
-    if name not in POLICY_LOSSES:
-        raise ValueError(f"config.loss.policy_loss: unknown {loss.policy_loss!r}; valid: "
-                         f"{', '.join(POLICY_LOSSES.names())} (turn_ratio = turn-ratio)")
-    clip = {k: v for k, v in (("eps_low", loss.eps_low), ("eps_high", loss.eps_high),
-                              ("dual_clip", loss.dual_clip or None)) if v is not None}
-    if name == "ppo":
-        clip = {"eps_low": PPO_DEFAULT_CLIP[0], "eps_high": PPO_DEFAULT_CLIP[1], **clip}
-    if clip and not POLICY_LOSSES.get(name).clipped:
-        clipped = [n for n in POLICY_LOSSES.names() if POLICY_LOSSES.get(n).clipped]
-        raise ValueError(f"config.loss: {sorted(clip)} set, but {name!r} has no clip "
-                         f"(clipped losses: {', '.join(clipped)})")
-    options = dict(clip)
-    if name == "turn-ratio":
-        options["num_turns"] = config.rollout.num_turns
-    elif name == "refuel":
-        options["eta"] = loss.refuel_eta
-    loss_config = build(POLICY_LOSSES.get(name).options, "loss", **options)
-    if loss.aggregation is not None and loss.aggregation not in AGGREGATIONS:
-        raise ValueError(f"config.loss.aggregation: unknown {loss.aggregation!r}; valid: "
-                         f"{', '.join(AGGREGATIONS.names())} (unset: the loss's own)")
-    kl = kl_penalty(config)
-    if kl_place(config) == "reward":
-        kl = KLPenaltyConfig(kl.estimator, 0.0)  # the penalty goes into the returns instead
-    return build(PolicyObjectiveConfig, "loss", loss=name, loss_config=loss_config,
-                 aggregation=loss.aggregation, kl=kl)
-
-
-KL_PLACES = ("loss", "reward")
-
-
-def check_minibatches(minibatches: int, tasks_per_step: int, num_generations: int,
-                      unit: int) -> None:
-    """One-line error unless train.minibatches splits every step's rows evenly.
-
-    A step's batch has a power-of-two number of rows, at least
-    round_up_pow2(tasks_per_step·G, 8) (make_batch pads to a power of two >= 8 and the
-    turn-1 rows, P·G, are always there; the zero-advantage filter pads to one too), and
-    ppo_update deals them into M equal minibatches of whole units (REFUEL: pairs). So M
-    units must be a power of two no larger than the smallest batch. (With k processes
-    the rows of all processes are gathered: k·b rows, a power of two when k is.)
-    """
-    smallest = round_up_pow2(tasks_per_step * num_generations, 8)
-    rows = minibatches * unit
-    if rows & (rows - 1) or rows > smallest:
-        whole = " of whole pairs (REFUEL: 2 rows each)" if unit == 2 else ""
-        raise ValueError(f"config.train.minibatches: {minibatches} does not split every step's "
-                         f"rows into equal minibatches{whole}; a step has a power-of-two number "
-                         f"of rows, at least {smallest} (train.tasks_per_step x "
-                         f"rollout.num_generations, rounded up to a power of two >= 8), so use "
-                         f"a power of two <= {smallest // unit}")
-
-
-def kl_place(config) -> str:
-    """config.loss.kl_in: "loss" (β·k per token in the loss) or "reward" (β·KL_i off
-    each completion's return, training/reward_kl.py)."""
-    if config.loss.kl_in not in KL_PLACES:
-        raise ValueError(f"config.loss.kl_in: unknown {config.loss.kl_in!r}; valid: "
-                         f"{', '.join(KL_PLACES)}")
-    return config.loss.kl_in
-
-
-def kl_penalty(config) -> KLPenaltyConfig:
-    """config.loss.kl_estimator and kl_coef, each error naming its own field; an
-    estimator that regularises nothing in loss.kl_in's place is refused
-    (mtrl.losses.KL_PLACEMENTS: k1 in the loss, k2 / k3 in the reward)."""
-    loss = config.loss
-    if loss.kl_estimator not in KL_ESTIMATORS:
-        raise ValueError(f"config.loss.kl_estimator: unknown {loss.kl_estimator!r}; valid: "
-                         f"{', '.join(KL_ESTIMATORS.names())}")
-    coef = loss.kl_coef
-    if isinstance(coef, bool) or not isinstance(coef, (int, float)) or not coef >= 0:
-        raise ValueError(f"config.loss.kl_coef: must be >= 0, got {coef!r}")
-    try:
-        check_kl_placement(loss.kl_estimator, kl_place(config), coef)
-    except ValueError as e:
-        raise ValueError(f"config.loss.kl_estimator: {e} (loss.kl_in={loss.kl_in!r}, "
-                         f"kl_coef={coef})") from None
-    return KLPenaltyConfig(loss.kl_estimator, float(coef))
-
-
-def build_reward_kl(config) -> KLPenaltyConfig | None:
-    """The KL penalty applied to returns (kl_in=reward with kl_coef > 0), else None."""
-    if kl_place(config) != "reward" or not config.loss.kl_coef > 0:
-        return None
-    return kl_penalty(config)
-
-
 def build_components(run) -> Components:
-    """The run's components from its parsed config (a parse.RunConfig: parse.py imports
-    this module's section parsers, so the type is not imported here); the checks
+    """The run's components from its parsed config (a config.RunConfig: the config
+    package sits above this module, so the type is not imported here); the checks
     left here need a built object (the environment's step info, the tokenizer)."""
     tokenizer = build_tokenizer(run.tokenizer, run.model)
     fmt = build_turn_format(run.chat, tokenizer, run.num_agents)

@@ -27,11 +27,6 @@ class ChatSection:
                 raise ValueError(f"system_prompts must be strings, got {prompt!r}")
 
 
-def chat_section(config) -> ChatSection:
-    from mtrl.config.fields import build, known_fields
-    return build(ChatSection, "chat", **known_fields(ChatSection, config.chat, "chat"))
-
-
 def build_turn_format(chat: ChatSection, tokenizer, num_agents: int):
     """One format shared by every agent, or a tuple with one per agent."""
     systems = chat.system_prompts

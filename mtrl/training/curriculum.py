@@ -55,13 +55,6 @@ class CurriculumConfig:
                                 window=self.band_window, min_attempts=self.band_min_attempts)
 
 
-def curriculum_config(config) -> CurriculumConfig:
-    from mtrl.config.fields import build, known_fields
-    section = config.get("curriculum", {})
-    return build(CurriculumConfig, "curriculum",
-                 **known_fields(CurriculumConfig, section, "curriculum"))
-
-
 def tcod_turn_mask(curriculum: CurriculumConfig, turn_index, step: int,
                    num_turns: int):
     """bool, shape of `turn_index` (1-based turn of each token, 0 = not sampled): the

@@ -42,16 +42,6 @@ class FilterConfig:
         check_bool("void_turns", self.void_turns)
 
 
-def filter_config(config, max_new_tokens: int) -> FilterConfig:
-    from mtrl.config.fields import build, known_fields
-    filters = build(FilterConfig, "filters", **known_fields(FilterConfig, config.filters,
-                                                             "filters"))
-    if filters.overlong_cache > max_new_tokens:
-        raise ValueError(f"config.filters.overlong_cache: {filters.overlong_cache} exceeds "
-                         f"rollout.max_new_tokens={max_new_tokens}")
-    return filters
-
-
 def completion_lengths(batch: RolloutBatch) -> np.ndarray:
     """[N, C] sampled tokens of each row (truncated rows included)."""
     return np.asarray(jax.device_get((batch.turn_index > 0).sum(axis=-1)))

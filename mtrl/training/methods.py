@@ -129,7 +129,7 @@ class Estimator:
                         path_estimator); see the module docstring.
       needs             environment info keys read from every step (check_method).
       ends_at_success   its paper's reading needs an episode to end at its first
-                        success (parse.check_episode_end).
+                        success (config/root.py check_episode_end).
       paper             the citation, for docs and error messages.
     """
 
@@ -256,7 +256,7 @@ def answer_ids(paths: TaskPaths) -> np.ndarray:
 
 
 # UFO rewards γ^t for the first correct attempt and trains no attempt after it (its
-# entry's ends_at_success: parse.py checks the env section against it).
+# entry's ends_at_success: config/root.py checks the env section against it).
 @path_estimator("ufo", ("correct",), "Liu et al. 2025, UFO (Try Again)", ends_at_success=True)
 def ufo_values(paths: TaskPaths, credit: CreditConfig, gamma) -> np.ndarray:
     """Each path's UFO reward, GRPO-normalized over the task's paths, on every turn."""
@@ -265,12 +265,6 @@ def ufo_values(paths: TaskPaths, credit: CreditConfig, gamma) -> np.ndarray:
                for c, i, m in zip(correct, answer_ids(paths), paths.mask)]
     adv = np.asarray(grpo_advantages(jnp.stack(rewards)))
     return np.where(paths.mask, adv[:, None], 0.0)
-
-
-def credit_config(config) -> CreditConfig:
-    """The validated `credit` section (one-line errors naming config.credit.<field>)."""
-    from mtrl.config.fields import build, known_fields
-    return build(CreditConfig, "credit", **known_fields(CreditConfig, config.credit, "credit"))
 
 
 def method_advantages(credit: CreditConfig, batch, tree, gamma, penalty=None) -> list:

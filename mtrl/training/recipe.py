@@ -26,21 +26,6 @@ import numpy as np
 from mtrl.credit import RewardRecipe
 from mtrl.rollout.tree import TreeRollout
 
-RECIPES = ("env", "recipe")
-
-
-def reward_recipe(config, num_turns: int) -> RewardRecipe | None:
-    """The `reward` section: None for recipe "env" (the environment's rewards)."""
-    from mtrl.config.fields import as_dict, build
-    section = dict(as_dict(config.reward))
-    name = section.pop("recipe")
-    if name not in RECIPES:
-        raise ValueError(f"config.reward.recipe: unknown {name!r}; valid: {', '.join(RECIPES)}")
-    if name == "env":
-        return None
-    return build(RewardRecipe, "reward", max_turns=num_turns, **section)
-
-
 def apply_recipe(recipe: RewardRecipe, tree: TreeRollout) -> TreeRollout:
     """The tree with every step's reward replaced (module docstring)."""
     joint = tree.joint_actions

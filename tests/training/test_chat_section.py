@@ -4,8 +4,9 @@ import pytest
 
 from mtrl.rollout import ChatTemplateFormat, PlainFormat
 from mtrl.tokenizers import ByteTokenizer, HFTokenizer
-from mtrl.training.chat import ChatSection, build_turn_format, chat_section
+from mtrl.training.chat import ChatSection, build_turn_format
 from mtrl.training.config import base_config
+from mtrl.training.config.readers import chat_section
 from tests.tokenizers.chatml import build_chatml_tokenizer
 
 

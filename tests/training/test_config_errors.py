@@ -54,7 +54,8 @@ def test_one_generation_with_a_group_relative_estimator(tmp_path, no_work, credi
 
 
 def test_one_generation_with_raw_returns_is_accepted():
-    from mtrl.training.methods import check_group_size, credit_config
+    from mtrl.training.config.readers import credit_config
+    from mtrl.training.methods import check_group_size
     c = small_config()
     c.rollout.num_generations, c.credit.baseline = 1, "raw"
     check_group_size(credit_config(c), num_generations=1)  # no baseline: R itself
@@ -90,7 +91,7 @@ def test_options_of_an_estimator_that_is_not_selected(tmp_path, no_work, field, 
 
 
 def test_options_of_the_selected_estimator_are_accepted():
-    from mtrl.training.methods import credit_config
+    from mtrl.training.config.readers import credit_config
     c = small_config()
     c.credit.estimator, c.credit.ufo_gamma, c.credit.ufo_penalty = "ufo", 0.5, 0.1
     assert credit_config(c).ufo_gamma == 0.5

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from mtrl.training.config import base_config
-from mtrl.training.curriculum import (BandSampler, CurriculumConfig, StepTasks,
-                                      curriculum_config, seeded_order, tcod_turn_mask)
+from mtrl.training.config.readers import curriculum_config
+from mtrl.training.curriculum import (BandSampler, CurriculumConfig, StepTasks, seeded_order,
+                                      tcod_turn_mask)
 from mtrl.training.trainer import Trainer
 from tests.training.test_compile_count import small_config
 

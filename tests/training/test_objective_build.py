@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mtrl.losses import POLICY_LOSSES, PolicyLossInputs, policy_objective
-from mtrl.training.build import build_objective
+from mtrl.training.config.loss import build_objective
 from mtrl.training.config import base_config
 
 # Every registered loss (a new one is tested here without being listed), and the

@@ -8,7 +8,8 @@ import pytest
 from mtrl.credit import RewardRecipe
 from mtrl.rollout import RolloutConfig, rollout
 from mtrl.training.config import base_config
-from mtrl.training.recipe import apply_recipe, reward_recipe
+from mtrl.training.config.readers import reward_recipe
+from mtrl.training.recipe import apply_recipe
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend
 from tests.training.signal_env import SignalEnv
 

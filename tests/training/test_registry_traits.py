@@ -18,7 +18,7 @@ from mtrl.envs.registry import EnvSection
 from mtrl.losses import (AGGREGATIONS, POLICY_LOSSES, PolicyLoss, PolicyObjectiveConfig,
                          PPOClipConfig, ReinforceConfig, ppo_loss, reinforce_loss)
 from mtrl.models import Transformer
-from mtrl.training.build import build_objective
+from mtrl.training.config.loss import build_objective
 from mtrl.training.methods import (CREDIT_ESTIMATORS, ESTIMATOR_KINDS, CreditConfig, Estimator,
                                    check_method, tree_estimators)
 from mtrl.training.packing import pack_rows

@@ -11,7 +11,7 @@ from mtrl.credit import magrpo_advantages, row_advantages
 from mtrl.losses import KLPenaltyConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.rollout import RolloutConfig, make_batch, rollout
-from mtrl.training.build import build_objective, build_reward_kl
+from mtrl.training.config.loss import build_objective, build_reward_kl
 from mtrl.training.config import base_config
 from mtrl.training.reward_kl import reward_kl_penalty, rows_to_turns
 from mtrl.training.train_state import init_train_state

@@ -6,9 +6,8 @@ import dataclasses
 import ml_collections
 import pytest
 
-from mtrl.training.build import data_config
 from mtrl.training.config import base_config
-from mtrl.training.config.readers import model_config, sft_config
+from mtrl.training.config.readers import data_config, model_config, sft_config
 
 
 def test_sections_from_the_base_config():

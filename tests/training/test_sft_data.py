@@ -4,8 +4,8 @@ prompts carry the environment's own feedback on a wrong first attempt."""
 import pytest
 
 from mtrl.data.suite import build_suite
-from mtrl.training.build import data_config
 from mtrl.training.config import base_config
+from mtrl.training.config.readers import data_config
 from mtrl.data.demonstrations import Revision, per_agent
 from mtrl.training.sft_data import first_phase_kinds, rows_of_kind
 from mtrl.envs.code import CodeEnv, CodeEnvConfig

@@ -1,14 +1,24 @@
 """Readers of the raw config's sections: each takes the ml_collections config and
 returns its section as a validated frozen dataclass, with one-line errors naming
-config.<section>.<field>. The dataclasses live with the code that reads them typed
-(mtrl/training/sections.py, ...); root.parse calls every reader once.
+config.<section>.<field>; root.parse calls each once (the `loss` section's readers
+are loss.py). The dataclasses live with the code that takes them typed:
+
+  train, sft, model   training/sections.py        data     data/suite.py DataConfig
+  chat                training/chat.py            credit   training/methods.py
+  filters             training/filters.py         curriculum  training/curriculum.py
+  reward              credit/reward_recipe.py RewardRecipe
 """
 
 from __future__ import annotations
 
 from mtrl.config.fields import as_dict, build, known_fields, resolve_path
+from mtrl.credit import RewardRecipe
+from mtrl.data.suite import DataConfig
+from mtrl.training.chat import ChatSection
+from mtrl.training.curriculum import CurriculumConfig
+from mtrl.training.filters import FilterConfig
+from mtrl.training.methods import CreditConfig
 from mtrl.training.sections import ModelSection, SFTSection, TrainConfig
-
 
 # Old names of train fields: the name said something the option does not do.
 RENAMED_TRAIN_FIELDS = {
@@ -39,3 +49,50 @@ def model_config(config) -> ModelSection:
     values = known_fields(ModelSection, config.model, "model")
     values["overrides"] = dict(as_dict(values.get("overrides", {})))
     return build(ModelSection, "model", **values)
+
+
+def chat_section(config) -> ChatSection:
+    return build(ChatSection, "chat", **known_fields(ChatSection, config.chat, "chat"))
+
+
+def data_config(config) -> DataConfig:
+    """The validated `data` section (one-line errors naming config.data.<field>)."""
+    values = known_fields(DataConfig, config.data, "data")
+    values["options"] = dict(as_dict(values.get("options", {})))
+    checked = build(DataConfig, "data", **values)
+    resolve_path(checked.path, "data.path")
+    return checked
+
+
+def credit_config(config) -> CreditConfig:
+    """The validated `credit` section (one-line errors naming config.credit.<field>)."""
+    return build(CreditConfig, "credit", **known_fields(CreditConfig, config.credit, "credit"))
+
+
+def filter_config(config, max_new_tokens: int) -> FilterConfig:
+    filters = build(FilterConfig, "filters", **known_fields(FilterConfig, config.filters,
+                                                             "filters"))
+    if filters.overlong_cache > max_new_tokens:
+        raise ValueError(f"config.filters.overlong_cache: {filters.overlong_cache} exceeds "
+                         f"rollout.max_new_tokens={max_new_tokens}")
+    return filters
+
+
+def curriculum_config(config) -> CurriculumConfig:
+    section = config.get("curriculum", {})
+    return build(CurriculumConfig, "curriculum",
+                 **known_fields(CurriculumConfig, section, "curriculum"))
+
+
+RECIPES = ("env", "recipe")
+
+
+def reward_recipe(config, num_turns: int) -> RewardRecipe | None:
+    """The `reward` section: None for recipe "env" (the environment's rewards)."""
+    section = dict(as_dict(config.reward))
+    name = section.pop("recipe")
+    if name not in RECIPES:
+        raise ValueError(f"config.reward.recipe: unknown {name!r}; valid: {', '.join(RECIPES)}")
+    if name == "env":
+        return None
+    return build(RewardRecipe, "reward", max_turns=num_turns, **section)

@@ -26,17 +26,18 @@ from mtrl.parallel.from_config import mesh_config
 from mtrl.parallel.mesh import MeshConfig
 from mtrl.parallel.process_rollout import check_supported
 from mtrl.rollout import RolloutConfig
-from mtrl.training.build import (build_objective, build_reward_kl, check_minibatches,
-                                 data_config, kl_place)
-from mtrl.training.chat import ChatSection, chat_section
+from mtrl.rollout.batch import round_up_pow2
 from mtrl.config.fields import build, known_fields
-from mtrl.training.config.readers import model_config, sft_config, train_config
-from mtrl.training.curriculum import CurriculumConfig, curriculum_config
-from mtrl.training.filters import FilterConfig, filter_config
+from mtrl.training.chat import ChatSection
+from mtrl.training.config.loss import build_objective, build_reward_kl, kl_place
+from mtrl.training.config.readers import (chat_section, credit_config, curriculum_config,
+                                          data_config, filter_config, model_config,
+                                          reward_recipe, sft_config, train_config)
+from mtrl.training.curriculum import CurriculumConfig
+from mtrl.training.filters import FilterConfig
 from mtrl.training.methods import (CREDIT_ESTIMATORS, CreditConfig, check_group_size,
-                                   credit_config, tree_estimators)
+                                   tree_estimators)
 from mtrl.training.optim import OptimConfig
-from mtrl.training.recipe import reward_recipe
 from mtrl.training.row_groups import group_size
 from mtrl.training.run_config import config_record
 from mtrl.training.sections import ModelSection, SFTSection, TrainConfig
@@ -114,6 +115,28 @@ def parse(config) -> RunConfig:
         optim=build(OptimConfig, "optim", total_steps=max(1, train.steps),
                     **known_fields(OptimConfig, config.optim, "optim")),
         train=train, sft=sft, mesh=mesh_config(config), record=config_record(config))
+
+
+def check_minibatches(minibatches: int, tasks_per_step: int, num_generations: int,
+                      unit: int) -> None:
+    """One-line error unless train.minibatches splits every step's rows evenly.
+
+    A step's batch has a power-of-two number of rows, at least
+    round_up_pow2(tasks_per_step·G, 8) (make_batch pads to a power of two >= 8 and the
+    turn-1 rows, P·G, are always there; the zero-advantage filter pads to one too), and
+    ppo_update deals them into M equal minibatches of whole units (REFUEL: pairs). So M
+    units must be a power of two no larger than the smallest batch. (With k processes
+    the rows of all processes are gathered: k·b rows, a power of two when k is.)
+    """
+    smallest = round_up_pow2(tasks_per_step * num_generations, 8)
+    rows = minibatches * unit
+    if rows & (rows - 1) or rows > smallest:
+        whole = " of whole pairs (REFUEL: 2 rows each)" if unit == 2 else ""
+        raise ValueError(f"config.train.minibatches: {minibatches} does not split every step's "
+                         f"rows into equal minibatches{whole}; a step has a power-of-two number "
+                         f"of rows, at least {smallest} (train.tasks_per_step x "
+                         f"rollout.num_generations, rounded up to a power of two >= 8), so use "
+                         f"a power of two <= {smallest // unit}")
 
 
 def check_episode_end(credit: CreditConfig, env: EnvSection) -> None:

@@ -8,8 +8,8 @@ from mtrl.envs.code.experts import OpenAICompatibleExpert, ReferenceExpert
 from mtrl.envs.code.experts.factory import build_expert
 from mtrl.envs.sandbox import SandboxPool
 from mtrl.data.suite import build_suite
-from mtrl.training.build import data_config
 from mtrl.training.config import base_config
+from mtrl.training.config.readers import data_config
 from tests.envs.code.experts.test_openai_compat import Server, ok_body
 
 
