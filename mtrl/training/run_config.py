@@ -1,5 +1,6 @@
 """The run's resolved config: written to the workdir, stored in checkpoints, and
-compared on resume.
+compared on resume. It is the record parse makes of the raw config (RunConfig.record,
+mtrl/training/config/record.py), plain JSON data.
 
 A run directory belongs to one experiment. `config.json` in the workdir holds the
 config the run started with (every field, after overrides); resuming with a config
@@ -22,23 +23,6 @@ RESUMABLE_CHANGES = frozenset({
     "train.num_transcripts", "train.restore", "sft.checkpoint_every", "train.init_from",
     "mesh.shape",  # a checkpoint restores onto any mesh (8 devices -> 1 is tested)
 })
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "to_dict"):
-        value = value.to_dict()
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return repr(value)
-
-
-def config_record(config) -> dict:
-    """The config as plain JSON data (tuples become lists)."""
-    return _plain(config)
 
 
 def _flatten(record: dict, prefix: str = "") -> dict[str, Any]:
@@ -102,13 +86,14 @@ def read_config(workdir: str | os.PathLike) -> dict | None:
                          "copy), or use another --workdir") from None
 
 
-def check_resumable(workdir: str | os.PathLike, config) -> None:
-    """Raises a one-line ValueError when `workdir` holds progress of another config."""
+def check_resumable(workdir: str | os.PathLike, record: dict) -> None:
+    """Raises a one-line ValueError when `workdir` holds progress of another config
+    (`record`: this run's, RunConfig.record)."""
     path = pathlib.Path(workdir) / CONFIG_FILE
     if not path.exists() or not has_progress(workdir):
         return
     saved = read_config(workdir)
-    diff = differences(saved, config_record(config))
+    diff = differences(saved, record)
     if diff:
         field, old, new = diff[0]
         more = f" (and {len(diff) - 1} more)" if len(diff) > 1 else ""
@@ -116,9 +101,8 @@ def check_resumable(workdir: str | os.PathLike, config) -> None:
                          f"{more}; resume with the run's config or use another --workdir")
 
 
-def write_config(workdir: str | os.PathLike, config) -> dict:
-    """Writes config.json (atomically) and returns the record."""
-    record = config_record(config)
+def write_config(workdir: str | os.PathLike, record: dict) -> dict:
+    """Writes the record (RunConfig.record) as config.json, atomically, and returns it."""
     path = pathlib.Path(workdir) / CONFIG_FILE
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")

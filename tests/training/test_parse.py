@@ -9,8 +9,7 @@ import pytest
 
 from mtrl.envs.registry import EnvSection
 from mtrl.training import build as build_module
-from mtrl.training.config import RunConfig, base_config, module_from_file, parse
-from mtrl.training.run_config import config_record
+from mtrl.training.config import RunConfig, base_config, config_record, module_from_file, parse
 
 CONFIGS = sorted((pathlib.Path(__file__).resolve().parents[2] / "experiments"
                   / "configs").glob("*.py"))

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from mtrl.training.run_config import check_resumable, config_record, differences, write_config
+from mtrl.training.config import config_record
+from mtrl.training.run_config import check_resumable, differences, write_config
 from mtrl.training.trainer import Trainer
 from tests.training.test_compile_count import small_config
 
@@ -51,14 +52,14 @@ def test_resuming_with_another_config_is_one_line(tmp_path):
     assert message.startswith("config.rollout.num_generations is 4 but the run in")
     longer = one_step_config()
     longer.train.steps = 2
-    check_resumable(tmp_path, longer)  # more steps: resumable
+    check_resumable(tmp_path, config_record(longer))  # more steps: resumable
 
 
 def test_a_workdir_without_checkpoints_takes_any_config(tmp_path):
-    write_config(tmp_path, one_step_config())
+    write_config(tmp_path, config_record(one_step_config()))
     changed = one_step_config()
     changed.rollout.num_generations = 4
-    check_resumable(tmp_path, changed)  # nothing to resume: no error
+    check_resumable(tmp_path, config_record(changed))  # nothing to resume: no error
 
 
 def test_init_from_starts_from_the_source_runs_latest_weights(tmp_path):

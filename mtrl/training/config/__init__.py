@@ -11,6 +11,8 @@ mtrl/train.py and the Trainer (which parses a raw config it is given) touch a ra
                paths from the checkout, then the config file's folder)
   smoke.py     apply_smoke: --smoke's caps
   readers.py   one reader per section: raw section -> its validated dataclass
+  loss.py      the `loss` section's readers: the policy objective, where the KL goes
+  record.py    config_record: the resolved config as JSON data (config.json)
   root.py      RunConfig and parse: every reader once, then the checks across sections
 
 Importing the package imports no jax (every experiment file imports it, and
@@ -23,11 +25,12 @@ import importlib
 
 from mtrl.training.config.defaults import base_config
 from mtrl.training.config.files import module_from_file, resolve_paths
+from mtrl.training.config.record import config_record
 from mtrl.training.config.smoke import apply_smoke
 
 _LAZY = {"parse": "root", "RunConfig": "root"}
-__all__ = ["RunConfig", "apply_smoke", "base_config", "module_from_file", "parse",
-           "resolve_paths"]
+__all__ = ["RunConfig", "apply_smoke", "base_config", "config_record", "module_from_file",
+           "parse", "resolve_paths"]
 
 
 def __getattr__(name: str):

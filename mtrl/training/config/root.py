@@ -29,6 +29,7 @@ from mtrl.rollout import RolloutConfig
 from mtrl.rollout.batch import round_up_pow2
 from mtrl.config.fields import build, known_fields
 from mtrl.training.chat import ChatSection
+from mtrl.training.config.record import config_record
 from mtrl.training.config.loss import build_objective, build_reward_kl, kl_place
 from mtrl.training.config.readers import (chat_section, credit_config, curriculum_config,
                                           data_config, filter_config, model_config,
@@ -39,7 +40,6 @@ from mtrl.training.methods import (CREDIT_ESTIMATORS, CreditConfig, check_group_
                                    tree_estimators)
 from mtrl.training.optim import OptimConfig
 from mtrl.training.row_groups import group_size
-from mtrl.training.run_config import config_record
 from mtrl.training.sections import ModelSection, SFTSection, TrainConfig
 from mtrl.training.sft_data import first_phase_kinds
 
