@@ -1,7 +1,7 @@
 """The environment registry: `env.name` picks a builder that turns the run's typed
 `env` section into an Environment (and the sandbox pool it owns, if any). It lives with
 the environments (not the trainer), so no environment imports the trainer to register
-itself, and no environment reads the raw ml_collections config.
+itself, and no environment reads the raw experiment config.
 
     builder(request: EnvRequest) -> BuiltEnv
 
@@ -19,7 +19,6 @@ import dataclasses
 import importlib
 from typing import Any, Callable
 
-from mtrl.config import as_dict, build, known_fields
 from mtrl.config.fields import check_bool, check_int
 from mtrl.rollout.environment import Environment
 from mtrl.registry import Registry
@@ -27,9 +26,9 @@ from mtrl.registry import Registry
 
 @dataclasses.dataclass(frozen=True)
 class EnvSection:
-    """The `env` section, parsed once (env_section). The fields after `options` are the
-    code environment's (the other builders read the ones they name in their docstring,
-    and `options` for their own extras)."""
+    """The `env` section, read once (mtrl/training/config/readers.py env_section). The
+    fields after `options` are the code environment's (the other builders read the ones
+    they name in their docstring, and `options` for their own extras)."""
 
     name: str = "code"  # a builder in ENV_BUILDERS
     options: dict = dataclasses.field(default_factory=dict)  # the environment's extras
@@ -57,15 +56,6 @@ class EnvSection:
     def ends_on_success(self) -> bool:
         """Whether the built environment ends an episode at its first success."""
         return self.name != "code" or self.end_on_success
-
-
-def env_section(section) -> EnvSection:
-    """The validated `env` section (one-line errors naming config.env.<field>)."""
-    values = known_fields(EnvSection, section, "env")
-    for key in ("options", "reward_points", "expert_options"):
-        if key in values:
-            values[key] = dict(as_dict(values[key]))
-    return build(EnvSection, "env", **values)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The `mesh` section of an experiment config -> the run's ShardingPlan.
+"""The run's `mesh` section (a MeshConfig, read from the experiment config by
+mtrl/training/config/readers.py mesh_config) -> the run's ShardingPlan.
 
     c.mesh = dict(shape="auto")     # or "d,f,t", e.g. --config.mesh.shape=2,4,1
 
@@ -14,22 +15,6 @@ import jax
 from mtrl.models.config import ModelConfig
 from mtrl.parallel.mesh import MeshConfig, parse_shape
 from mtrl.parallel.shardings import ShardingPlan
-
-
-def mesh_config(config) -> MeshConfig:
-    """The validated `mesh` section (a config without one means "auto")."""
-    section = config.get("mesh", None) if hasattr(config, "get") else None
-    if section is None:
-        values = {}
-    else:
-        values = section.to_dict() if hasattr(section, "to_dict") else dict(section)
-    unknown = sorted(set(values) - {"shape"})
-    if unknown:
-        raise ValueError(f"config.mesh: unknown field(s) {unknown}; valid: ['shape']")
-    try:
-        return MeshConfig(**values)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"config.mesh.shape: {e}") from None
 
 
 def plan_for(mesh: MeshConfig, model: ModelConfig, devices: list | None = None

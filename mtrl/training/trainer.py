@@ -67,7 +67,7 @@ from mtrl.training.warm_start import WarmStarter
 
 class Trainer:
     def __init__(self, config, workdir: str | os.PathLike, *, show_progress: bool = True):
-        """config: a RunConfig (parse.py), or a raw ml_collections config parsed here;
+        """config: a RunConfig (training/config), or a raw ml_collections config parsed here;
         every config-only check has run (one-line errors) before any work."""
         self.workdir = prepare_workdir(workdir)  # one line if it cannot be written
         self.run_config: RunConfig = parse(config)

@@ -15,7 +15,8 @@ from mtrl.models import PRESETS, Transformer
 from mtrl.parallel import MeshConfig, ShardingPlan, check_model_fits, parse_shape, \
     tree_partition_specs
 from mtrl.parallel.distributed import DistributedConfig, process_share
-from mtrl.parallel.from_config import mesh_config, plan_for
+from mtrl.parallel.from_config import plan_for
+from mtrl.training.config.readers import mesh_config
 from mtrl.training.optim import OptimConfig, make_optimizer
 from mtrl.training.train_state import init_train_state
 

@@ -3,13 +3,13 @@
 `module_from_file(path)` loads a config file (or a block it builds on) by path.
 
 `resolve_paths(config, config_file)`: relative paths in a config are found from the
-checkout, then the config file. The configs name data and weights relative to the checkout (`../shared/data/gsm8k`,
-`models/smollm2-135m-instruct`); resolved from the current directory, a run started
-anywhere else failed to find them. The launcher rewrites each relative path field to
-an absolute one before the run is built: the checkout's root when the path exists
-there, else the config file's folder when it exists there, else the checkout's root
-(so a missing-data error names the absolute path that was looked for). Absolute and
-`~` paths are kept.
+checkout, then the config file. The configs name data and weights relative to the
+checkout (`../shared/data/gsm8k`, `models/smollm2-135m-instruct`); resolved from the
+current directory, a run started anywhere else failed to find them. The launcher
+rewrites each relative path field to an absolute one before the run is built: the
+checkout's root when the path exists there, else the config file's folder when it
+exists there, else the checkout's root (so a missing-data error names the absolute
+path that was looked for). Absolute and `~` paths are kept.
 """
 
 from __future__ import annotations

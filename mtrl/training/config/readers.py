@@ -7,6 +7,7 @@ are loss.py). The dataclasses live with the code that takes them typed:
   chat                training/chat.py            credit   training/methods.py
   filters             training/filters.py         curriculum  training/curriculum.py
   reward              credit/reward_recipe.py RewardRecipe
+  env                 envs/registry.py EnvSection  mesh    parallel/mesh.py MeshConfig
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 from mtrl.config.fields import as_dict, build, known_fields, resolve_path
 from mtrl.credit import RewardRecipe
 from mtrl.data.suite import DataConfig
+from mtrl.envs.registry import EnvSection
+from mtrl.parallel.mesh import MeshConfig
 from mtrl.training.chat import ChatSection
 from mtrl.training.curriculum import CurriculumConfig
 from mtrl.training.filters import FilterConfig
@@ -96,3 +99,25 @@ def reward_recipe(config, num_turns: int) -> RewardRecipe | None:
     if name == "env":
         return None
     return build(RewardRecipe, "reward", max_turns=num_turns, **section)
+
+
+def env_section(config) -> EnvSection:
+    """The validated `env` section (one-line errors naming config.env.<field>)."""
+    values = known_fields(EnvSection, config.env, "env")
+    for key in ("options", "reward_points", "expert_options"):
+        if key in values:
+            values[key] = dict(as_dict(values[key]))
+    return build(EnvSection, "env", **values)
+
+
+def mesh_config(config) -> MeshConfig:
+    """The validated `mesh` section (a config without one means "auto")."""
+    section = config.get("mesh", None) if hasattr(config, "get") else None
+    values = {} if section is None else as_dict(section)
+    unknown = sorted(set(values) - {"shape"})
+    if unknown:
+        raise ValueError(f"config.mesh: unknown field(s) {unknown}; valid: ['shape']")
+    try:
+        return MeshConfig(**values)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"config.mesh.shape: {e}") from None

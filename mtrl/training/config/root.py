@@ -1,12 +1,13 @@
 """One typed root config, parsed once: `parse(ConfigDict) -> RunConfig`.
 
 The raw ml_collections config (an experiment file plus `--config.*` overrides) is read
-here and by the section parsers this calls, nowhere else: the build
-(build.build_components), the environment builders (envs/registry.py EnvRequest) and
-the trainer take the frozen RunConfig. Every check that needs only the config runs
-here, once, before any model, data or sandbox work, and fails in one line naming the
-field; checks that need a built object (the environment's step info, the tokenizer's
-vocabulary, the model's memory) run in the build.
+here and by the section readers this calls (readers.py, loss.py), nowhere else outside
+this package: the build (build.build_components), the environment builders
+(envs/registry.py EnvRequest) and the trainer take the frozen RunConfig. Every check
+that needs only the config runs here, once, before any model, data or sandbox work,
+and fails in one line naming the field; checks that need a built object (the
+environment's step info, the tokenizer's vocabulary, the model's memory) run in the
+build.
 
     run = parse(get_config())          # one-line ValueError on a bad field
     run.rollout.num_generations        # typed sections (see RunConfig)
@@ -17,23 +18,23 @@ from __future__ import annotations
 
 import dataclasses
 
+from mtrl.config.fields import build, known_fields
 from mtrl.credit import RewardRecipe
 from mtrl.data.demonstrations import per_agent
 from mtrl.data.suite import DataConfig
-from mtrl.envs.registry import EnvSection, check_env_name, env_section
+from mtrl.envs.registry import EnvSection, check_env_name
 from mtrl.losses import KLPenaltyConfig, PolicyObjectiveConfig
-from mtrl.parallel.from_config import mesh_config
 from mtrl.parallel.mesh import MeshConfig
 from mtrl.parallel.process_rollout import check_supported
 from mtrl.rollout import RolloutConfig
 from mtrl.rollout.batch import round_up_pow2
-from mtrl.config.fields import build, known_fields
 from mtrl.training.chat import ChatSection
-from mtrl.training.config.record import config_record
 from mtrl.training.config.loss import build_objective, build_reward_kl, kl_place
 from mtrl.training.config.readers import (chat_section, credit_config, curriculum_config,
-                                          data_config, filter_config, model_config,
-                                          reward_recipe, sft_config, train_config)
+                                          data_config, env_section, filter_config,
+                                          mesh_config, model_config, reward_recipe,
+                                          sft_config, train_config)
+from mtrl.training.config.record import config_record
 from mtrl.training.curriculum import CurriculumConfig
 from mtrl.training.filters import FilterConfig
 from mtrl.training.methods import (CREDIT_ESTIMATORS, CreditConfig, check_group_size,
@@ -79,7 +80,7 @@ def parse(config) -> RunConfig:
         return config
     if isinstance(config.get("seed"), bool) or not isinstance(config.get("seed"), int):
         raise ValueError(f"config.seed: must be an int, got {config.get('seed')!r}")
-    env = env_section(config.env)
+    env = env_section(config)
     check_env_name(env)
     rollout = build(RolloutConfig, "rollout", num_agents=env.num_agents,
                     **known_fields(RolloutConfig, config.rollout, "rollout"))

@@ -6,7 +6,8 @@ import pytest
 from mtrl.data.suite import DataConfig, build_suite
 from mtrl.envs.code.rewards import CodeRewardConfig
 from mtrl.training.config import base_config
-from mtrl.envs.registry import build_environment, env_section
+from mtrl.envs.registry import build_environment
+from mtrl.training.config.readers import env_section
 
 
 def built(**env):
@@ -15,7 +16,7 @@ def built(**env):
     c.env.workers = 1
     c.env.update(env)
     suite = build_suite(DataConfig(**c.data.to_dict()), 0)
-    return build_environment(env_section(c.env), c.rollout.num_turns, c.data.name, suite,
+    return build_environment(env_section(c), c.rollout.num_turns, c.data.name, suite,
                              tokenizer=None)
 
 

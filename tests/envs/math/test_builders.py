@@ -6,13 +6,14 @@ import pytest
 from mtrl.data.suite import DataConfig, build_suite
 from mtrl.envs.math import MathEnv
 from mtrl.envs.tool import ToolEnv
-from mtrl.envs.registry import build_environment, env_section
+from mtrl.envs.registry import build_environment
+from mtrl.training.config.readers import env_section
 from tests.envs.math.smoke import minimal
 
 
 def built(c):
     suite = build_suite(DataConfig(**{k: v for k, v in c.data.to_dict().items()}), 0)
-    return build_environment(env_section(c.env), c.rollout.num_turns, c.data.name, suite,
+    return build_environment(env_section(c), c.rollout.num_turns, c.data.name, suite,
                              tokenizer=None)
 
 
