@@ -57,7 +57,7 @@ from mtrl.training.process_roles import SilentLogger
 from mtrl.training.curriculum import StepTasks
 from mtrl.training.recipe import apply_recipe
 from mtrl.training.rl_step import Learner
-from mtrl.training.config.root import RunConfig, parse
+from mtrl.training.config import RunConfig, parse
 from mtrl.training.run_config import check_resumable, prepare_workdir, write_config
 from mtrl.training.sft_data import first_phase_kinds
 from mtrl.training.train_state import agent_params, init_train_state

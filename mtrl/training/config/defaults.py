@@ -40,7 +40,7 @@ def base_config() -> ml_collections.ConfigDict:
                      max_context=288, temperature=1.0, top_p=1.0, top_k=0,
                      max_nodes_per_turn=4096, agent_params="separate",
                      env_groups=1)
-    # credit / loss: fields of training/methods.py CreditConfig and build_objective
+    # credit / loss: fields of training/methods.py CreditConfig and config/loss.py build_objective
     # (docs/methods.md); eps_* unset means the chosen loss's own default.
     c.credit = dict(estimator="magrpo", baseline="mean", credit="sum", normalize_std=False,
                     turn_coef=1.0, lambda_on="turn", igpo_gain="prob",
