@@ -21,6 +21,7 @@ CONFIG_FILE = "config.json"
 RESUMABLE_CHANGES = frozenset({
     "train.steps", "train.eval_interval", "train.save_interval", "train.budget_minutes",
     "train.num_transcripts", "train.restore", "sft.checkpoint_every", "train.init_from",
+    "train.wandb_project",  # where metrics are also sent, not what is trained
     "mesh.shape",  # a checkpoint restores onto any mesh (8 devices -> 1 is tested)
 })
 

@@ -44,6 +44,8 @@ class TrainConfig:
     off_policy: 1 grows step k+1's rollout in the background while step k's update
       runs (one step stale; the sampler's log-probabilities are π_old), 0 on-policy
       (training/async_rollout.py).
+    wandb_project: also log to Weights & Biases under this project ("": off; the
+      [wandb] extra; training/logging/wandb_sink.py).
     """
 
     steps: int = 300
@@ -64,6 +66,7 @@ class TrainConfig:
     remat: str = "none"
     pack_budget: int = 0
     off_policy: int = 0
+    wandb_project: str = ""
 
     def __post_init__(self):
         counts = dict(steps=0, tasks_per_step=1, ppo_epochs=1, minibatches=1, eval_interval=1,
@@ -90,6 +93,8 @@ class TrainConfig:
                              f"got {self.off_policy!r}")
         if not isinstance(self.init_from, str):
             raise ValueError(f"init_from must be a path or '', got {self.init_from!r}")
+        if not isinstance(self.wandb_project, str):
+            raise ValueError(f"wandb_project must be a name or '', got {self.wandb_project!r}")
 
 
 def _per_agent_value(value, name: str):

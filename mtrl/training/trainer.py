@@ -49,11 +49,11 @@ from mtrl.training.memory import check_step_memory
 from mtrl.training.answer_probs import scores_answers
 from mtrl.training.methods import CREDIT_ESTIMATORS
 from mtrl.training.hf_export import export_agents, model_report
-from mtrl.training.logging import MetricsLogger, Progress, write_transcripts
+from mtrl.training.logging import Progress, write_transcripts
 from mtrl.training.run_record import rollout_metrics, run_record, summary_of
 from mtrl.training.optim import make_optimizer, make_schedule
 from mtrl.training.plots import plot_learning_curve
-from mtrl.training.process_roles import SilentLogger
+from mtrl.training.process_roles import open_metrics
 from mtrl.training.curriculum import StepTasks
 from mtrl.training.recipe import apply_recipe
 from mtrl.training.rl_step import Learner
@@ -249,12 +249,13 @@ class Trainer:
                 print(f"resuming from RL step {start} "
                       f"({self.keeper.step_directory(restored.step)})", flush=True)
             self.step_tasks.restore(extra)
-            logger = MetricsLogger(self.workdir, resume_step=start) if self.main \
-                else SilentLogger()
+            logger = open_metrics(self.main, self.workdir, start,
+                                  self.train_config.wandb_project, self.config_record)
             self.set_policy(state)  # a restored step 0 already holds its evaluation
             return state, start, extra, logger, True
         # resume_step=-1: lines of an earlier attempt that left no RL checkpoint go
-        logger = MetricsLogger(self.workdir, resume_step=-1) if self.main else SilentLogger()
+        logger = open_metrics(self.main, self.workdir, -1, self.train_config.wandb_project,
+                              self.config_record)
         sft_log = self.workdir / "sft.jsonl"
 
         def log(tag, i, metrics):

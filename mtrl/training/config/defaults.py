@@ -63,7 +63,7 @@ def base_config() -> ml_collections.ConfigDict:
                    eval_interval=20, save_interval=20, keep_best=2, eval_samples=0,
                    num_transcripts=2, drop_zero_advantage=False, export_best=True,
                    restore="latest", budget_minutes=0.0, init_from="", packing="tree",
-                   remat="none", pack_budget=0, off_policy=0)
+                   remat="none", pack_budget=0, off_policy=0, wandb_project="")
     c.sft = dict(enabled=True, steps=400, batch_size=32, learning_rate=2e-3,
                  schedule="cosine", adam_b2=0.95, fraction=1.0, revision_fraction=0.1,
                  first_guess="", resubmit_fraction=0.0, first_phase="first_turn",

@@ -22,6 +22,7 @@ from mtrl.training.curriculum import CurriculumConfig
 from mtrl.training.filters import FilterConfig
 from mtrl.training.methods import CreditConfig
 from mtrl.training.sections import ModelSection, SFTSection, TrainConfig
+from mtrl.training.logging.wandb_sink import check_wandb_installed
 
 # Old names of train fields: the name said something the option does not do.
 RENAMED_TRAIN_FIELDS = {
@@ -40,6 +41,7 @@ def train_config(config) -> TrainConfig:
     checked = build(TrainConfig, "train", **values)
     if checked.init_from:
         resolve_path(checked.init_from, "train.init_from")
+    check_wandb_installed(checked.wandb_project)
     return checked
 
 
