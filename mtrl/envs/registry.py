@@ -5,8 +5,11 @@ itself, and no environment reads the raw experiment config.
 
     builder(request: EnvRequest) -> BuiltEnv
 
-Builders register under a name in ENV_BUILDERS; each environment package registers its
-own (`mtrl/envs/<name>/builder.py`, imported by `load_builders`). A builder reads only
+Builders register under a name in ENV_BUILDERS with `register_env`, which records the
+environment's traits beside its builder (`ends_on_success(section)`: whether the built
+environment ends an episode at its first success, which the config checks read before
+anything is built); each environment package registers its own
+(`mtrl/envs/<name>/builder.py`, imported by `load_builders`). A builder reads only
 the request: its EnvSection (`env.*`, `env.options` for the environment's extras), the
 rollout's number of turns, the data suite's name, the suite and the tokenizer; it raises
 ValueError naming the field, and `build_environment` prefixes "config.env" where the
@@ -52,11 +55,6 @@ class EnvSection:
         check_int("num_agents", self.num_agents, 1)
         check_bool("end_on_success", self.end_on_success)
 
-    @property
-    def ends_on_success(self) -> bool:
-        """Whether the built environment ends an episode at its first success."""
-        return self.name != "code" or self.end_on_success
-
 
 @dataclasses.dataclass(frozen=True)
 class EnvRequest:
@@ -78,7 +76,31 @@ class BuiltEnv:
             self.pool.close()
 
 
-ENV_BUILDERS: Registry[Callable[[EnvRequest], BuiltEnv]] = Registry("environment builder")
+def _always(section: EnvSection) -> bool:
+    del section
+    return True
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvBuilder:
+    """A registered environment: its builder and its traits."""
+
+    build: Callable[[EnvRequest], BuiltEnv]
+    ends_on_success: Callable[[EnvSection], bool] = _always
+
+
+ENV_BUILDERS: Registry[EnvBuilder] = Registry("environment builder")
+
+
+def register_env(name: str, *, ends_on_success: Callable[[EnvSection], bool] = _always):
+    """Decorator: registers `build` under `name` with the environment's traits
+    (ends_on_success(section); default: every episode ends at its first success)."""
+
+    def add(build: Callable[[EnvRequest], BuiltEnv]) -> Callable[[EnvRequest], BuiltEnv]:
+        ENV_BUILDERS.register(name)(EnvBuilder(build, ends_on_success))
+        return build
+
+    return add
 
 # Modules whose import registers a builder; one line per environment package.
 BUILDER_MODULES = (
@@ -101,11 +123,18 @@ def check_env_name(section: EnvSection) -> None:
                          f"{', '.join(ENV_BUILDERS.names())}")
 
 
+def ends_on_success(section: EnvSection) -> bool:
+    """Whether the environment `section` builds ends an episode at its first success
+    (its builder's trait; read by the config checks, before anything is built)."""
+    check_env_name(section)
+    return ENV_BUILDERS.get(section.name).ends_on_success(section)
+
+
 def build_environment(section: EnvSection, num_turns: int, data_name: str, suite,
                       tokenizer) -> BuiltEnv:
     check_env_name(section)
     try:
-        return ENV_BUILDERS.get(section.name)(
+        return ENV_BUILDERS.get(section.name).build(
             EnvRequest(section, num_turns, data_name, suite, tokenizer))
     except ValueError as e:
         message = " ".join(str(e).split())

@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from mtrl.envs.registry import EnvSection
+from mtrl.envs.registry import EnvSection, ends_on_success
 from mtrl.training import build as build_module
 from mtrl.training.config import RunConfig, base_config, config_record, module_from_file, parse
 
@@ -72,4 +72,4 @@ def test_ufo_on_the_code_environment_needs_end_on_success(no_work):
                                          r"that end .*end_on_success=True"):
         parse(c)
     c.env.end_on_success = True
-    assert parse(c).env.ends_on_success
+    assert ends_on_success(parse(c).env)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from mtrl.envs.math.env import MathEnv, MathEnvConfig
 from mtrl.config import build
-from mtrl.envs.registry import ENV_BUILDERS, BuiltEnv, EnvRequest
+from mtrl.envs.registry import BuiltEnv, EnvRequest, register_env
 
 _OPTIONS = ("max_completion_chars",)
 
 
-@ENV_BUILDERS.register("math")
+@register_env("math")  # an episode ends at its answer
 def build_math_env(request: EnvRequest) -> BuiltEnv:
     e = request.env
     options = dict(e.options)

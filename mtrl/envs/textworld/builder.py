@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from mtrl.envs.textworld.env import TextWorldEnv, TextWorldEnvConfig
 from mtrl.config import build
-from mtrl.envs.registry import ENV_BUILDERS, BuiltEnv, EnvRequest
+from mtrl.envs.registry import BuiltEnv, EnvRequest, register_env
 
 
-@ENV_BUILDERS.register("textworld")
+@register_env("textworld")  # an episode ends at a win
 def build_textworld_env(request: EnvRequest) -> BuiltEnv:
     e = request.env
     if e.num_agents != 1:

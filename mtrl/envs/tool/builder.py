@@ -10,12 +10,12 @@ from __future__ import annotations
 from mtrl.envs.sandbox import Limits, SandboxPool
 from mtrl.envs.tool.env import ToolEnv, ToolEnvConfig
 from mtrl.config import build
-from mtrl.envs.registry import ENV_BUILDERS, BuiltEnv, EnvRequest
+from mtrl.envs.registry import BuiltEnv, EnvRequest, register_env
 
 _OPTIONS = ("max_turns", "max_output_chars", "max_completion_chars", "call_reward")
 
 
-@ENV_BUILDERS.register("tool")
+@register_env("tool")  # an episode ends at its answer
 def build_tool_env(request: EnvRequest) -> BuiltEnv:
     e = request.env
     options = dict(e.options)

@@ -22,7 +22,7 @@ from mtrl.config.fields import build, known_fields
 from mtrl.credit import RewardRecipe
 from mtrl.data.demonstrations import per_agent
 from mtrl.data.suite import DataConfig
-from mtrl.envs.registry import EnvSection, check_env_name
+from mtrl.envs.registry import EnvSection, check_env_name, ends_on_success
 from mtrl.losses import KLPenaltyConfig, PolicyObjectiveConfig
 from mtrl.parallel.mesh import MeshConfig
 from mtrl.parallel.process_rollout import check_supported
@@ -143,7 +143,7 @@ def check_minibatches(minibatches: int, tasks_per_step: int, num_generations: in
 def check_episode_end(credit: CreditConfig, env: EnvSection) -> None:
     """One line when the estimator needs episodes that end at success and the
     environment keeps revising solved branches (the code environment by default)."""
-    if CREDIT_ESTIMATORS.get(credit.estimator).ends_at_success and not env.ends_on_success:
+    if CREDIT_ESTIMATORS.get(credit.estimator).ends_at_success and not ends_on_success(env):
         raise ValueError(f"config.credit.estimator: {credit.estimator!r} needs episodes that "
                          f"end at the first success; env {env.name!r} keeps revising "
                          "solved branches (set config.env.end_on_success=True)")

@@ -5,7 +5,7 @@ horizon, the default) a solved branch keeps revising for its T turns."""
 import pytest
 
 from mtrl.envs.code.env import CodeEnv, CodeEnvConfig
-from mtrl.envs.registry import EnvSection
+from mtrl.envs.registry import EnvSection, ends_on_success
 from mtrl.training.methods import CreditConfig
 from mtrl.training.config.root import check_episode_end
 from tests.envs.code.conftest import ADD
@@ -30,13 +30,13 @@ def test_without_end_on_success_a_solved_branch_keeps_revising(executor):
 
 
 def test_ufo_needs_episodes_that_end_at_success(executor):
-    # The config-time check reads the env section; the section says what the built
+    # The config-time check reads the code builder's trait; it says what the built
     # environment does.
     keeps, ends = EnvSection(name="code"), EnvSection(name="code", end_on_success=True)
     assert CodeEnv(CodeEnvConfig(num_agents=1), sandbox=executor).ends_on_success is \
-        keeps.ends_on_success is False
+        ends_on_success(keeps) is False
     assert CodeEnv(CodeEnvConfig(num_agents=1, end_on_success=True),
-                   sandbox=executor).ends_on_success is ends.ends_on_success is True
+                   sandbox=executor).ends_on_success is ends_on_success(ends) is True
     with pytest.raises(ValueError, match="config.env.end_on_success=True"):
         check_episode_end(CreditConfig(estimator="ufo"), keeps)
     check_episode_end(CreditConfig(estimator="magrpo"), keeps)
