@@ -29,8 +29,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = pathlib.Path(os.environ.get("MTRL_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
-# The end-to-end files, longest first (CPU seconds of each file, measured on the
-# 2-core machine, in BENCHMARKS.md "Suite speed"): collected ahead of the rest, so
+# The end-to-end files, longest first (by the CPU seconds of each file, measured on
+# the 2-core machine on 2026-11-26): collected ahead of the rest, so
 # that under pytest-xdist they start early instead of one of them running alone
 # while the other worker has nothing left.
 LONG_FIRST = (
