@@ -62,11 +62,20 @@ def run_cli(config: pathlib.Path, workdir: pathlib.Path, *overrides: str
                           stderr=subprocess.STDOUT, text=True)
 
 
-def whole_and_killed_runs(tmp_path: pathlib.Path, config_text: str,
-                          kill_when: Callable[[pathlib.Path], bool], poll_s: float):
+def stopping_command(config, workdir, signame: str, directory: str, step: int):
+    """The trainer command run by tests/training/stop_trainer.py: the process sends
+    itself SIG`signame` when it is about to save `step` in workdir/`directory` (every
+    earlier save committed), a deterministic point instead of a polling race."""
+    return [sys.executable, "-m", "tests.training.stop_trainer", signame, directory,
+            str(step), *command(config, workdir)[3:]]
+
+
+def whole_and_killed_runs(tmp_path: pathlib.Path, config_text: str, directory: str,
+                          step: int):
     """Writes `config_text` to tmp_path/small.py and trains it to the end in
-    tmp_path/whole, then again in tmp_path/killed, SIGKILLed as soon as
-    kill_when(killed) holds (polled every poll_s; the run must not end before).
+    tmp_path/whole, then again in tmp_path/killed, SIGKILLed when it is about to save
+    `step` in its `directory` (e.g. "sft_checkpoints"): the updates since the previous
+    checkpoint are done and lost.
 
     Returns (config, whole, killed): the test checks what the kill left, then resumes
     with train(config, killed) and compares with the whole run.
@@ -75,16 +84,22 @@ def whole_and_killed_runs(tmp_path: pathlib.Path, config_text: str,
     config.write_text(config_text)
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     train(config, whole)
-
-    victim = subprocess.Popen(command(config, killed), env=_env(), cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + TIMEOUT_S
-    while time.time() < deadline and not kill_when(killed):
-        assert victim.poll() is None, "the run ended before it could be killed"
-        time.sleep(poll_s)
-    victim.send_signal(signal.SIGKILL)
-    victim.wait()
+    done = subprocess.run(stopping_command(config, killed, "KILL", directory, step),
+                          env=_env(), cwd=ROOT, timeout=TIMEOUT_S, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    assert done.returncode == -signal.SIGKILL, done.stdout[-3000:]
     return config, whole, killed
+
+
+def stopped_at(config: pathlib.Path, workdir: pathlib.Path, signame: str, directory: str,
+               step: int) -> tuple[int, str]:
+    """The trainer on `config` in `workdir`, sent SIG`signame` by itself when it is
+    about to save `step` in workdir/`directory`; returns its exit status and what it
+    printed (stdout and stderr)."""
+    done = subprocess.run(stopping_command(config, workdir, signame, directory, step),
+                          env=_env(), cwd=ROOT, timeout=TIMEOUT_S, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    return done.returncode, done.stdout
 
 
 def stopped_run(config: pathlib.Path, workdir: pathlib.Path,

@@ -1,12 +1,14 @@
 """Ctrl-C and SIGTERM with real signals on a real trainer process: the run stops at a
 safe point with one line and a non-zero status, a second Ctrl-C exits at once, and the
 same command resumes each time (past a corrupt checkpoint too) to the uninterrupted
-run's exact metrics."""
+run's exact metrics. The SIGTERM during SFT is sent by the trainer process to itself
+at a known SFT update (tests/training/stop_trainer.py), so the stop lands in SFT
+without a race against a short SFT; the Ctrl-Cs come from outside."""
 
 import json
 import signal
 
-from tests.training.kill_resume import TINY_CONFIG_HEAD, stopped_run, train
+from tests.training.kill_resume import TINY_CONFIG_HEAD, stopped_at, stopped_run, train
 from tests.training.test_resume import records
 from tests.training.test_verified_checkpoints import corrupt_largest_file
 
@@ -14,9 +16,9 @@ CONFIG = TINY_CONFIG_HEAD + '''    c.train.steps = 6
     c.train.tasks_per_step = 2
     c.train.eval_interval = 3
     c.train.save_interval = 10
-    c.sft.steps = 120
+    c.sft.steps = 24
     c.sft.batch_size = 4
-    c.sft.checkpoint_every = 40
+    c.sft.checkpoint_every = 8
     return c
 '''
 
@@ -45,14 +47,15 @@ def test_interrupts_stop_with_one_line_and_the_same_command_resumes(tmp_path):
     whole, stopped = tmp_path / "whole", tmp_path / "stopped"
     train(config, whole)
 
-    # SIGTERM during SFT (its first log line is update 25 of 120; checkpoints every 40).
-    code, printed = stopped_run(config, stopped, lambda w: lines(w / "sft.jsonl"),
-                                (signal.SIGTERM,))
+    # SIGTERM during SFT (24 updates per agent, checkpoints every 8), sent as agent 0
+    # saves update 8: the run stops at the next safe point, after update 9, and saves it.
+    code, printed = stopped_at(config, stopped, "TERM", "sft_checkpoints", 8)
     last = check_one_line_stop(code, printed, signal.SIGTERM, "SFT update ")
     update, agent = (int(word) for word in
                      last.split("SFT update ")[1].split(";")[0].split(" of agent "))
-    assert update < 120, last  # saved where it stopped (checkpoint numbers count agents)
-    assert (stopped / "sft_checkpoints" / str(agent * 120 + update)).is_dir(), last
+    assert (update, agent) == (9, 0), last
+    # Saved where it stopped (checkpoint numbers count agents: agent·24 + update).
+    assert (stopped / "sft_checkpoints" / str(agent * 24 + update)).is_dir(), last
     assert not (stopped / "checkpoints").exists() or not any(
         p.name.isdigit() for p in (stopped / "checkpoints").iterdir())
 

@@ -29,11 +29,10 @@ def committed_steps(workdir):
 
 
 def test_sigkill_and_resume_reproduces_the_uninterrupted_run(tmp_path):
-    config, whole, killed = whole_and_killed_runs(
-        tmp_path, CONFIG, lambda workdir: any(s >= 2 for s in committed_steps(workdir)),
-        poll_s=0.2)
+    # Killed as it is about to save RL step 3: step 2 is committed, 3-5 are not.
+    config, whole, killed = whole_and_killed_runs(tmp_path, CONFIG, "checkpoints", 3)
     before = committed_steps(killed)
-    assert before and max(before) < 5, before  # killed mid-run
+    assert before and max(before) == 2, before  # killed mid-run
 
     train(config, killed)
     expected, got = records(whole), records(killed)

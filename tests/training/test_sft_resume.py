@@ -10,10 +10,10 @@ from tests.training.kill_resume import (TINY_CONFIG_HEAD, checkpoint_steps, trai
 CONFIG = TINY_CONFIG_HEAD + '''    c.train.steps = 1
     c.train.tasks_per_step = 2
     c.train.eval_interval = 1
-    c.sft.steps = 300
-    c.sft.first_phase_steps = 100
+    c.sft.steps = 40
+    c.sft.first_phase_steps = 10
     c.sft.batch_size = 4
-    c.sft.checkpoint_every = 10
+    c.sft.checkpoint_every = 20
     return c
 '''
 
@@ -35,12 +35,13 @@ def post_sft_metrics(workdir):
 
 
 def test_sigkill_during_sft_resumes_sft_exactly(tmp_path):
-    # Agent 0 trains SFT updates 1-300, agent 1 301-600: kill inside agent 0's second phase.
-    config, whole, killed = whole_and_killed_runs(
-        tmp_path, CONFIG, lambda workdir: any(s >= 150 for s in sft_steps(workdir)),
-        poll_s=0.02)
-    reached = max(sft_steps(killed))
-    assert reached < 600, reached  # killed during SFT
+    # Agent 0 trains SFT updates 1-40 (phase 1: 1-10, logged and saved at 10; phase 2:
+    # 11-40, saved at 30, logged at 35), agent 1 41-80. Killed as agent 0 is about to
+    # save update 40: the last checkpoint is update 30, and the log line of update 35,
+    # written after it, must not survive the resume as a duplicate.
+    config, whole, killed = whole_and_killed_runs(tmp_path, CONFIG, "sft_checkpoints", 40)
+    assert sft_steps(killed)[-1] == 30  # killed during SFT
+    assert [r["step"] for r in sft_log(killed)][-1] == 35
     assert not (killed / "checkpoints").exists() or not any(
         p.name.isdigit() for p in (killed / "checkpoints").iterdir())
 
