@@ -35,7 +35,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from mtrl.config.fields import check_bool, check_int
+from mtrl.config.fields import check_bool as check_flag, check_int
 from mtrl.losses.checks import check_bool, check_floating, check_integer, check_shapes
 from mtrl.registry import Registry
 
@@ -99,8 +99,8 @@ class PolicyLoss:
     def __post_init__(self):
         if not dataclasses.is_dataclass(self.options):
             raise ValueError(f"PolicyLoss.options must be a config dataclass, got {self.options!r}")
-        check_bool("PolicyLoss.clipped", self.clipped)
-        check_bool("PolicyLoss.advantage_linear", self.advantage_linear)
+        check_flag("PolicyLoss.clipped", self.clipped)
+        check_flag("PolicyLoss.advantage_linear", self.advantage_linear)
         check_int("PolicyLoss.group_size", self.group_size, 1)
 
 

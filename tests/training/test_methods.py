@@ -72,7 +72,7 @@ def paths(tree, task):
 
 def path_values(name, group, credit):
     """[Q, K] values of the library function for one task's paths."""
-    q, k = len(group), max(len(p) for p in group)
+    k = max(len(p) for p in group)
     mask = np.array([[t < len(p) for t in range(k)] for p in group])
     rewards = np.array([[p[t][3] if t < len(p) else 0.0 for t in range(k)] for p in group],
                        np.float32)
