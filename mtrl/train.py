@@ -137,12 +137,15 @@ def main(argv) -> None:
     except ValueError as e:
         sys.exit(f"error: {e}")
     from mtrl.training.checkpointing import CheckpointError
+    from mtrl.training.memory import StepMemoryError
     interrupted = unusable = None
     try:
         result = trainer.run()
     except interrupts.Interrupted as e:
         interrupted = e
     except CheckpointError as e:  # corrupt or unreadable, with no whole one to fall back to
+        unusable = e
+    except StepMemoryError as e:  # a packed update that cannot fit: one line, not an OOM
         unusable = e
     finally:
         trainer.close()  # waits for the checkpoint in flight

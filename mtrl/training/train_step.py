@@ -100,8 +100,10 @@ class TrainStep:
     """
 
     def __init__(self, fn: Callable, *, num_agents: int, shared: bool, packing: str = "none",
-                 min_budget: int = 0, skip_zero_advantage: bool = False, shardings: Any = None):
+                 min_budget: int = 0, skip_zero_advantage: bool = False, shardings: Any = None,
+                 memory_guard: Callable[[int, int], None] | None = None):
         self.num_agents, self.shared = num_agents, shared
+        self.memory_guard = memory_guard  # memory.packed_step_guard: (bins, slots) -> None
         self.packing, self.min_budget = packing, min_budget
         self.skip_zero_advantage = skip_zero_advantage
         self.traces = TraceCounter()
@@ -137,6 +139,8 @@ class TrainStep:
         packed = pack_rows(host.tokens, host.token_mask, host.loss_mask,
                            self.packing, self.min_budget, skip)
         self.last_packing = packing_counts(packed, host.token_mask)
+        if self.memory_guard is not None:  # one line instead of running out of memory
+            self.memory_guard(*packed.tokens.shape[1:])
         if self.shardings is not None:
             minibatch, packed = self.shardings.shard_batch((minibatch, packed))
         return program(state, minibatch, packed)
@@ -149,8 +153,8 @@ class TrainStep:
 def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
                     optimizer: optax.GradientTransformation, *, num_agents: int, shared: bool,
                     learning_rate_fn: optax.Schedule | None = None, packing: str = "none",
-                    remat: str = "none", min_budget: int = 0,
-                    shardings: Any = None) -> TrainStep:
+                    remat: str = "none", min_budget: int = 0, shardings: Any = None,
+                    memory_guard: Callable[[int, int], None] | None = None) -> TrainStep:
     """The jitted update of the module docstring.
 
     Args:
@@ -169,6 +173,8 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
         tree share more prefixes, at a quadratic attention cost).
       shardings: a mtrl.parallel.ShardingPlan (state laid out by plan.shard_tree):
         rows split over data/fsdp, outputs keep the state's layout; None: one device.
+      memory_guard: called with a packed minibatch's (bins, slots) before its update
+        (memory.packed_step_guard: raises when it cannot fit); None: no check.
 
     Packed modes leave out of the forward the rows whose advantage is 0 on every loss
     token when that is exact (zero_advantage_is_exact): such a row's loss term and
@@ -238,7 +244,7 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
         return new_state, out
 
     return TrainStep(step, num_agents=num_agents, shared=shared, packing=packing,
-                     min_budget=min_budget, shardings=shardings,
+                     min_budget=min_budget, shardings=shardings, memory_guard=memory_guard,
                      skip_zero_advantage=zero_advantage_is_exact(objective))
 
 

@@ -45,7 +45,7 @@ from mtrl.training.distributed_eval import evaluate_across_processes
 from mtrl.training.evaluation import evaluate
 from mtrl.training.interrupts import stop_point, stop_requested
 from mtrl.training.keys import RunKeys
-from mtrl.training.memory import check_step_memory
+from mtrl.training.memory import check_step_memory, packed_step_guard
 from mtrl.training.answer_probs import scores_answers
 from mtrl.training.methods import CREDIT_ESTIMATORS
 from mtrl.training.hf_export import export_agents, model_report
@@ -102,13 +102,12 @@ class Trainer:
         self.backend = SamplerBackend(self.sampler, states, self.sampling)
         self.eval_backend = SamplerBackend(self.sampler, states, greedy)
         self.optimizer = make_optimizer(c.optim)
-        self.step_fn = make_train_step(self.graphdef, c.objective, self.optimizer,
-                                       num_agents=self.num_agents, shared=self.shared,
-                                       learning_rate_fn=make_schedule(c.optim),
-                                       packing=self.train_config.packing,
-                                       remat=self.train_config.remat,
-                                       min_budget=self.train_config.pack_budget,
-                                       shardings=self.plan)
+        train = self.train_config
+        self.step_fn = make_train_step(
+            self.graphdef, c.objective, self.optimizer, num_agents=self.num_agents,
+            shared=self.shared, learning_rate_fn=make_schedule(c.optim), packing=train.packing,
+            remat=train.remat, min_budget=train.pack_budget, shardings=self.plan,
+            memory_guard=packed_step_guard(train, c.models[0].config, self.num_agents))
         self.keeper = CheckpointKeeper(self.workdir / "checkpoints",
                                        keep_best=self.train_config.keep_best)
         self.keys = RunKeys.from_seed(run.seed)

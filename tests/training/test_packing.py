@@ -3,6 +3,7 @@ loss and the gradients, on rollout trees (align and cross, termination, T = 2 an
 agents) built by the scripted policy and environment."""
 
 import dataclasses
+import types
 
 import jax
 import jax.numpy as jnp
@@ -181,3 +182,27 @@ def test_zero_advantage_rows_are_not_computed_and_change_nothing(models):
                                    rtol=1e-5, atol=1e-6, err_msg=name)
     for got, want in zip(jax.tree.leaves(results["tree"][1]), jax.tree.leaves(results["none"][1])):
         np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-6)
+
+
+def test_a_packed_minibatch_that_cannot_fit_is_refused_before_its_update(models):
+    from mtrl.training.memory import packed_step_guard
+    graphdef, params = models
+    rows, _ = tree_minibatch("align", 2, models)
+    train = types.SimpleNamespace(packing="tree", remat="none")
+    seen = []
+    fits = packed_step_guard(train, CONFIG, 2, available=1e12, backend="cpu")
+    step = make_train_step(graphdef, PPO_KL, recording_sgd(), num_agents=2, shared=False,
+                           packing="tree", memory_guard=lambda b, s: seen.append((b, s)) or
+                           fits(b, s))
+    state = init_train_state(params, recording_sgd(), shared=False, keep_reference=True)
+    packed = pack_rows(rows.tokens, rows.token_mask, rows.loss_mask, "tree")
+    step(state, rows)
+    assert seen == [tuple(packed.tokens.shape[1:])]  # the bins the update ran on
+    refuse = packed_step_guard(train, CONFIG, 2, available=1e3, backend="cpu")
+    step = make_train_step(graphdef, PPO_KL, recording_sgd(), num_agents=2, shared=False,
+                           packing="tree", memory_guard=refuse)
+    state = init_train_state(params, recording_sgd(), shared=False, keep_reference=True)
+    with pytest.raises(ValueError, match=r"^train step: a packed minibatch of 2 agents x "
+                                         r"\d+ bins of \d+ tokens .*cannot fit; lower") as error:
+        step(state, rows)
+    assert "\n" not in str(error.value) and step.num_compiles == 0  # refused before tracing

@@ -74,3 +74,23 @@ def test_a_packed_step_is_reported_not_refused():
     line = check_step_memory(*sections(packing="tree", num_agents=2, tasks_per_step=8),
                              available=24 * GB, backend="cpu")
     assert "at most, if no prefix were shared (train.packing=tree" in line
+
+
+def test_a_packed_minibatch_is_checked_by_its_bins():
+    from mtrl.training.memory import packed_step_guard
+    _, train, model = sections(packing="tree", num_agents=2)
+    assert packed_step_guard(*sections()[1:2], model, 2) is None  # unpacked: the build checks
+    guard = packed_step_guard(train, model, 2, available=24 * GB, backend="cpu")
+    # 2 agents x 240 bins x 1024 slots, 4 B x 640 x (6.7 x 2 + 6.5) per token: ~25.0 GB.
+    assert 2 * 240 * 1024 * 4 * 640 * (6.7 * 2 + 6.5) == pytest.approx(25.04e9, rel=1e-3)
+    with pytest.raises(ValueError) as refused:
+        guard(240, 1024)
+    message = str(refused.value)
+    assert "\n" not in message and "2 agents x 240 bins of 1024 tokens (tree packing)" in message
+    assert "~25.0 GB of 24.0 GB: cannot fit" in message and "train.minibatches" in message
+    guard(120, 1024)  # half the bins fit: ~12.5 GB
+    _, _, xla = sections(packing="tree", num_agents=2, attention="xla")
+    # 24 bins: 2.5 GB of tokens, plus 5.5 x 2 layers x 2 agents x 24 bins x 4 heads x
+    # 1024^2 x 4 B = 8.9 GB of scores.
+    with pytest.raises(ValueError, match="xla attention, needs ~11.4 GB of 10.0 GB"):
+        packed_step_guard(train, xla, 2, available=10 * GB, backend="cpu")(24, 1024)
