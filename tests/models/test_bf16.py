@@ -15,8 +15,6 @@ at most 0.050 (mean 0.006). We allow about twice that: 0.05 / 0.01 for log-probs
 checks that bf16 really ran (differences above 1e-5).
 """
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -2,7 +2,6 @@
 check runs when the config is built."""
 
 import jax
-import numpy as np
 import pytest
 
 from mtrl.credit import RewardRecipe

@@ -9,7 +9,6 @@ its rows in pairs. No list of names in the trainer has to learn about it.
 import dataclasses
 
 import jax
-import numpy as np
 import pytest
 from flax import nnx
 
