@@ -9,6 +9,7 @@ layout and root-to-leaf paths; the array math it calls is mtrl.credit.
   recipe.py        reward.recipe: the episode reward in place of per-turn rewards
   curriculum.py    the curriculum section: which tasks and turns carry loss
   filters.py       the filters section: overlong penalty, void turns, on the batch
+  loss_mask.py     the loss mask's one pipeline of named filters (TCOD, void turns)
   row_filter.py    train.drop_zero_advantage: only rows that carry a gradient
   row_groups.py    rows that must travel together: a loss's groups, REFUEL's pairs
 """

@@ -8,7 +8,8 @@ from its own return before the baseline (0 up to L_max − L_cache, then a ramp 
 void_turns (Xue et al. 2025, SimpleTIR): a completion is void when the environment
 reports it has neither a complete code block nor a final answer (step info "void": one
 flag per agent). Void completions and every row of the subtree that continues from a
-void completion leave the loss (their loss mask is cleared); SimpleTIR drops the whole
+void completion leave the loss (their loss mask is cleared; the rule is loss_mask.py's
+void_turns, one filter of the loss mask's pipeline); SimpleTIR drops the whole
 trajectory, and in a tree the steps before the void one are shared with other paths,
 so they stay.
 """
@@ -24,9 +25,7 @@ from mtrl.config.fields import check_bool, check_int
 from mtrl.credit import dapo_overlong_penalty
 from mtrl.rollout.batch import RolloutBatch
 from mtrl.rollout.tree import TreeRollout
-import jax.numpy as jnp
-
-from mtrl.training.credit_stage.curriculum import tcod_turn_mask
+from mtrl.training.credit_stage.loss_mask import filter_loss_mask
 from mtrl.training.credit_stage.reward_kl import reward_kl_penalty, rows_to_turns
 
 
@@ -56,47 +55,13 @@ def overlong_penalty(batch: RolloutBatch, max_length: int, cache: int,
     return rows_to_turns(np.where(real[None], penalty, 0.0), batch, num_tasks)
 
 
-def void_keep_mask(tree: TreeRollout, batch: RolloutBatch) -> np.ndarray:
-    """[N, C] bool: rows that stay in the loss under the void-turn filter."""
-    joint = tree.joint_actions
-    void, dead = set(), set()  # (turn, node, agent, g); (turn, node) below a void completion
-    for record in tree.turns:
-        for m, node in enumerate(record.node_index):
-            node = int(node)
-            for j in range(joint):
-                info = record.infos[m * joint + j]
-                if "void" not in info:
-                    raise ValueError("filters.void_turns: the environment's step info lacks "
-                                     "'void' (docs/methods.md)")
-                flags = tuple(bool(v) for v in info["void"])
-                for a, is_void in enumerate(flags):
-                    if is_void:
-                        void.add((record.turn, node, a, int(tree.joint_index[j, a])))
-                if any(flags) or (record.turn, node) in dead:
-                    dead.add((record.turn + 1, node * joint + j))
-    turn, node, sample = (np.asarray(x) for x in (batch.row_turn, batch.row_node,
-                                                  batch.row_sample))
-    keep = np.ones((batch.num_agents, batch.num_rows), bool)
-    for c in np.flatnonzero(turn > 0):
-        t, n, g = int(turn[c]), int(node[c]), int(sample[c])
-        for a in range(batch.num_agents):
-            keep[a, c] = (t, n) not in dead and (t, n, a, g) not in void
-    return keep
-
-
 def shape_batch(components, graphdef, state, batch: RolloutBatch, tree: TreeRollout,
                 num_tasks: int, step: int = 1) -> tuple[RolloutBatch, list | None]:
-    """The trainer's one call at RL step `step`: the void-turn and TCOD masks applied to
-    the batch, and the summed per-completion return penalties (KL in the reward,
-    overlong) or None."""
+    """The trainer's one call at RL step `step`: the batch with its loss mask through the
+    loss-mask pipeline (loss_mask.py: TCOD turns, then void turns), and the summed
+    per-completion return penalties (KL in the reward, overlong) or None."""
     c = components
-    curriculum = getattr(c, "curriculum", None)
-    if curriculum is not None and curriculum.tcod:  # training/credit_stage/curriculum.py
-        trained = tcod_turn_mask(curriculum, batch.turn_index, step, c.rollout.num_turns)
-        batch = batch.replace(loss_mask=batch.loss_mask & trained)
-    if c.filters.void_turns:
-        keep = jnp.asarray(void_keep_mask(tree, batch))
-        batch = batch.replace(loss_mask=batch.loss_mask & keep[:, :, None])
+    batch = filter_loss_mask(c, tree, batch, step)
     parts = []
     if c.reward_kl is not None:
         parts.append(reward_kl_penalty(graphdef, state, batch, c.reward_kl, num_tasks))

@@ -69,7 +69,7 @@ class Learner:
 
     def advantages(self, tree, state, step: int):
         """(batch, per-token advantages): the tree as one train-step shape, its loss
-        mask through the filters (void turns, TCOD; filters.py) and the return
+        mask through its pipeline (TCOD turns, void turns; loss_mask.py) and the return
         penalties (KL in the reward, overlong) into the estimator's advantages."""
         c = self.c
         batch = make_batch(tree, length=c.rollout.max_context)
