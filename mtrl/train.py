@@ -129,15 +129,15 @@ def main(argv) -> None:
     except ValueError as e:
         sys.exit(f"error: --num_processes/--process_id/--coordinator_address: {e}")
     initialize(distributed)  # before the trainer creates any jax array
-    from mtrl.training import interrupts
+    from mtrl.training.run import interrupts
     interrupts.install()  # Ctrl-C / SIGTERM: stop at a safe point, one line
-    from mtrl.training.trainer import Trainer  # heavy imports after flag parsing
+    from mtrl.training.loop.trainer import Trainer  # heavy imports after flag parsing
     try:
         trainer = Trainer(config, workdir, show_progress=_PROGRESS.value)
     except ValueError as e:
         sys.exit(f"error: {e}")
-    from mtrl.training.checkpointing import CheckpointError
-    from mtrl.training.memory import StepMemoryError
+    from mtrl.training.checkpoints.checkpointing import CheckpointError
+    from mtrl.training.update.memory import StepMemoryError
     interrupted = unusable = None
     try:
         result = trainer.run()

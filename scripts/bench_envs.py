@@ -140,8 +140,8 @@ class AdvantageRecorder:
 
 
 def run_trainer(config, workdir: pathlib.Path) -> tuple[list[dict], list[dict]]:
-    import mtrl.training.rl_step as step_module  # the trainer's advantages stage
-    import mtrl.training.trainer as trainer_module
+    import mtrl.training.loop.rl_step as step_module  # the trainer's advantages stage
+    import mtrl.training.loop.trainer as trainer_module
     recorder = AdvantageRecorder(step_module.token_advantages)
     step_module.token_advantages = recorder
     try:

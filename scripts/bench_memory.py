@@ -24,11 +24,11 @@ from flax import nnx
 
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
-from mtrl.training.minibatch import PolicyMinibatch
-from mtrl.training.optim import OptimConfig, make_optimizer
-from mtrl.training.packing import PackedRows
-from mtrl.training.train_state import init_train_state
-from mtrl.training.train_step import make_train_step
+from mtrl.training.update.minibatch import PolicyMinibatch
+from mtrl.training.update.optim import OptimConfig, make_optimizer
+from mtrl.training.update.packing import PackedRows
+from mtrl.training.update.train_state import init_train_state
+from mtrl.training.update.train_step import make_train_step
 
 GB = 1e9
 

@@ -55,7 +55,7 @@ def default_config():
 
 
 def run(config, workdir: pathlib.Path) -> list[dict]:
-    from mtrl.training.trainer import Trainer
+    from mtrl.training.loop.trainer import Trainer
     trainer = Trainer(config, workdir, show_progress=False)
     try:
         trainer.run()

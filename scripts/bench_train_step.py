@@ -43,11 +43,11 @@ from flax import nnx
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.training.config import module_from_file
-from mtrl.training.minibatch import PolicyMinibatch
-from mtrl.training.optim import OptimConfig, make_optimizer
-from mtrl.training.packing import pack_rows
-from mtrl.training.train_state import init_train_state
-from mtrl.training.train_step import make_train_step
+from mtrl.training.update.minibatch import PolicyMinibatch
+from mtrl.training.update.optim import OptimConfig, make_optimizer
+from mtrl.training.update.packing import pack_rows
+from mtrl.training.update.train_state import init_train_state
+from mtrl.training.update.train_step import make_train_step
 
 MAGRPO = PolicyObjectiveConfig(loss="reinforce", aggregation="seq-mean-token-sum")
 OPTIM = OptimConfig(learning_rate=1e-5, warmup_steps=0, max_grad_norm=1.0)
@@ -129,9 +129,9 @@ def default_tree_rows(seed: int) -> tuple[PolicyMinibatch, dict]:
     from mtrl.rollout import make_batch, rollout
     from mtrl.rollout.sampler_backend import SamplerBackend
     from mtrl.sampling.sampler import Sampler
-    from mtrl.training.build import build_components
+    from mtrl.training.run.build import build_components
     from mtrl.training.config import parse
-    from mtrl.training.keys import RunKeys
+    from mtrl.training.run.keys import RunKeys
     c = build_components(parse(config))
     try:
         sampler = Sampler(c.models[0])

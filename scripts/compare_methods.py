@@ -9,7 +9,7 @@ test success of the checkpoint that validation chose.
 Per seed S the warm start is one SFT-only run (`train.steps=0`) in
 <root>/warm_seed<S>, reused if it already finished; each arm then starts from its
 weights (`train.init_from`), so arms differ only by their overrides, and SFT is paid
-once per seed (the arm runner, mtrl/training/arm_runs.py, is scripts/reproduce.py's
+once per seed (the arm runner, mtrl/training/evidence/arm_runs.py, is scripts/reproduce.py's
 too). Arms are plain `--config.*` overrides (ARMS below, or `name=key=value;
 key=value` on the command line), so an arm naming a method another branch adds works
 once that branch is merged; an arm whose config is rejected is recorded with its
@@ -36,8 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's mtrl, as the trainer runs
-from mtrl.training.arm_runs import ArmPlan, run_arm, suite_config, warm_start  # noqa: E402
-from mtrl.training.seed_stats import stats_over_seeds  # noqa: E402
+from mtrl.training.evidence.arm_runs import ArmPlan, run_arm, suite_config, warm_start  # noqa: E402
+from mtrl.training.evidence.seed_stats import stats_over_seeds  # noqa: E402
 
 # Arm -> overrides. With the default's T = 2, G = 4 (no termination) an agent
 # generates G + G^2 = 20 samples per task per step; single_turn (T = 1) matches that

@@ -6,12 +6,12 @@ records it: JSON and a row of the reproduction table in BENCHMARKS.md.
     python scripts/reproduce.py --claim ... --dry-run     # print the commands only
 
 Per seed one SFT-only warm start is shared by the claim's two arms (the arm runner of
-scripts/compare_methods.py, mtrl/training/arm_runs.py) and by every claim on the same
+scripts/compare_methods.py, mtrl/training/evidence/arm_runs.py) and by every claim on the same
 suite with the same common overrides (<root>/warm/<suite>-<digest>); each arm then runs the claim's
 RL steps, validation chooses its checkpoint and the test split is evaluated once for
-it. The record (mtrl/training/claims.py) holds per arm the overrides and per-seed
+it. The record (mtrl/training/evidence/claims.py) holds per arm the overrides and per-seed
 values of the claim's metric, the paired difference treatment − baseline over seeds
-with its 95% t interval (mtrl/training/paired_ci.py) and the verdict by the rule
+with its 95% t interval (mtrl/training/evidence/paired_ci.py) and the verdict by the rule
 stated there, beside the prediction the claim file carried before the run.
 
 A smaller scale than the claim's (--steps, --override, e.g. fewer SFT updates) is
@@ -30,9 +30,9 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's mtrl, as the trainer runs
-from mtrl.training.arm_runs import ArmPlan, run_arm, suite_config, warm_start  # noqa: E402
-from mtrl.training.claim_table import update_table  # noqa: E402
-from mtrl.training.claims import claim_record, load_claim  # noqa: E402
+from mtrl.training.evidence.arm_runs import ArmPlan, run_arm, suite_config, warm_start  # noqa: E402
+from mtrl.training.evidence.claim_table import update_table  # noqa: E402
+from mtrl.training.evidence.claims import claim_record, load_claim  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:

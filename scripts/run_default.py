@@ -29,9 +29,9 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's mtrl, as the trainer runs
 from mtrl.training.logging.metrics import read_metrics  # noqa: E402
-from mtrl.training.seed_runs import (  # noqa: E402
+from mtrl.training.evidence.seed_runs import (  # noqa: E402
     parse_seed_run_args, run_trainer, step_time_split, write_seed_summary)
-from mtrl.training.seed_stats import stats_over_seeds  # noqa: E402
+from mtrl.training.evidence.seed_stats import stats_over_seeds  # noqa: E402
 
 NUMBERS = ("minutes", "steps", "post_sft_success", "final_best_success", "gain",
            "turn1_success", "turn2_success", "final_turn_success", "post_sft_test_success",

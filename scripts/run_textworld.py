@@ -30,9 +30,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's mtrl (for the games), as the trainer runs
 from mtrl.training.config import module_from_file  # noqa: E402
 from mtrl.training.logging.metrics import read_metrics  # noqa: E402
-from mtrl.training.seed_runs import (  # noqa: E402
+from mtrl.training.evidence.seed_runs import (  # noqa: E402
     STEP_TIME_SPLIT, parse_seed_run_args, run_trainer, step_time_split, write_seed_summary)
-from mtrl.training.seed_stats import stats_over_seeds  # noqa: E402
+from mtrl.training.evidence.seed_stats import stats_over_seeds  # noqa: E402
 
 CONFIG = "experiments/configs/textworld.py"
 NUMBERS = ("minutes", "steps", "test_win_before_rl", "test_win_after_rl",

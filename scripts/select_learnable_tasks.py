@@ -78,7 +78,7 @@ def pass_rates(trainer, tasks, samples: int, chunk: int, first: int = 0
 def main(argv) -> None:
     del argv
     from mtrl.data.task_filter import earlier_pass_rates, write_task_ids
-    from mtrl.training.trainer import Trainer
+    from mtrl.training.loop.trainer import Trainer
 
     if _OUT.value is None:
         sys.exit("error: --out is required")

@@ -35,19 +35,19 @@ SHARED_DATA = pathlib.Path(os.environ.get("MTRL_SHARED_DATA", ROOT.parent / "sha
 # while the other worker has nothing left.
 LONG_FIRST = (
     "tests/test_readme_commands.py",
-    "tests/training/test_configs.py",
-    "tests/training/test_rl_learns.py",
-    "tests/training/test_sft_resume.py",
-    "tests/training/test_interrupts.py",
+    "tests/training/config/test_configs.py",
+    "tests/training/loop/test_rl_learns.py",
+    "tests/training/sft/test_sft_resume.py",
+    "tests/training/loop/test_interrupts.py",
     "tests/scripts/test_bench_gpu.py",
     "tests/notebooks/test_quickstart.py",
     "tests/parallel/test_multiprocess_trainer.py",
     "tests/parallel/test_mesh_equality.py",
     "tests/parallel/test_multiprocess.py",
-    "tests/training/test_resume.py",
-    "tests/training/test_resume_windows.py",
-    "tests/training/test_smollm2_configs.py",
-    "tests/training/test_methods_trainer.py",
+    "tests/training/loop/test_resume.py",
+    "tests/training/loop/test_resume_windows.py",
+    "tests/training/config/test_smollm2_configs.py",
+    "tests/training/loop/test_methods_trainer.py",
 )
 
 

@@ -3,7 +3,7 @@ command as documented plus `--smoke` (mtrl/training/config/smoke.py), so a docum
 command that no longer parses, builds or fits fails here, not in a reader's first hour.
 Commands that need weights fetched separately (scripts/get_smollm2.py) are skipped,
 saying which file is missing. A command that runs an experiment config as it is also
-gets tests/training/test_configs.py's one-step checks (which then skips that config)."""
+gets tests/training/config/test_configs.py's one-step checks (which then skips that config)."""
 
 import json
 import os
@@ -62,7 +62,7 @@ def test_a_readme_command_runs_one_short_step(command, tmp_path):
     assert "Run finished: 1 steps" in done.stdout, done.stdout[-3000:]
     # A config that this command runs as it is is not run again by test_configs.py's
     # one-step test: that test's checks of the run's files apply here.
-    from tests.training.test_configs import check_one_step_run, readme_covered
+    from tests.training.config.test_configs import check_one_step_run, readme_covered
     stem = {c: s for s, c in readme_covered().items()}.get(command)
     if stem:
         from mtrl.training.config import module_from_file

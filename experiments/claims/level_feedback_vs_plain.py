@@ -1,7 +1,7 @@
 """level_feedback vs plain revision prompts, on the embedded default's iid test split
 (prediction written 2026-11-26, before any run of this claim on the iid split)."""
 
-from mtrl.training.claims import Arm, Claim
+from mtrl.training.evidence.claims import Arm, Claim
 
 CLAIM = Claim(
     name="level_feedback_vs_plain",

@@ -2,7 +2,7 @@
 default's iid test split (prediction written 2026-11-26, before any run of this claim;
 the default's warm starts and its magrpo arm had been run for the other claims)."""
 
-from mtrl.training.claims import Arm, Claim
+from mtrl.training.evidence.claims import Arm, Claim
 
 CLAIM = Claim(
     name="mt_grpo_vs_magrpo",

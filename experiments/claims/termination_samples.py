@@ -2,7 +2,7 @@
 default (prediction written 2026-11-26, before any run of this claim on the iid
 split)."""
 
-from mtrl.training.claims import Arm, Claim, Guard
+from mtrl.training.evidence.claims import Arm, Claim, Guard
 
 CLAIM = Claim(
     name="termination_samples",

@@ -2,7 +2,7 @@
 embedded default's iid test split (prediction written 2026-11-26, before any run of
 this claim)."""
 
-from mtrl.training.claims import Arm, Claim
+from mtrl.training.evidence.claims import Arm, Claim
 
 CLAIM = Claim(
     name="try_again_vs_single_turn",

@@ -9,7 +9,7 @@ Reinforcement Learning System at Scale"), added to the reward for a response of 
   [0, 0, −0.5, −1, −1].
 
 The sample filters have one implementation each, the one the trainer runs, in
-mtrl/training/: SimpleTIR's void-turn filter on the tree (filters.py, void_keep_mask)
+mtrl/training/: SimpleTIR's void-turn filter on the tree (loss_mask.py, void_keep_mask)
 and the zero-advantage row filter (row_filter.py; DAPO's dynamic sampling, which
 over-samples, is not implemented).
 """

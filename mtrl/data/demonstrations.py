@@ -3,7 +3,7 @@ fractions of a config.sft option, and revision rows scored by the environment.
 
 A suite makes its demonstrations from its own tasks (mtrl.data.suite); these helpers
 are what several suites share, kept in the data layer so no suite imports the trainer.
-The trainer's SFT (mtrl/training/sft.py) lays a `Revision` out as token ids.
+The trainer's SFT (mtrl/training/sft/sft.py) lays a `Revision` out as token ids.
 """
 
 from __future__ import annotations

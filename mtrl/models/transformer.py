@@ -119,7 +119,7 @@ class Transformer(nnx.Module):
                       ) -> tuple[jax.Array, KVCache | None]:
         """Final-norm hidden states [B, L, D] (compute dtype) and the new cache (or None);
         same arguments as __call__. `logits(hidden)` finishes the forward pass (the
-        trainer does it in chunks of positions: mtrl.training.logprobs.chunked_logprobs)."""
+        trainer does it in chunks of positions: mtrl.training.update.logprobs.chunked_logprobs)."""
         tokens, positions, token_mask = self._check_inputs(tokens, positions, token_mask, cache)
         if cache is not None and (attend_end is not None or remat != "none"):
             raise ValueError("attend_end and remat apply to the cache-free forward only")

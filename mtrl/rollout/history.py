@@ -7,7 +7,7 @@ A branch's history for agent a after turns 1..t-1 is
 
 or, when the environment resets the context (history modes "last", "feedback"),
 first_ids(last observation). The rollout generator appends these pieces turn by
-turn; SFT (`mtrl.training.sft.prompt_token_ids`) lays out a demonstration's earlier
+turn; SFT (`mtrl.training.sft.sft.prompt_token_ids`) lays out a demonstration's earlier
 turns with the same calls, so an SFT row is token for token the row a rollout that
 produced the same completions and observations trains on.
 """

@@ -1,5 +1,19 @@
 """Training: optimizer, train state and jitted RL step, SFT warm start, evaluation,
-checkpointing, logging, pictures, and the trainer loop (mtrl.training.trainer).
+checkpointing, logging, pictures, and the trainer loop (mtrl.training.loop.trainer).
+
+One subpackage per concern, each importing only those below it (docs/design.md
+section 5):
+
+  loop/          the trainer and its RL stages (Learner), evaluation, budget, roles
+  evidence/      claims and what backs them: seeds, arms, paired intervals, table
+  config/        the experiment config: parse(ConfigDict) -> RunConfig
+  sft/           the SFT warm start: steps, data kinds, its checkpoints
+  run/           what every stage shares: sections, chat format, components (build),
+                 random streams, stop points, the workdir's config, rollout producer
+  credit_stage/  rollout tree/batch -> per-token advantages and the loss mask
+  update/        the jitted RL update: rows, packing, log-probs, optimizer, PPO epochs
+  checkpoints/   RL checkpoints, typed keys in them, HF export, the run's record
+  logging/       metrics, progress, summaries, transcripts, the learning curve
 
 The public names below are imported on first use (PEP 562), so that importing a
 light submodule such as `mtrl.training.config` (what every experiment config file
@@ -11,20 +25,20 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "checkpointing": ("DEFAULT_METRIC", "CheckpointKeeper", "Restored"),
+    "checkpoints.checkpointing": ("DEFAULT_METRIC", "CheckpointKeeper", "Restored"),
     "logging": ("HELDOUT_SUCCESS", "HELDOUT_SUCCESS_TURN", "KL", "REWARD_MEAN", "STEP_TIME",
                 "MetricsLogger", "Progress", "read_metrics", "summary", "write_transcripts"),
-    "plots": ("best_step_of", "plot_learning_curve"),
-    "evaluation": ("EvalResult", "chain_success", "evaluate"),
-    "optim": ("SCHEDULES", "OptimConfig", "make_optimizer", "make_schedule"),
-    "sft": ("SFTConfig", "SFTExamples", "SFTStep", "make_sft_step", "masked_nll", "run_sft",
-            "sft_batches", "sft_examples", "sft_loss"),
-    "train_state": ("TrainState", "agent_params", "init_train_state"),
-    "train_step": ("TrainStep", "make_train_step"),
-    "minibatch": ("PolicyMinibatch", "policy_minibatch", "take_rows"),
-    "logprobs": ("sequence_logprobs",),
-    "step_metrics": ("check_finite",),
-    "ppo_epochs": ("ppo_update",),
+    "logging.plots": ("best_step_of", "plot_learning_curve"),
+    "loop.evaluation": ("EvalResult", "chain_success", "evaluate"),
+    "update.optim": ("SCHEDULES", "OptimConfig", "make_optimizer", "make_schedule"),
+    "sft.sft": ("SFTConfig", "SFTExamples", "SFTStep", "make_sft_step", "masked_nll", "run_sft",
+                "sft_batches", "sft_examples", "sft_loss"),
+    "update.train_state": ("TrainState", "agent_params", "init_train_state"),
+    "update.train_step": ("TrainStep", "make_train_step"),
+    "update.minibatch": ("PolicyMinibatch", "policy_minibatch", "take_rows"),
+    "update.logprobs": ("sequence_logprobs",),
+    "update.step_metrics": ("check_finite",),
+    "update.ppo_epochs": ("ppo_update",),
 }
 _OWNER = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_OWNER)

@@ -10,7 +10,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 CHECK = """
 import importlib, sys
-import mtrl, mtrl.data, mtrl.train, mtrl.training.trainer
+import mtrl, mtrl.data, mtrl.train, mtrl.training.loop.trainer
 from mtrl.data.suite import SUITE_MODULES
 for module in SUITE_MODULES.values():
     importlib.import_module(module)

@@ -15,8 +15,6 @@ at most 0.050 (mean 0.006). We allow about twice that: 0.05 / 0.01 for log-probs
 checks that bf16 really ran (differences above 1e-5).
 """
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,11 +24,12 @@ from flax import nnx
 
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import ModelConfig, Transformer
-from mtrl.training.logprobs import chunked_logprobs, sequence_logprobs
-from mtrl.training.minibatch import PolicyMinibatch
-from mtrl.training.optim import Float32MasterState, OptimConfig, float32_master, make_optimizer
-from mtrl.training.train_state import init_train_state
-from mtrl.training.train_step import make_train_step
+from mtrl.training.update.logprobs import chunked_logprobs, sequence_logprobs
+from mtrl.training.update.minibatch import PolicyMinibatch
+from mtrl.training.update.optim import (Float32MasterState, OptimConfig, float32_master,
+                                        make_optimizer)
+from mtrl.training.update.train_state import init_train_state
+from mtrl.training.update.train_step import make_train_step
 
 MAX_NATS, MEAN_NATS = 0.05, 0.01  # sampled tokens' log-probabilities
 LOGIT_MAX, LOGIT_MEAN = 0.1, 0.015  # whole logit rows

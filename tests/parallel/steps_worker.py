@@ -70,10 +70,10 @@ def run(args, mesh: str, save: str) -> dict:
     from mtrl.losses import KLPenaltyConfig, PolicyObjectiveConfig
     from mtrl.models import PRESETS, Transformer
     from mtrl.parallel import MeshConfig, ShardingPlan
-    from mtrl.training.minibatch import PolicyMinibatch
-    from mtrl.training.optim import OptimConfig, make_optimizer
-    from mtrl.training.train_state import init_train_state
-    from mtrl.training.train_step import make_train_step
+    from mtrl.training.update.minibatch import PolicyMinibatch
+    from mtrl.training.update.optim import OptimConfig, make_optimizer
+    from mtrl.training.update.train_state import init_train_state
+    from mtrl.training.update.train_step import make_train_step
 
     config = dataclasses.replace(PRESETS.get("tiny"), num_layers=1, hidden_size=32,
                                  intermediate_size=64, head_dim=8, num_heads=4,
@@ -113,7 +113,7 @@ def run(args, mesh: str, save: str) -> dict:
     else:
         batch = full
     if args.restore:
-        from mtrl.training.checkpointing import CheckpointKeeper
+        from mtrl.training.checkpoints.checkpointing import CheckpointKeeper
         with CheckpointKeeper(args.restore, keep_best=1) as keeper:
             state = keeper.restore("latest", target={"train": state}).state["train"]
     losses, grad_norms = [], []
@@ -139,7 +139,7 @@ def run(args, mesh: str, save: str) -> dict:
                                                      pad_id=256))
         out["greedy"] = np.asarray(generation.output.tokens)
     if save:
-        from mtrl.training.checkpointing import CheckpointKeeper
+        from mtrl.training.checkpoints.checkpointing import CheckpointKeeper
         with CheckpointKeeper(save, keep_best=1) as keeper:
             keeper.save_eval(3, {"train": state}, {"heldout_success": 0.5}, {"step": 3})
     return out

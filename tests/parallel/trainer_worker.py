@@ -70,8 +70,8 @@ def main() -> None:
     from flax import nnx
 
     from mtrl.parallel.process_rollout import local_params
-    from mtrl.training.checkpointing import CheckpointKeeper
-    from mtrl.training.trainer import Trainer
+    from mtrl.training.checkpoints.checkpointing import CheckpointKeeper
+    from mtrl.training.loop.trainer import Trainer
 
     trainer = Trainer(small_config(args.env_groups), args.workdir, show_progress=False)
     try:

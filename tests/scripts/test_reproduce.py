@@ -7,9 +7,9 @@ import pathlib
 
 import pytest
 
-from mtrl.training import arm_runs
-from mtrl.training.claim_table import BEGIN, END, update_table
-from mtrl.training.claims import CLAIMS_DIR, load_claim
+from mtrl.training.evidence import arm_runs
+from mtrl.training.evidence.claim_table import BEGIN, END, update_table
+from mtrl.training.evidence.claims import CLAIMS_DIR, load_claim
 from mtrl.training.config import module_from_file
 
 PATH = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "reproduce.py"
@@ -142,6 +142,6 @@ def test_claims_on_one_suite_share_the_warm_starts(tmp_path, monkeypatch):
 
 
 def test_a_training_side_metric_is_not_labelled_as_the_test_split():
-    from mtrl.training.claims import measured_on
+    from mtrl.training.evidence.claims import measured_on
     assert measured_on("generated_samples_per_step") == "training rollouts"
     assert measured_on("ood_test_success") == measured_on("test_success") == "test split"

@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 
-from mtrl.training.checkpointing import CheckpointKeeper
+from mtrl.training.checkpoints.checkpointing import CheckpointKeeper
 
 
 def stop_at(signum: int, directory: str, step: int) -> None:

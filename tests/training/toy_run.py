@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from mtrl.training.checkpointing import CheckpointKeeper
+from mtrl.training.checkpoints.checkpointing import CheckpointKeeper
 from mtrl.training.logging import MetricsLogger
 
 _DATA = np.random.default_rng(0).normal(size=(7, 4)).astype(np.float32)

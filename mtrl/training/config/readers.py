@@ -3,9 +3,9 @@ returns its section as a validated frozen dataclass, with one-line errors naming
 config.<section>.<field>; root.parse calls each once (the `loss` section's readers
 are loss.py). The dataclasses live with the code that takes them typed:
 
-  train, sft, model   training/sections.py        data     data/suite.py DataConfig
-  chat                training/chat.py            credit   training/methods.py
-  filters             training/filters.py         curriculum  training/curriculum.py
+  train, sft, model   training/run/sections.py        data     data/suite.py DataConfig
+  chat                training/run/chat.py            credit   training/credit_stage/methods.py
+  filters             training/credit_stage/filters.py         curriculum  training/credit_stage/curriculum.py
   reward              credit/reward_recipe.py RewardRecipe
   env                 envs/registry.py EnvSection  mesh    parallel/mesh.py MeshConfig
 """
@@ -17,11 +17,11 @@ from mtrl.credit import RewardRecipe
 from mtrl.data.suite import DataConfig
 from mtrl.envs.registry import EnvSection
 from mtrl.parallel.mesh import MeshConfig
-from mtrl.training.chat import ChatSection
-from mtrl.training.curriculum import CurriculumConfig
-from mtrl.training.filters import FilterConfig
-from mtrl.training.methods import CreditConfig
-from mtrl.training.sections import ModelSection, SFTSection, TrainConfig
+from mtrl.training.run.chat import ChatSection
+from mtrl.training.credit_stage.curriculum import CurriculumConfig
+from mtrl.training.credit_stage.filters import FilterConfig
+from mtrl.training.credit_stage.methods import CreditConfig
+from mtrl.training.run.sections import ModelSection, SFTSection, TrainConfig
 from mtrl.training.logging.wandb_sink import check_wandb_installed
 
 # Old names of train fields: the name said something the option does not do.

@@ -28,21 +28,21 @@ from mtrl.parallel.mesh import MeshConfig
 from mtrl.parallel.process_rollout import check_supported
 from mtrl.rollout import RolloutConfig
 from mtrl.rollout.batch import round_up_pow2
-from mtrl.training.chat import ChatSection
+from mtrl.training.run.chat import ChatSection
 from mtrl.training.config.loss import build_objective, build_reward_kl, kl_place
 from mtrl.training.config.readers import (chat_section, credit_config, curriculum_config,
                                           data_config, env_section, filter_config,
                                           mesh_config, model_config, reward_recipe,
                                           sft_config, train_config)
 from mtrl.training.config.record import config_record
-from mtrl.training.curriculum import CurriculumConfig
-from mtrl.training.filters import FilterConfig
-from mtrl.training.methods import (CREDIT_ESTIMATORS, CreditConfig, check_group_size,
-                                   tree_estimators)
-from mtrl.training.optim import OptimConfig
-from mtrl.training.row_groups import group_size
-from mtrl.training.sections import ModelSection, SFTSection, TrainConfig
-from mtrl.training.sft_data import first_phase_kinds
+from mtrl.training.credit_stage.curriculum import CurriculumConfig
+from mtrl.training.credit_stage.filters import FilterConfig
+from mtrl.training.credit_stage.methods import (CREDIT_ESTIMATORS, CreditConfig, check_group_size,
+                                                tree_estimators)
+from mtrl.training.update.optim import OptimConfig
+from mtrl.training.credit_stage.row_groups import group_size
+from mtrl.training.run.sections import ModelSection, SFTSection, TrainConfig
+from mtrl.training.sft.sft_data import first_phase_kinds
 
 
 @dataclasses.dataclass(frozen=True)

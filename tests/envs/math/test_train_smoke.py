@@ -4,7 +4,7 @@ trains with IGPO (`--config.credit.estimator=igpo`): the math environment report
 only the truth, so the step fails unless the trainer scores it (answer_probs.py);
 the config's own UFO runs in the method smoke table (scripts/bench_envs.py)."""
 
-from mtrl.training.trainer import Trainer
+from mtrl.training.loop.trainer import Trainer
 from tests.envs.math.smoke import minimal, step_records
 
 

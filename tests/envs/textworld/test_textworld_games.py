@@ -40,7 +40,7 @@ def test_splits_are_disjoint_and_deterministic():
 
 def test_demonstrations_are_walkthrough_steps_on_the_env_observations():
     from mtrl.envs.textworld.env import TextWorldEnv
-    from mtrl.training.sections import SFTSection
+    from mtrl.training.run.sections import SFTSection
     data = DataConfig(name="textworld", num_train=3, num_eval=1, num_test=1)
     suite = build_suite(data, seed=0)
     env = TextWorldEnv()

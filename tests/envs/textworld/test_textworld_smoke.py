@@ -6,7 +6,7 @@ import json
 import pathlib
 
 from mtrl.training.config import module_from_file
-from mtrl.training.trainer import Trainer
+from mtrl.training.loop.trainer import Trainer
 
 CONFIG = pathlib.Path(__file__).resolve().parents[3] / "experiments" / "configs" / "textworld.py"
 

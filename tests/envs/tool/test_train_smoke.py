@@ -4,7 +4,7 @@ void-turn filter and the real sandbox; transcripts land in the workdir. The same
 logs to Weights & Biases (offline: the run file is read back) beside metrics.jsonl."""
 
 from mtrl.training.logging import read_metrics
-from mtrl.training.trainer import Trainer
+from mtrl.training.loop.trainer import Trainer
 from tests.envs.math.smoke import load_config, minimal, step_records
 from tests.training.wandb_records import history_rows
 

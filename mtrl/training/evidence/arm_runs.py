@@ -1,0 +1,133 @@
+"""Arms of a comparison, run from one shared SFT warm start per seed: the machinery
+that scripts/compare_methods.py and scripts/reproduce.py share.
+
+An arm is a list of `--config.*` overrides ("key=value"). Per seed S the warm start is
+one SFT-only run (`train.steps=0`) in <root>/warm_seed<S>, reused once it finished;
+every arm of that seed starts from its weights (`train.init_from`), so arms differ by
+their overrides alone and SFT is paid once per seed. Every arm runs the same number of
+RL steps; `minutes` is each run's budget (warned past by the trainer, never cut). Runs
+are `python -m mtrl.train` processes, each in <root>/<arm>/seed<S>; an arm whose config
+is rejected is recorded with its one-line error (the others still run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+from typing import Sequence
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+# Summary keys a run record copies from the trainer's --out (beside test metrics).
+SUMMARY_KEYS = ("minutes", "steps", "best_step", "over_budget", "post_sft_test_success",
+                "post_sft_ood_test_success", "ood_test_success")
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmPlan:
+    """What every run of a comparison shares."""
+
+    config: pathlib.Path  # an experiments/configs file
+    root: pathlib.Path  # workdirs go here
+    steps: int  # RL steps of every arm
+    eval_interval: int = 10
+    minutes: float = 0.0  # each run's budget (0: none)
+    overrides: tuple[str, ...] = ()  # for every run, warm starts included
+    dry_run: bool = False  # print the commands, run nothing
+    warm_root: pathlib.Path | None = None  # warm starts go here (None: root); claims on
+    # one suite with the same overrides share them, SFT being most of a claim's time
+
+    def __post_init__(self):
+        if self.steps < 1 or self.eval_interval < 1:
+            raise ValueError(f"steps and eval_interval must be >= 1, got {self.steps}, "
+                             f"{self.eval_interval}")
+
+
+def suite_config(spec: str) -> pathlib.Path:
+    """A config name in experiments/configs, or a config file path."""
+    path = pathlib.Path(spec)
+    if not path.suffix:
+        path = ROOT / "experiments" / "configs" / f"{spec}.py"
+    if not path.exists():
+        raise SystemExit(f"--suite: no config {path}")
+    return path.resolve()
+
+
+def trainer_command(config: pathlib.Path, workdir: pathlib.Path, seed: int,
+                    overrides: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "mtrl.train", f"--config={config}", f"--workdir={workdir}",
+            f"--out={workdir / 'summary.json'}", f"--config.seed={seed}",
+            *(f"--config.{kv}" for kv in overrides)]
+
+
+def run_process(command: list[str], log: pathlib.Path) -> int:
+    """Runs `command` from the checkout's root, stdout and stderr into `log`; the exit
+    status. (Tests replace this to stub the trainer.)"""
+    with open(log, "w") as out:
+        return subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT).returncode
+
+
+def warm_start(plan: ArmPlan, seed: int) -> pathlib.Path:
+    """The seed's SFT-only run (reused when its summary exists)."""
+    warm_root = plan.warm_root or plan.root
+    warm_root.mkdir(parents=True, exist_ok=True)
+    workdir = warm_root / f"warm_seed{seed}"
+    command = trainer_command(plan.config, workdir, seed, ["train.steps=0", *plan.overrides])
+    print(f"[warm {seed}] {' '.join(command)}", flush=True)
+    if not plan.dry_run and not (workdir / "summary.json").exists():
+        log = warm_root / f"warm_seed{seed}.log"
+        if run_process(command, log):
+            raise RuntimeError(f"warm start of seed {seed} failed: see {log}")
+    return workdir
+
+
+def per_step(workdir: pathlib.Path) -> dict[str, float | None]:
+    """Median step time and mean generated tokens / samples per RL step."""
+    lines = (workdir / "metrics.jsonl").read_text().splitlines()
+    records = [r for r in map(json.loads, filter(None, lines)) if r.get("step", 0) > 0]
+
+    def reduce(fn, key):
+        found = [r[key] for r in records if r.get(key) is not None]
+        return fn(found) if found else None
+    return {"step_time_s": reduce(statistics.median, "step_time_s"),
+            "generated_tokens_per_step": reduce(statistics.fmean, "rollout/generated_tokens"),
+            "generated_samples_per_step": reduce(statistics.fmean,
+                                                 "rollout/generated_samples")}
+
+
+def run_arm(plan: ArmPlan, arm: str, overrides: Sequence[str], seed: int,
+            warm: pathlib.Path) -> dict:
+    """One arm of one seed from the seed's warm start: a record with the trainer's
+    summary numbers, its test metrics, `validation_success` (the best checkpoint's)
+    and per_step's numbers, or `error` (the log's last line) if the run failed."""
+    workdir = plan.root / arm / f"seed{seed}"
+    extra = [f"train.steps={plan.steps}", f"train.eval_interval={plan.eval_interval}",
+             f"train.save_interval={plan.eval_interval}", f"train.init_from={warm}",
+             f"train.budget_minutes={plan.minutes}", "train.restore=none",
+             *plan.overrides, *overrides]
+    command = trainer_command(plan.config, workdir, seed, extra)
+    print(f"[{arm} {seed}] {' '.join(command)}", flush=True)
+    record = {"arm": arm, "seed": seed, "overrides": list(overrides), "workdir": str(workdir)}
+    if plan.dry_run:
+        return record
+    workdir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    log = workdir.parent / f"seed{seed}.log"
+    code = run_process(command, log)
+    record["wall_minutes"] = (time.perf_counter() - started) / 60
+    if code:
+        tail = log.read_text().strip().splitlines()[-1:]
+        record["error"] = tail[0] if tail else f"exit {code}"
+        print(f"[{arm} {seed}] failed: {record['error']}", flush=True)
+        return record
+    summary = json.loads((workdir / "summary.json").read_text())
+    record.update({k: summary.get(k) for k in SUMMARY_KEYS})
+    record["validation_success"] = summary.get("final_best_success")
+    record.update(summary.get("test_metrics") or {})
+    record.update(per_step(workdir))
+    return record

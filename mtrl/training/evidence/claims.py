@@ -1,0 +1,175 @@
+"""A claim to reproduce: a registered experiment with its prediction stated first.
+
+A claim file (experiments/claims/<name>.py) defines `CLAIM = Claim(...)`: the source
+paper, the prediction (direction and rough size, written and committed before any
+run), two arms (config overrides) at an equal budget of generated samples, the metric
+and the number of RL steps. scripts/reproduce.py runs both arms on every seed from a
+shared warm start (mtrl/training/evidence/arm_runs.py), takes d_i = treatment_i − baseline_i,
+its mean and 95% t interval over seeds (mtrl/training/evidence/paired_ci.py), and the verdict
+by paired_ci.verdict from the interval, the predicted direction and `min_effect`.
+
+A claim whose effect is "less X at equal Y" (termination: fewer generated samples at
+equal test success) names Y as its `guard`: the guard's interval must show
+non-inferiority (paired_ci.non_inferior with `margin`), else a reproduced primary
+becomes inconclusive ("unclear") or not_reproduced ("fails").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import re
+
+from mtrl.training.config import module_from_file
+from mtrl.training.evidence.paired_ci import non_inferior, paired_differences, t_interval, verdict
+
+CLAIMS_DIR = pathlib.Path(__file__).resolve().parents[3] / "experiments" / "claims"
+# Metrics a claim may name: run-record keys (arm_runs.run_arm). test_* are measured on
+# the test split; the per-step numbers are training-side quantities.
+# test_tool_call_turn1: the tool environment's share of first turns that call the tool
+# (evaluation's per-component turn-1 mean, greedy, on the test split).
+METRICS = ("test_success", "test_success_turn1", "test_success_turn2",
+           "test_final_turn_success", "ood_test_success", "generated_samples_per_step",
+           "generated_tokens_per_step", "test_tool_call_turn1")
+
+
+def measured_on(metric: str) -> str:
+    """Where a metric is measured: the record's `split` is the evaluation split (always
+    "test", and the guard's), `metric_on` says whether the metric itself is."""
+    return "test split" if metric.startswith(("test_", "ood_test_")) else "training rollouts"
+
+
+@dataclasses.dataclass(frozen=True)
+class Arm:
+    name: str
+    overrides: tuple[str, ...] = ()  # "section.field=value", as --config.* takes them
+
+
+@dataclasses.dataclass(frozen=True)
+class Guard:
+    metric: str  # e.g. "test_success": held equal while the primary metric moves
+    margin: float  # non-inferiority margin, in the metric's units
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """name: the file's stem. title: one line. source: the paper (authors, year, title,
+    where). prediction: the predicted direction and rough size, in words, written
+    before any run. direction: +1 if the treatment's metric is predicted above the
+    baseline's, −1 below. min_effect: the smallest |effect| (metric units) counted as
+    the predicted effect. budget: how the arms' generated samples are made equal.
+    suite: an experiments/configs name. steps / eval_interval: RL steps of every arm
+    and validation interval. common: overrides of every run (warm starts included).
+    reported: further metrics whose paired differences are recorded, not judged."""
+
+    name: str
+    title: str
+    source: str
+    prediction: str
+    direction: int
+    min_effect: float
+    metric: str
+    baseline: Arm
+    treatment: Arm
+    budget: str
+    suite: str = "default"
+    steps: int = 20
+    eval_interval: int = 10
+    common: tuple[str, ...] = ()
+    guard: Guard | None = None
+    reported: tuple[str, ...] = ()  # more METRICS whose paired intervals the record
+    # carries beside the verdict's (e.g. the tool-call rate): reported, never judged
+
+    def __post_init__(self):
+        if not re.fullmatch(r"[a-z0-9_]+", self.name):
+            raise ValueError(f"Claim.name must be lower_snake_case, got {self.name!r}")
+        for field in ("title", "source", "prediction", "budget"):
+            if not getattr(self, field).strip():
+                raise ValueError(f"Claim.{field} must be stated")
+        if self.direction not in (1, -1):
+            raise ValueError(f"Claim.direction must be +1 or -1, got {self.direction!r}")
+        if self.min_effect < 0:
+            raise ValueError(f"Claim.min_effect must be >= 0, got {self.min_effect}")
+        for metric in (self.metric, *((self.guard.metric,) if self.guard else ()),
+                       *self.reported):
+            if metric not in METRICS:
+                raise ValueError(f"Claim.metric: unknown {metric!r}; valid: {', '.join(METRICS)}")
+        if self.baseline.name == self.treatment.name:
+            raise ValueError("Claim: baseline and treatment need different names")
+
+    @property
+    def arms(self) -> tuple[Arm, Arm]:
+        return self.baseline, self.treatment
+
+
+def load_claim(name: str, directory: pathlib.Path = CLAIMS_DIR) -> Claim:
+    """experiments/claims/<name>.py's CLAIM (one-line error naming --claim)."""
+    path = directory / f"{name}.py"
+    if not path.exists():
+        known = sorted(p.stem for p in directory.glob("*.py") if not p.stem.startswith("_"))
+        raise SystemExit(f"--claim: unknown {name!r}; registered: {', '.join(known)}")
+    claim = module_from_file(path).CLAIM
+    if claim.name != name:
+        raise SystemExit(f"--claim: {path} defines claim {claim.name!r}, not {name!r}")
+    return claim
+
+
+def _interval(claim: Claim, metric: str, runs: list[dict], seeds: list[int]) -> dict:
+    values = {arm.name: [_value(runs, arm.name, seed, metric) for seed in seeds]
+              for arm in claim.arms}
+    d = paired_differences(values[claim.baseline.name], values[claim.treatment.name])
+    out = {"metric": metric, "per_seed": d, "n": len(d)}
+    if len(d) >= 2:
+        mean, ci = t_interval(d)
+        out.update(mean=mean, ci95=[ci[0], ci[1]])
+    else:
+        out.update(mean=d[0] if d else None, ci95=None)
+    return out
+
+
+def _value(runs: list[dict], arm: str, seed: int, metric: str) -> float | None:
+    found = [r.get(metric) for r in runs if r["arm"] == arm and r["seed"] == seed]
+    return found[0] if found else None
+
+
+def claim_record(claim: Claim, seeds: list[int], runs: list[dict], minutes: float,
+                 scale: dict) -> dict:
+    """The JSON record of a reproduction (keys as issue 28 asks, plus `guard`, `scale`
+    and `runs`). The difference is treatment − baseline; verdict by paired_ci.verdict
+    (inconclusive with fewer than two paired seeds), then the guard."""
+    difference = _interval(claim, claim.metric, runs, seeds)
+    rule = (f"t interval over seeds of d = {claim.treatment.name} - {claim.baseline.name}; "
+            f"direction {claim.direction:+d}, min_effect {claim.min_effect}: reproduced if "
+            "the interval of direction*d lies above 0, not_reproduced if it lies below "
+            "min_effect, else inconclusive")
+    result = ("inconclusive" if difference["ci95"] is None
+              else verdict(tuple(difference["ci95"]), claim.direction, claim.min_effect))
+    guard = None
+    if claim.guard is not None:
+        guard = _interval(claim, claim.guard.metric, runs, seeds)
+        guard["margin"] = claim.guard.margin
+        guard["status"] = ("unclear" if guard["ci95"] is None
+                           else non_inferior(tuple(guard["ci95"]), claim.guard.margin))
+        rule += (f"; guard {claim.guard.metric} non-inferior within {claim.guard.margin}: "
+                 "'fails' makes it not_reproduced, 'unclear' turns reproduced into "
+                 "inconclusive")
+        if guard["status"] == "fails":
+            result = "not_reproduced"
+        elif guard["status"] == "unclear" and result == "reproduced":
+            result = "inconclusive"
+    arms = {arm.name: {"overrides": list(arm.overrides),
+                       "values": [_value(runs, arm.name, s, claim.metric) for s in seeds],
+                       "errors": [r["error"] for r in runs
+                                  if r["arm"] == arm.name and "error" in r]}
+            for arm in claim.arms}
+    return {"claim": claim.name, "title": claim.title, "source": claim.source,
+            "prediction": claim.prediction, "metric": claim.metric, "split": "test",
+            "metric_on": measured_on(claim.metric),
+            "seeds": list(seeds), "arms": arms,
+            "difference": {"mean": difference["mean"], "ci95": difference["ci95"],
+                           "per_seed": difference["per_seed"],
+                           "method": "t interval over seeds (paired by seed)"},
+            "verdict": result, "verdict_rule": rule, "guard": guard,
+            "reported": {m: _interval(claim, m, runs, seeds) for m in claim.reported},
+            "budget": claim.budget,
+            "minutes": minutes, "scale": scale, "runs": runs}

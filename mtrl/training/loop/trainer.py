@@ -1,0 +1,399 @@
+"""The training loop: SFT warm start, then multi-turn multi-agent RL with held-out
+evaluation and best-checkpoint selection (DESIGN.md section 1).
+
+Per step s (keys: named streams folded with s, keys.py, so a resumed run repeats an
+uninterrupted one), the stages of `run`, top to bottom:
+  grow        tasks[s·P : (s+1)·P] of a seeded per-epoch permutation of the train
+              split (curriculum.py), rolled out as a tree (sampler with KV reuse; the
+              environment of env.name);
+  score       IGPO's answer log-probs (rl_step.Learner.score);
+  advantages  the rollout batch, its loss mask through the filters, per-token
+              advantages of credit.estimator (Learner.advantages; methods.py);
+  update      PPO epochs/minibatches of the jitted train step (one optimizer per
+              agent) on the rows (train.drop_zero_advantage: informative groups only),
+              packed by train.packing ("tree": each shared prefix once, packing.py);
+  evaluate    every eval_interval steps: held-out evaluation, a checkpoint ranked by
+  / save      held-out success; every save_interval steps: the latest checkpoint.
+The end: the test split for the chosen checkpoint, the summary (run_record.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import threading
+import time
+from typing import Any
+
+import jax
+from flax import nnx
+
+from mtrl.parallel.distributed import is_main_process
+from mtrl.parallel.process_rollout import (check_supported, is_multiprocess, local_params,
+                                           local_sampler_plan, local_tasks,
+                                           mean_over_processes)
+from mtrl.parallel.from_config import plan_for
+from mtrl.rollout import rollout
+from mtrl.rollout.sampler_backend import SamplerBackend
+from mtrl.sampling.sampler import Sampler
+from mtrl.training.run.async_rollout import OffPolicyRollouts, SerializedBackend
+from mtrl.training.loop.budget import Budget
+from mtrl.training.run.build import Components, build_components
+from mtrl.training.checkpoints.checkpointing import CheckpointKeeper
+from mtrl.training.loop.distributed_eval import evaluate_across_processes
+from mtrl.training.loop.evaluation import evaluate
+from mtrl.training.run.interrupts import stop_point, stop_requested
+from mtrl.training.run.keys import RunKeys
+from mtrl.training.update.memory import check_step_memory, packed_step_guard
+from mtrl.training.credit_stage.answer_probs import scores_answers
+from mtrl.training.credit_stage.methods import CREDIT_ESTIMATORS
+from mtrl.training.checkpoints.hf_export import export_agents, model_report
+from mtrl.training.logging import Progress, write_transcripts
+from mtrl.training.checkpoints.run_record import rollout_metrics, run_record, summary_of
+from mtrl.training.update.optim import make_optimizer, make_schedule
+from mtrl.training.logging.plots import plot_learning_curve
+from mtrl.training.loop.process_roles import open_metrics
+from mtrl.training.credit_stage.curriculum import StepTasks
+from mtrl.training.credit_stage.recipe import apply_recipe
+from mtrl.training.loop.rl_step import Learner
+from mtrl.training.config import RunConfig, parse
+from mtrl.training.run.run_config import check_resumable, prepare_workdir, write_config
+from mtrl.training.sft.sft_data import first_phase_kinds
+from mtrl.training.update.train_state import agent_params, init_train_state
+from mtrl.training.update.train_step import make_train_step
+from mtrl.training.sft.warm_start import WarmStarter
+
+
+class Trainer:
+    def __init__(self, config, workdir: str | os.PathLike, *, show_progress: bool = True):
+        """config: a RunConfig (training/config), or a raw ml_collections config parsed here;
+        every config-only check has run (one-line errors) before any work."""
+        self.workdir = prepare_workdir(workdir)  # one line if it cannot be written
+        self.run_config: RunConfig = parse(config)
+        run = self.run_config
+        self.show_progress = show_progress
+        self.sft, self.train_config = run.sft, run.train
+        # Several processes (jax.distributed): each rolls out its share of a step's
+        # tasks; process 0 alone writes logs (mtrl/parallel/process_rollout.py).
+        self.main = is_main_process()
+        check_resumable(self.workdir, run.record)  # before any work: one line if it differs
+        self.c: Components = build_components(run)
+        self.config_record = (write_config(self.workdir, run.record) if self.main
+                              else run.record)
+        c = self.c
+        print(model_report(c.models[0], c.from_hf), flush=True)  # dtypes in effect
+        # The train step's memory estimate; one line and no run if it cannot fit.
+        print(check_step_memory(c.rollout, self.train_config, c.models[0].config), flush=True)
+        self.num_agents = c.rollout.num_agents
+        self.first_phase = first_phase_kinds(run.sft.first_phase, self.num_agents)
+        c.suite.check_sft(run.sft, self.num_agents)
+        self.shared = c.rollout.agent_params == "shared"
+        self.graphdef = nnx.split(c.models[0])[0]
+        # The device mesh (config.mesh, mtrl/parallel): None on a single device.
+        self.plan = plan_for(run.mesh, c.models[0].config)
+        # The sampler runs on this process's devices (its own tasks), the step on all.
+        self.sampler = Sampler(c.models[0],
+                               shardings=local_sampler_plan(self.plan, c.models[0].config))
+        tok = c.tokenizer
+        self.sampling = c.rollout.sampling_config(stop_token_ids=(tok.eos_id,), pad_id=tok.pad_id)
+        greedy = dataclasses.replace(self.sampling, greedy=True)
+        states = [nnx.split(m)[1] for m in c.models]
+        self.backend = SamplerBackend(self.sampler, states, self.sampling)
+        self.eval_backend = SamplerBackend(self.sampler, states, greedy)
+        self.optimizer = make_optimizer(c.optim)
+        train = self.train_config
+        self.step_fn = make_train_step(
+            self.graphdef, c.objective, self.optimizer, num_agents=self.num_agents,
+            shared=self.shared, learning_rate_fn=make_schedule(c.optim), packing=train.packing,
+            remat=train.remat, min_budget=train.pack_budget, shardings=self.plan,
+            memory_guard=packed_step_guard(train, c.models[0].config, self.num_agents))
+        self.keeper = CheckpointKeeper(self.workdir / "checkpoints",
+                                       keep_best=self.train_config.keep_best)
+        self.keys = RunKeys.from_seed(run.seed)
+        self.step_tasks = StepTasks(c.train_tasks, self.train_config.tasks_per_step,
+                                    run.seed, c.curriculum)
+        # IGPO on an environment that reports the truth: score it after each rollout.
+        self.scores_answers = scores_answers(CREDIT_ESTIMATORS.get(c.credit.estimator).needs,
+                                             frozenset(c.env.info_keys))
+        check_supported(band=self.step_tasks.band is not None,
+                        reward_kl=c.reward_kl is not None, answer_scores=self.scores_answers)
+        self.starter = WarmStarter(c, run.sft, run.seed, self.train_config.init_from,
+                                   self.workdir, self.graphdef, self.optimizer, self.keys,
+                                   self.num_agents, self.shared, self.first_phase,
+                                   main=self.main, show_progress=self.show_progress)
+        self.learner = Learner(c, self.train_config, self.graphdef, self.step_fn, self.keys,
+                               self.scores_answers)
+        # train.off_policy: the next step's tree grows in a background thread; backends
+        # over the one sampler take turns (async_rollout.py).
+        self.ahead = None
+        if self.train_config.off_policy:
+            lock = threading.Lock()
+            self.backend, self.eval_backend = (SerializedBackend(b, lock)
+                                               for b in (self.backend, self.eval_backend))
+            self.ahead = OffPolicyRollouts(self._grow, lambda params: SerializedBackend(
+                SamplerBackend(self.sampler, params, self.sampling), lock))
+
+    def init_state(self, params: list):
+        """A step-0 TrainState; shared mode holds the one policy for all N agents."""
+        per_agent = params * self.num_agents if self.shared else params
+        state = init_train_state(per_agent, self.optimizer, shared=self.shared,
+                                 keep_reference=self.c.objective.kl.coef > 0
+                                 or self.c.reward_kl is not None)
+        # On a mesh: laid out per the rules (a restore into it keeps that layout).
+        return state if self.plan is None else self.plan.shard_tree(state)
+
+    def policy_states(self, state) -> list:
+        return [agent_params(state, a) for a in range(1 if self.shared else self.num_agents)]
+
+    def set_policy(self, state) -> None:
+        states = local_params(self.policy_states(state))  # whole on every process
+        self.backend.set_states(states)
+        self.eval_backend.set_states(states)
+
+    def _grow(self, step: int, backend) -> Any:
+        """Step `step`'s tree: its tasks rolled out with `backend` (and reward.recipe)."""
+        c = self.c
+        tasks = self.step_tasks.choose(step)  # curriculum.py (learnable band)
+        first_group = None
+        if is_multiprocess():  # this process's share; keys as one process's env groups
+            tasks, index = local_tasks(tasks)
+            first_group = index * c.rollout.env_groups
+        tree = rollout(tasks, c.env, backend, c.tokenizer, c.rollout, self.keys.rollout(step),
+                       c.turn_format, first_group=first_group)
+        return apply_recipe(c.recipe, tree) if c.recipe is not None else tree
+
+    def evaluate(self, step: int, split: str = "validation") -> dict[str, float]:
+        """Greedy (and, with train.eval_samples, sampled) episodes of the current
+        policy on the validation tasks (metrics "heldout_*": they choose the best
+        checkpoint) or a test split ("test_*", or "<name>_*" for a suite's extra test
+        split `name`: reported, never used to choose)."""
+        cfg = self.train_config
+        tasks, prefix = ((self.c.eval_tasks, "heldout") if split == "validation"
+                         else (self.c.test_splits()[split], split))
+        key = self.keys.eval(step) if split == "validation" else self.keys.test(step)
+        result = evaluate_across_processes(tasks, key, lambda tasks, key: evaluate(
+            tasks, self.c.env, self.eval_backend, self.c.tokenizer, self.c.rollout, key,
+            sampled_backend=self.backend if cfg.eval_samples else None,
+            num_samples=cfg.eval_samples, num_transcripts=cfg.num_transcripts,
+            turn_format=self.c.turn_format, prefix=prefix))
+        if result.transcripts and self.main:
+            write_transcripts(self.workdir, step, result.transcripts, split=prefix)
+        return result.metrics
+
+    # -- the loop ----------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        """SFT (or a restore), then per RL step: grow -> score -> advantages -> update
+        -> evaluate -> save (rl_step.py holds the middle stages); then the test."""
+        cfg = self.train_config
+        started = time.perf_counter()
+        stop_point("start-up")
+        state, start, extra, logger, restored = self._begin(started)
+        self._stop_if_requested(start, state, extra)
+        # train.steps = 0 (a warm start only) shows no RL progress bar.
+        progress = Progress(max(1, cfg.steps), initial=min(start, max(1, cfg.steps)),
+                            enabled=self.show_progress and cfg.steps > start and self.main)
+        budget = Budget(cfg.budget_minutes, started)
+        # The whole run's time across invocations (Ctrl-C and resume): saved in `extra`.
+        before_s = extra.get("run_seconds", 0.0) - (time.perf_counter() - started
+                                                    if not restored else 0.0)
+        learner = self.learner
+        step = start
+        for step in range(start + 1, cfg.steps + 1):
+            t0 = time.perf_counter()
+            tree, staleness = self._grow_step(step, state)                    # grow
+            tree = learner.score(tree, self.policy_states(state))             # score
+            t1 = time.perf_counter()
+            batch, advantages = learner.advantages(tree, state, step)         # advantages
+            state, update = learner.update(batch, advantages, state, step)    # update
+            self.set_policy(state)
+            t2 = time.perf_counter()
+            metrics = self._step_metrics(step, tree, update, (t0, t1, t2), staleness)
+            extra = {**extra, "step": step, **self.step_tasks.state(),
+                     "run_seconds": before_s + time.perf_counter() - started}
+            self._evaluate_and_save(step, state, metrics, extra, logger)  # evaluate, save
+            progress.update(step, step_time_s=metrics["step_time_s"],
+                            heldout_success=metrics.get("heldout_success"),
+                            reward=metrics.get("reward_mean") if update.metrics else None,
+                            note=update.skipped)
+            budget.check(step, cfg.steps)
+            self._stop_if_requested(step, state, extra)
+        progress.close()
+        if self.ahead is not None:
+            self.ahead.close()
+        self.keeper.wait()
+        result = self._finish(step, started, extra, budget, before_s, logger)
+        logger.close()
+        return result
+
+    def _begin(self, started: float):
+        """(state, start step, checkpoint extra, logger, restored?): the latest (or
+        best) checkpoint per train.restore, else the warm start and its step-0
+        evaluation (validation, and the test splits reported beside the final test)."""
+        cfg, c = self.train_config, self.c
+        restored = None
+        if cfg.restore in ("latest", "best") and self.keeper.latest_step() is not None:
+            # The restore's target layout; not kept (a second state would hold another
+            # copy of the parameters, the reference and the Adam moments).
+            fresh = {"train": self.init_state([nnx.split(m)[1] for m in c.models])}
+            # A corrupt latest step is set aside and the previous whole one used.
+            restored = (self.keeper.restore_newest_whole(fresh) if cfg.restore == "latest"
+                        else self.keeper.restore(cfg.restore, target=fresh))
+            del fresh
+        if restored is not None:
+            state, extra = restored.state["train"], dict(restored.extra)
+            start = int(extra["step"])
+            if self.main:
+                print(f"resuming from RL step {start} "
+                      f"({self.keeper.step_directory(restored.step)})", flush=True)
+            self.step_tasks.restore(extra)
+            logger = open_metrics(self.main, self.workdir, start,
+                                  self.train_config.wandb_project, self.config_record)
+            self.set_policy(state)  # a restored step 0 already holds its evaluation
+            return state, start, extra, logger, True
+        # resume_step=-1: lines of an earlier attempt that left no RL checkpoint go
+        logger = open_metrics(self.main, self.workdir, -1, self.train_config.wandb_project,
+                              self.config_record)
+        sft_log = self.workdir / "sft.jsonl"
+
+        def log(tag, i, metrics):
+            if not self.main:
+                return
+            with open(sft_log, "a") as f:
+                f.write(json.dumps({"tag": tag, "step": i, **{k: float(v) for k, v in
+                                                              metrics.items()}}) + "\n")
+            logger.write_sft(tag, i, metrics)
+        params = self.starter.run(log)  # SFT, or train.init_from's weights
+        state = self.init_state(params)
+        # SFT time includes what earlier invocations spent before its checkpoint.
+        sft_s = self.starter.seconds_before + time.perf_counter() - started
+        extra = {"step": 0, "sft_minutes": sft_s / 60, "run_seconds": sft_s,
+                 "config": self.config_record}
+        self.set_policy(state)
+        metrics = self.evaluate(0)
+        extra["post_sft_success"] = metrics["heldout_success"]
+        extra.update({f"post_sft_{k}": v for k, v in metrics.items()})
+        for name in c.test_splits():  # reported beside the final test; chooses nothing
+            test = self.evaluate(0, name)
+            extra.update({f"post_sft_{k}": v for k, v in test.items()})
+            logger.write_reported(0, test)
+        logger.write(0, metrics)
+        logger.flush()
+        self.keeper.save_eval(0, {"train": state}, metrics, extra)
+        return state, 0, extra, logger, False
+
+    def _grow_step(self, step: int, state):
+        """(tree, staleness): this step's tree, grown now with the current policy, or
+        (train.off_policy) taken from the background rollout, which starts the next."""
+        if self.ahead is None:
+            return self._grow(step, self.backend), 0
+        tree, staleness = self.ahead.take(step, self.policy_states(state))
+        if step < self.train_config.steps:
+            self.ahead.prefetch(step + 1, self.policy_states(state))
+        return tree, staleness
+
+    def _step_metrics(self, step: int, tree, update, clocks, staleness: int
+                      ) -> dict[str, float]:
+        """The step's logged numbers: the update's (or skipped_update), the rollout's,
+        the curriculum's, packing and the stage times."""
+        t0, t1, t2 = clocks
+        # No update when no row had a loss token (e.g. every completion truncated).
+        metrics = ({k: float(v) for k, v in jax.device_get(update.metrics[-1]).items()}
+                   if update.metrics else {"skipped_update": 1.0})
+        metrics.update(mean_over_processes(rollout_metrics(tree)))
+        metrics.update(self.step_tasks.record(step, tree))
+        metrics["train_rows"] = float(update.kept)
+        metrics.update({f"packing/{k}": v for k, v in self.step_fn.last_packing.items()})
+        env_s = tree.metrics["rollout/env_seconds"]
+        metrics.update({"time/rollout_s": t1 - t0 - env_s, "time/env_s": env_s,
+                        "time/update_s": t2 - t1, "step_time_s": t2 - t0,
+                        "sampler_compiles": float(self.sampler.num_compiles),
+                        "train_step_compiles": float(self.step_fn.num_compiles)})
+        if self.ahead is not None:  # the tree grew in the background: its own clocks
+            metrics.update({"off_policy/staleness": float(staleness),
+                            "time/rollout_s": tree.metrics["rollout/device_seconds"],
+                            "time/rollout_wait_s": t1 - t0})
+        return metrics
+
+    def _evaluate_and_save(self, step: int, state, metrics: dict, extra: dict,
+                           logger) -> None:
+        """Validation every eval_interval steps and at the last (a ranked checkpoint);
+        the latest checkpoint every save_interval steps and at the last."""
+        cfg = self.train_config
+        last = step == cfg.steps
+        evaluated = step % cfg.eval_interval == 0 or last
+        if evaluated:
+            metrics.update(self.evaluate(step))
+        # Metrics reach disk before the step's checkpoint, so a resume from it never
+        # lacks the step's line (later lines are dropped and recomputed).
+        logger.write(step, metrics)
+        logger.flush()
+        if evaluated:
+            self.keeper.save_eval(step, {"train": state}, metrics, extra)
+        if step % cfg.save_interval == 0 or last:
+            self.keeper.save_latest(step, {"train": state}, extra)
+
+    def _stop_if_requested(self, step: int, state, extra: dict) -> None:
+        """After step `step` (0: the warm start): on Ctrl-C or SIGTERM, save it (unless
+        saved already) and raise Interrupted (interrupts.py)."""
+        if stop_requested():
+            self.keeper.save_latest(step, {"train": state}, extra)
+            self.keeper.wait()
+            stop_point(f"RL step {step}")
+
+    def _finish(self, step: int, started: float, extra: dict, budget: "Budget",
+                before_s: float, logger) -> dict[str, Any]:
+        best = self.keeper.best_step()
+        best_metrics = self.keeper.metrics(best) if best is not None else {}
+        png = plot_learning_curve(self.workdir, self.workdir / "learning_curve.png",
+                                  best_step=best) if self.main else None
+        exported = None
+        if self.c.from_hf and self.train_config.export_best and best is not None:
+            exported = self.export(best)
+        test = self.test(best) if best is not None and self.c.test_tasks else {}
+        if test:
+            logger.write_reported(best, test)  # not in metrics.jsonl: chooses nothing
+        result = run_record(
+            steps=step, minutes=(before_s + time.perf_counter() - started) / 60,
+            invocation_minutes=(time.perf_counter() - started) / 60, best_step=best,
+            best_metrics=best_metrics, post_sft=extra, test=test,
+            best_checkpoint=str(self.keeper.step_directory(best)) if best is not None else None,
+            learning_curve=png, exported=exported, budget=budget,
+            extra_tests=tuple(self.c.extra_tests))
+        if self.main:
+            print(summary_of(result, len(self.c.test_tasks)), flush=True)
+        return result
+
+    def _restored(self, step: int):
+        """Checkpoint `step`'s train state. The fresh state is only the restore's layout
+        and is dropped at once (it holds another copy of every parameter and moment)."""
+        fresh = self.init_state([nnx.split(m)[1] for m in self.c.models])
+        return self.keeper.restore(step, target={"train": fresh}).state["train"]
+
+    def test(self, step: int) -> dict[str, float]:
+        """The test split, evaluated once for the checkpoint validation chose (`step`);
+        written to test.json. Nothing reads it back to choose anything."""
+        state = self._restored(step)
+        self.set_policy(state)
+        metrics = {}
+        for name in self.c.test_splits():  # "test", then the suite's extra test splits
+            metrics.update(self.evaluate(step, name))
+        sizes = {f"{name}_num_tasks": len(tasks) for name, tasks in self.c.extra_tests.items()}
+        if self.main:
+            (self.workdir / "test.json").write_text(json.dumps(
+                {"step": step, "num_tasks": len(self.c.test_tasks), **sizes, **metrics},
+                indent=2))
+        return metrics
+
+    def export(self, step: int) -> str:
+        """Writes the best step's parameters as Hugging Face checkpoints, one per agent."""
+        state = self._restored(step)
+        return export_agents(self.graphdef, local_params(self.policy_states(state)),
+                             self.c.tokenizer, self.workdir / "export", write=self.main)
+
+    def close(self) -> None:
+        if self.ahead is not None:
+            self.ahead.close()
+        self.keeper.close()
+        self.c.close()

@@ -1,0 +1,11 @@
+"""What every stage of a run shares, below the config reader (config/ imports the
+sections and the chat format from here; the loop and the warm start take the rest).
+
+  sections.py       the trainer's own sections: train, sft, model
+  chat.py           the chat section and each agent's turn format
+  build.py          a run's components from its RunConfig: tokenizer, models, suite, env
+  keys.py           the run's named random streams, split once from the root key
+  interrupts.py     SIGINT/SIGTERM stop at a safe point
+  run_config.py     the resolved config in the workdir, compared on resume
+  async_rollout.py  the rollout producer: on-policy, or one step off
+"""

@@ -1,0 +1,175 @@
+"""The sections the trainer itself owns: `train` (TrainConfig, the RL loop's schedule),
+`sft` (SFTSection, the warm start) and `model` (ModelSection, what the build loads).
+
+Each is a frozen dataclass validated in `__post_init__`, with one-line errors that the
+config package's readers (mtrl/training/config/readers.py) prefix with the field; the
+trainer, the warm start (warm_start.py) and the build (build.py) take them typed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from mtrl.config.fields import check_bool, check_int, check_number
+
+
+RESTORE_MODES = ("latest", "best", "none")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """The `train` section: the RL loop's schedule, evaluation and checkpoints.
+
+    steps: RL steps (0: warm start and the step-0 evaluation only).
+    tasks_per_step: P, tasks rolled out per step.
+    ppo_epochs / minibatches: passes over a step's rows, and minibatches per pass.
+    eval_interval / save_interval: steps between held-out evaluations (ranked
+      checkpoints) and between latest-only checkpoints.
+    keep_best: ranked checkpoints kept. eval_samples: sampled completions per task
+      for pass@k at evaluation (0: greedy only). num_transcripts: evaluation
+      transcripts written per evaluation.
+    drop_zero_advantage: train only on rows with a non-zero advantage on some loss
+      token (REFUEL: whole pairs; row_filter.py). Not DAPO's dynamic sampling, which
+      over-samples until every group's accuracy lies strictly between 0 and 1.
+    export_best: write the best checkpoint as Hugging Face files at the end (runs
+      loaded from a Hugging Face checkpoint only).
+    restore: resume from the "latest" or "best" checkpoint in the workdir, or "none".
+    budget_minutes: the run's expected time; exceeding it warns (0: no budget).
+    init_from: a run's workdir whose latest weights replace the warm start ("": none).
+    packing: how update rows are fed to the model (training/update/packing.py): "tree" (each
+      shared prefix once), "rows" (rows packed into bins) or "none" (padded rows).
+    remat: per-layer activation rematerialisation, "none" | "dots" | "full".
+    pack_budget: the smallest packed bin in tokens (0: the longest row's bucket).
+    off_policy: 1 grows step k+1's rollout in the background while step k's update
+      runs (one step stale; the sampler's log-probabilities are π_old), 0 on-policy
+      (training/run/async_rollout.py).
+    wandb_project: also log to Weights & Biases under this project ("": off; the
+      [wandb] extra; training/logging/wandb_sink.py).
+    """
+
+    steps: int = 300
+    tasks_per_step: int = 3
+    ppo_epochs: int = 1
+    minibatches: int = 1
+    eval_interval: int = 20
+    save_interval: int = 20
+    keep_best: int = 2
+    eval_samples: int = 0
+    num_transcripts: int = 2
+    drop_zero_advantage: bool = False
+    export_best: bool = True
+    restore: str = "latest"
+    budget_minutes: float = 0.0
+    init_from: str = ""
+    packing: str = "tree"
+    remat: str = "none"
+    pack_budget: int = 0
+    off_policy: int = 0
+    wandb_project: str = ""
+
+    def __post_init__(self):
+        counts = dict(steps=0, tasks_per_step=1, ppo_epochs=1, minibatches=1, eval_interval=1,
+                      save_interval=1, keep_best=1, eval_samples=0, num_transcripts=0)
+        for name, least in counts.items():
+            check_int(name, getattr(self, name), least)
+        for name in ("drop_zero_advantage", "export_best"):
+            check_bool(name, getattr(self, name))
+        if self.restore not in RESTORE_MODES:
+            raise ValueError(f"restore must be one of {RESTORE_MODES}, got {self.restore!r}")
+        check_number("budget_minutes", self.budget_minutes, 0)
+        # Imported here: the owners of these names import jax; this module does not.
+        from mtrl.models.remat import REMAT_POLICIES
+        from mtrl.training.run.async_rollout import OFF_POLICY_LAGS
+        from mtrl.training.update.packing import BUDGETS, PACKING_MODES
+        if self.packing not in PACKING_MODES:
+            raise ValueError(f"packing must be one of {PACKING_MODES}, got {self.packing!r}")
+        if self.remat not in REMAT_POLICIES:
+            raise ValueError(f"remat must be one of {sorted(REMAT_POLICIES)}, got {self.remat!r}")
+        check_int("pack_budget", self.pack_budget, 0, BUDGETS[-1])
+        if isinstance(self.off_policy, bool) or not isinstance(self.off_policy, int) \
+                or self.off_policy not in OFF_POLICY_LAGS:
+            raise ValueError(f"off_policy must be one of {OFF_POLICY_LAGS}, "
+                             f"got {self.off_policy!r}")
+        if not isinstance(self.init_from, str):
+            raise ValueError(f"init_from must be a path or '', got {self.init_from!r}")
+        if not isinstance(self.wandb_project, str):
+            raise ValueError(f"wandb_project must be a name or '', got {self.wandb_project!r}")
+
+
+def _per_agent_value(value, name: str):
+    """A number, or a sequence with one number per agent (checked against the agent
+    count where the agents are known, sft_data.per_agent)."""
+    if isinstance(value, (list, tuple)):
+        value = tuple(value)
+        items = value
+    else:
+        items = (value,)
+    if not items or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in items):
+        raise ValueError(f"{name} must be a number or one number per agent, got {value!r}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class SFTSection:
+    """The `sft` section: the warm start (Trainer.warm_start, sft.py).
+
+    enabled: run SFT before RL. steps / batch_size / learning_rate / schedule /
+      adam_b2 / max_len: the SFT optimisation (per agent). fraction: share of the
+      train tasks with a first-turn demonstration. revision_fraction,
+      resubmit_fraction: per agent (a number or one per agent), the suite's
+      revision demonstrations and the weak teacher's resubmissions. first_guess:
+      the suite's teacher's fixed first answer ("": none). first_phase /
+      first_phase_steps: the row kind (per agent) trained alone for the first K
+      updates. checkpoint_every: updates between SFT checkpoints.
+    """
+
+    enabled: bool = True
+    steps: int = 400
+    batch_size: int = 32
+    learning_rate: float = 2e-3
+    schedule: str = "cosine"
+    adam_b2: float = 0.95
+    fraction: float = 1.0
+    revision_fraction: Any = 0.1
+    first_guess: str = ""
+    resubmit_fraction: Any = 0.0
+    first_phase: Any = "first_turn"
+    first_phase_steps: int = 0
+    max_len: int = 256
+    checkpoint_every: int = 50
+
+    def __post_init__(self):
+        check_bool("enabled", self.enabled)
+        for name, least in dict(steps=1, batch_size=1, max_len=2, checkpoint_every=1,
+                                first_phase_steps=0).items():
+            check_int(name, getattr(self, name), least)
+        for name in ("learning_rate", "adam_b2", "fraction"):
+            check_number(name, getattr(self, name), above=0)
+        for name in ("revision_fraction", "resubmit_fraction"):
+            object.__setattr__(self, name, _per_agent_value(getattr(self, name), name))
+        if not isinstance(self.first_guess, str):
+            raise ValueError(f"first_guess must be a term name or '', got {self.first_guess!r}")
+        if isinstance(self.first_phase, list):
+            object.__setattr__(self, "first_phase", tuple(self.first_phase))
+        if self.enabled and not self.first_phase_steps < self.steps:
+            raise ValueError(f"first_phase_steps must lie in [0, sft.steps={self.steps}), "
+                             f"got {self.first_phase_steps}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSection:
+    """The `model` section: a preset (trained from scratch) or a local Hugging Face
+    checkpoint ("" : the preset), its dtype and field overrides."""
+
+    preset: str = "tiny"
+    hf_checkpoint: str = ""
+    dtype: str = "float32"
+    overrides: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        for name in ("preset", "hf_checkpoint", "dtype"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")
+        if not isinstance(self.overrides, dict):
+            raise ValueError(f"overrides must be a dict, got {self.overrides!r}")

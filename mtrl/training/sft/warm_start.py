@@ -1,0 +1,170 @@
+"""The SFT warm start: each policy's supervised fine-tuning on its suite's
+demonstrations, resumable from its own checkpoints, or the weights of another run
+(`train.init_from`). The trainer makes one WarmStarter; everything it reads is one of
+its fields.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import dataclasses
+import time
+from typing import Any
+
+from flax import nnx
+
+from mtrl.rollout.generator import per_agent_formats
+from mtrl.training.checkpoints.checkpointing import CheckpointKeeper
+from mtrl.training.run.interrupts import stop_point, stop_requested
+from mtrl.training.logging import Progress
+from mtrl.training.update.optim import OptimConfig, make_optimizer
+from mtrl.training.run.run_config import read_config
+from mtrl.training.sft.sft import SFTConfig, run_sft, sft_examples
+from mtrl.training.sft.sft_checkpoint import SFTCheckpoints
+from mtrl.training.sft.sft_data import rows_of_kind
+from mtrl.training.run.build import Components
+from mtrl.training.run.sections import SFTSection
+from mtrl.training.run.keys import RunKeys
+from mtrl.training.update.train_state import agent_params, init_train_state
+
+
+@dataclasses.dataclass
+class WarmStarter:
+    c: Components
+    sft: SFTSection
+    seed: int
+    init_from: str  # train.init_from: another run's workdir ("" : SFT here)
+    workdir: pathlib.Path
+    graphdef: Any
+    optimizer: Any  # the RL optimizer: the layout of an init_from checkpoint's state
+    keys: RunKeys
+    num_agents: int
+    shared: bool  # one policy for every agent
+    first_phase: tuple  # per agent: the row kind of SFT's first phase
+    main: bool = True  # this process writes checkpoints and says what it does
+    show_progress: bool = True
+    seconds_before: float = 0.0  # SFT time of earlier invocations (resumed SFT)
+
+    def run(self, log) -> list:
+        """SFT of each policy on its role's demonstrations (or the loaded weights).
+
+        With sft.first_phase_steps = K > 0, each policy first trains K updates on one
+        kind of its demonstrations alone (sft.first_phase, per agent: "first_turn" or
+        "revisions"), then sft.steps - K on all of them, each phase with a fresh
+        optimizer: a copy one kind teaches (the example's value from the prompt, the
+        coefficient from the feedback) is learned before rows whose loss is mostly an
+        irreducible guess join and drown its gradient.
+
+        Every sft.checkpoint_every updates the position is checkpointed
+        (sft_checkpoint.py); a killed run resumes there exactly."""
+        params = [nnx.split(m)[1] for m in self.c.models]
+        s = self.sft
+        self.seconds_before = 0.0
+        if self.init_from:
+            return self.params_from(self.init_from)
+        if not s.enabled:
+            return params
+        pairs = self.c.suite.demonstrations(self.c.env, self.num_agents, s)
+        checkpoints = SFTCheckpoints(self.workdir / "sft_checkpoints",
+                                     self.workdir / "sft.jsonl")
+        template = make_optimizer(self._sft_config(max(1, s.steps)).optim).init(params[0])
+        resumed, seconds_before = checkpoints.restore(params, template)
+        self.seconds_before = seconds_before
+        if resumed is not None:
+            params = list(resumed.params)
+            if self.main:
+                print(f"resuming SFT of agent {resumed.agent} from phase {resumed.phase} "
+                      f"update {resumed.update}", flush=True)
+        started = time.perf_counter()
+        try:
+            for a in range(len(params)):
+                if resumed is not None and a < resumed.agent:
+                    continue  # trained before the restart
+                params[a] = self._warm_start_agent(a, params, pairs, log, checkpoints,
+                                                   resumed if resumed and resumed.agent == a
+                                                   else None,
+                                                   lambda: seconds_before + time.perf_counter()
+                                                   - started)
+        finally:
+            checkpoints.close()
+        return params
+
+    def params_from(self, workdir: str) -> list:
+        """Every policy's parameters at the latest checkpoint of the run in `workdir`
+        (train.init_from: e.g. one SFT warm start shared by the arms of a comparison)."""
+        source = read_config(workdir) or {}
+        keep_reference = float(source.get("loss", {}).get("kl_coef", 0.0)) > 0
+        params = [nnx.split(m)[1] for m in self.c.models]
+        template = init_train_state(params * self.num_agents if self.shared else params,
+                                    self.optimizer, shared=self.shared,
+                                    keep_reference=keep_reference)
+        keeper = CheckpointKeeper(pathlib.Path(workdir) / "checkpoints", keep_best=1)
+        try:
+            state = keeper.restore("latest", target={"train": template}).state["train"]
+        except (FileNotFoundError, ValueError, KeyError) as e:
+            raise ValueError(f"config.train.init_from: no compatible checkpoint in {workdir} "
+                             f"({type(e).__name__}: {' '.join(str(e).split())[:200]})") from None
+        finally:
+            keeper.close()
+        return [agent_params(state, a) for a in range(1 if self.shared else self.num_agents)]
+
+    def _warm_start_agent(self, a: int, params: list, pairs, log, checkpoints,
+                          resumed, elapsed) -> Any:
+        s = self.sft
+        p = params[a]
+        agent_pairs = [x for agent_list in pairs for x in agent_list] if self.shared \
+            else pairs[a]
+        phases = [(s.first_phase_steps, self.first_phase[a]),
+                  (s.steps - s.first_phase_steps, None)]
+        # SFT is minutes of the default run: show it like the RL steps.
+        with Progress(s.steps, enabled=self.show_progress,
+                      description=f"sft agent{a}") as progress:
+            done = 0
+            for phase, (steps, kind) in enumerate(phases):
+                resume = None
+                if resumed is not None and phase <= resumed.phase:
+                    if phase < resumed.phase or resumed.update >= steps:
+                        done += steps  # this phase was finished before the restart
+                        continue
+                    resume = resumed.progress()
+                if not steps:
+                    continue
+                chosen = rows_of_kind(agent_pairs, kind)
+                if not chosen:
+                    raise ValueError(f"config.sft.first_phase: agent {a} has no {kind!r} "
+                                     "demonstrations (see sft.revision_fraction)")
+                examples = sft_examples(self.c.tokenizer, chosen,
+                                        per_agent_formats(self.c.turn_format,
+                                                          self.num_agents)[a], s.max_len)
+
+                def log_and_show(i, m, done=done):
+                    log(f"sft/agent{a}", done + i, m)
+                    progress.update(done + i, loss=m["loss"])
+
+                def save(state, phase=phase, done=done, steps=steps):
+                    # Called after every update: a stop request (Ctrl-C) saves here.
+                    stopping = stop_requested()
+                    if state.update % s.checkpoint_every and state.update != steps \
+                            and not stopping:
+                        return
+                    if self.main:  # every process trains the same SFT; one saves it
+                        everyone = [*params[:a], state.params, *params[a + 1:]]
+                        checkpoints.save(a * s.steps + done + state.update, a, phase,
+                                         everyone, state, elapsed())
+                    if stopping:
+                        checkpoints.close()  # the save is on disk before the exit
+                        stop_point(f"SFT update {done + state.update} of agent {a}")
+                p = run_sft(self.graphdef, p, examples, self._sft_config(steps),
+                            self.keys.sft(a, phase), log_fn=log_and_show, resume=resume,
+                            on_progress=save, progress_every=1)
+                done += steps
+        return p
+
+    def _sft_config(self, steps: int) -> SFTConfig:
+        s = self.sft
+        return SFTConfig(optim=OptimConfig(learning_rate=s.learning_rate,
+                                           warmup_steps=max(1, min(20, steps // 10)),
+                                           schedule=s.schedule, total_steps=steps,
+                                           max_grad_norm=1.0, b2=s.adam_b2),
+                         batch_size=s.batch_size, steps=steps, max_len=s.max_len,
+                         seed=self.seed, log_every=min(25, steps))

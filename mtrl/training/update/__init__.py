@@ -1,0 +1,12 @@
+"""The RL update: rows in, new parameters out.
+
+  train_state.py   parameters, optimizer state and reference parameters of N agents
+  optim.py         global-norm clipping, then AdamW on a warmup schedule
+  minibatch.py     the [N, B, L] rows one train step consumes
+  packing.py       rows packed into fixed-budget sequences, shared prefixes once
+  logprobs.py      per-token log-probabilities of rows under a policy
+  train_step.py    the jitted step: log-probs, loss, gradient, optimizer, NaN guard
+  step_metrics.py  the step's metrics and the host-side check of the NaN guard
+  ppo_epochs.py    PPO's host loop of minibatch epochs over one batch of rows
+  memory.py        what the train step needs in memory, checked when a run is built
+"""

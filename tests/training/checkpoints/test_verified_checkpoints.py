@@ -1,0 +1,107 @@
+"""Checkpoints are verified before they are trusted: checksums written at save and
+checked at restore for RL and SFT checkpoints and exported Hugging Face weights. A
+corrupt one (64 bytes overwritten, which orbax and safetensors load silently) is
+refused in one line naming it, and resuming falls back to the previous whole one."""
+
+import pathlib
+import shutil
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
+from mtrl.tokenizers import load_tokenizer
+from mtrl.training.checkpoints.checkpointing import (CheckpointError, CheckpointKeeper,
+                                                     CorruptCheckpoint)
+from mtrl.training.checkpoints.hf_export import export_hf_directory
+from mtrl.training.sft.sft import SFTProgress
+from mtrl.training.sft.sft_checkpoint import SFTCheckpoints
+
+
+def corrupt_largest_file(directory: pathlib.Path) -> pathlib.Path:
+    """Overwrites 64 bytes in the middle of the largest file under `directory`."""
+    largest = max((p for p in directory.rglob("*") if p.is_file()),
+                  key=lambda p: p.stat().st_size)
+    data = bytearray(largest.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 64] = bytes((b + 1) % 256 for b in data[middle:middle + 64])
+    largest.write_bytes(bytes(data))
+    return largest
+
+
+def state(value: float):
+    return {"w": jnp.full((64, 64), value, jnp.float32), "b": jnp.arange(8.0) + value}
+
+
+def test_a_corrupt_rl_checkpoint_is_refused_in_one_line_naming_it(tmp_path):
+    with CheckpointKeeper(tmp_path / "checkpoints") as keeper:
+        keeper.save_eval(1, state(1.0), {"heldout_success": 0.5}, {"step": 1})
+        keeper.save_latest(2, state(2.0), {"step": 2})
+    bad = corrupt_largest_file(tmp_path / "checkpoints" / "2")
+    with CheckpointKeeper(tmp_path / "checkpoints") as keeper:
+        with pytest.raises(CorruptCheckpoint) as refused:
+            keeper.restore(2, target=state(0.0))
+        message = str(refused.value)
+        assert "\n" not in message and str(bad.relative_to(tmp_path / "checkpoints")) in message
+        assert str(tmp_path / "checkpoints" / "2") in message
+        np.testing.assert_array_equal(keeper.restore(1, target=state(0.0)).state["w"], 1.0)
+
+
+def test_resume_falls_back_to_the_previous_whole_checkpoint_saying_so(tmp_path):
+    with CheckpointKeeper(tmp_path / "checkpoints") as keeper:
+        keeper.save_eval(1, state(1.0), {"heldout_success": 0.5}, {"step": 1})
+        keeper.save_latest(2, state(2.0), {"step": 2})
+    corrupt_largest_file(tmp_path / "checkpoints" / "2")
+    said = []
+    with CheckpointKeeper(tmp_path / "checkpoints") as keeper:
+        restored = keeper.restore_newest_whole(target=state(0.0), say=said.append)
+        assert restored.step == 1 and restored.extra == {"step": 1}
+        np.testing.assert_array_equal(restored.state["w"], 1.0)
+        assert keeper.all_steps() == (1,)  # the corrupt step is out of the way
+        keeper.save_latest(2, state(3.0), {"step": 2})  # and its number can be saved again
+    assert len(said) == 1 and "step 2" in said[0] and "falling back to step 1" in said[0]
+    assert (tmp_path / "checkpoints" / "_corrupt" / "2").is_dir()  # kept to look at
+
+
+def test_a_corrupt_sft_checkpoint_starts_sft_over_saying_so(tmp_path, capsys):
+    log = tmp_path / "sft.jsonl"
+    log.write_text('{"step": 1}\n')
+    checkpoints = SFTCheckpoints(tmp_path / "sft_checkpoints", log)
+    params = [state(1.0)]
+    checkpoints.save(10, 0, 0, params, SFTProgress(10, params[0], {"m": jnp.zeros(3)},
+                                                   jnp.zeros(())), seconds=1.0)
+    checkpoints.close()
+    corrupt_largest_file(tmp_path / "sft_checkpoints" / "10")
+    again = SFTCheckpoints(tmp_path / "sft_checkpoints", log)
+    position, seconds = again.restore([state(0.0)], {"m": jnp.zeros(3)})
+    again.close()
+    assert position is None and seconds == 0.0
+    assert log.read_text() == ""  # its lines belong to the SFT that is redone
+    assert "corrupt" in capsys.readouterr().out
+
+
+def test_a_corrupt_exported_safetensors_file_is_refused_in_one_line(tmp_path):
+    model = Transformer(PRESETS.get("tiny").replace(vocab_size=300), rngs=nnx.Rngs(0))
+    out = export_hf_directory(model, load_tokenizer("byte"), tmp_path / "agent0")
+    load_hf_checkpoint(out)  # verified and loaded
+    bad = corrupt_largest_file(out)
+    assert bad.suffix == ".safetensors"
+    with pytest.raises(ValueError) as refused:
+        load_hf_checkpoint(out)
+    message = str(refused.value)
+    assert "\n" not in message and str(bad) in message
+
+
+def test_an_unreadable_checkpoint_is_reported_in_one_line_with_what_to_do(tmp_path):
+    with CheckpointKeeper(tmp_path / "checkpoints") as keeper:
+        keeper.save_latest(3, state(1.0), {"step": 3})
+    step = tmp_path / "checkpoints" / "3"
+    (step / "checksums.sha256").unlink()  # e.g. saved by an mtrl without checksums
+    shutil.rmtree(step / "state")
+    with CheckpointKeeper(tmp_path / "checkpoints") as keeper:
+        with pytest.raises(CheckpointError) as refused:
+            keeper.restore_newest_whole(target=state(0.0))
+    message = str(refused.value)
+    assert "\n" not in message and str(step) in message and "--workdir" in message

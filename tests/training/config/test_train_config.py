@@ -1,0 +1,43 @@
+"""The typed `train` section: every field validated once, one line naming it."""
+
+import pytest
+
+from mtrl.training.config import base_config
+from mtrl.training.config.readers import train_config
+from mtrl.training.run.sections import TrainConfig
+
+
+def test_base_config_train_section_is_valid():
+    assert train_config(base_config()) == TrainConfig(**base_config().train.to_dict())
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("steps", -1, "config.train: steps must be an int >= 0, got -1"),
+    ("tasks_per_step", 0, "config.train: tasks_per_step must be an int >= 1, got 0"),
+    ("eval_interval", 0, "config.train: eval_interval must be an int >= 1, got 0"),
+    ("restore", "newest", "config.train: restore must be one of ('latest', 'best', 'none')"),
+    ("budget_minutes", -3.0, "config.train: budget_minutes must be a number >= 0"),
+    ("keep_best", 0, "config.train: keep_best must be an int >= 1, got 0"),
+])
+def test_bad_values_are_one_line(field, value, message):
+    # (Type changes, e.g. a float for an int field, are refused by ml_collections itself.)
+    config = base_config()
+    config.train[field] = value
+    with pytest.raises(ValueError) as error:
+        train_config(config)
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+def test_unknown_field_is_named():
+    config = base_config()
+    config.unlock()
+    config.train.stepz = 3
+    with pytest.raises(ValueError, match=r"config.train: unknown field\(s\) \['stepz'\]"):
+        train_config(config)
+
+
+def test_init_from_must_exist(tmp_path):
+    config = base_config()
+    config.train.init_from = str(tmp_path / "missing")
+    with pytest.raises(ValueError, match="config.train.init_from: path .* does not exist"):
+        train_config(config)

@@ -1,0 +1,70 @@
+"""Every registered claim names a suite config that loads, and its common and arm
+overrides parse against that config as `python -m mtrl.train --config.*` parses them
+(ml_collections flags: the field must exist, the value must have its type), and the
+credit and environment options they set are accepted by their dataclasses. No
+training: it catches a claim whose arm would fail at its first command line."""
+
+import pathlib
+
+import pytest
+from absl import flags
+from ml_collections import config_flags
+
+from mtrl.config import as_dict, build
+from mtrl.training.evidence.arm_runs import suite_config
+from mtrl.training.evidence.claims import CLAIMS_DIR, load_claim
+from mtrl.training.credit_stage.methods import CreditConfig
+
+NAMES = sorted(p.stem for p in CLAIMS_DIR.glob("*.py") if not p.stem.startswith("_"))
+
+
+def parsed_config(config_path: pathlib.Path, overrides):
+    """The config after `--config.<override>` flags, parsed by a fresh flag set."""
+    argv = ["prog", f"--config={config_path}", *(f"--config.{kv}" for kv in overrides)]
+    values = flags.FlagValues()
+    # The override flags are defined from the command line at declaration.
+    config_flags.DEFINE_config_file("config", str(config_path), flag_values=values,
+                                    lock_config=True, sys_argv=argv)
+    values(argv)
+    return values.config
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_claim_overrides_parse_against_its_suite(name):
+    claim = load_claim(name)
+    path = suite_config(claim.suite)
+    for arm in claim.arms:
+        overrides = ["train.steps=0", *claim.common, *arm.overrides]
+        config = parsed_config(path, overrides)
+        for kv in overrides:
+            key, value = kv.split("=", 1)
+            node = config
+            for part in key.split("."):
+                node = node[part]
+            assert str(node) == value or float(node) == float(value), (name, arm.name, kv)
+        build(CreditConfig, "credit", **as_dict(config.credit))
+        if config.env.name == "tool":
+            from mtrl.envs.tool import ToolEnvConfig
+            options = dict(as_dict(config.env.options))
+            build(ToolEnvConfig, "env.options", **options)
+
+
+def test_new_issue28_claims_are_registered_on_their_suites():
+    assert load_claim("gigpo_vs_grpo").suite == "textworld_long"
+
+
+def test_reported_metrics_get_paired_intervals_but_no_say_in_the_verdict():
+    from mtrl.training.evidence.claims import Arm, Claim, claim_record
+    claim = Claim(name="x", title="t", source="s", prediction="p", direction=1,
+                  min_effect=0.1, metric="test_success", baseline=Arm("a"),
+                  treatment=Arm("b", ("credit.estimator=mt_grpo",)), budget="equal",
+                  reported=("test_tool_call_turn1",))
+    runs = [{"arm": arm, "seed": s, "test_success": v, "test_tool_call_turn1": c}
+            for arm, s, v, c in (("a", 0, 0.2, 0.9), ("a", 1, 0.3, 0.8),
+                                 ("b", 0, 0.5, 0.1), ("b", 1, 0.6, 0.3))]
+    record = claim_record(claim, [0, 1], runs, 1.0, {})
+    assert record["verdict"] == "reproduced"
+    calls = record["reported"]["test_tool_call_turn1"]
+    assert calls["per_seed"] == pytest.approx([-0.8, -0.5]) and len(calls["ci95"]) == 2
+    with pytest.raises(ValueError, match="unknown 'test_nope'"):
+        Claim(**{**claim.__dict__, "reported": ("test_nope",)})

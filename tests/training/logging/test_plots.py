@@ -1,0 +1,53 @@
+"""The learning-curve PNG: written, non-trivial, with and without KL."""
+
+import json
+import math
+
+import numpy as np
+from matplotlib.image import imread
+
+from mtrl.training.logging.plots import best_step_of, plot_learning_curve
+
+
+def _write_run(path, with_kl=True):
+    records = []
+    for step in range(0, 201, 5):
+        record = {"step": step, "reward_mean": math.tanh(step / 80)}
+        if with_kl:
+            record["kl"] = 0.002 * step if step != 50 else None
+        if step % 25 == 0:
+            turn1 = 0.2 + 0.3 * step / 200
+            turn2 = min(1.0, turn1 + 0.1 + 0.2 * step / 200)
+            record.update(heldout_success=turn2, heldout_success_turn1=turn1,
+                          heldout_success_turn2=turn2)
+        records.append(record)
+    records[-1]["heldout_success"] = records[-6]["heldout_success"]  # tie with step 175
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return records
+
+
+def _ink_fraction(png):
+    pixels = imread(png)[..., :3]
+    return float(np.mean(np.any(pixels < 0.9, axis=-1)))
+
+
+def test_learning_curve_png(tmp_path):
+    records = _write_run(tmp_path / "metrics.jsonl")
+    assert best_step_of(records) == 200  # the later of two tied maxima
+    out = plot_learning_curve(tmp_path, tmp_path / "plots" / "curve.png")
+    assert out.exists() and out.stat().st_size > 20_000
+    image = imread(out)
+    assert image.shape[0] > image.shape[1] > 500  # three stacked panels
+    assert 0.02 < _ink_fraction(out) < 0.5  # drawn, not blank and not a solid block
+
+
+def test_learning_curve_without_kl_or_evaluations(tmp_path):
+    _write_run(tmp_path / "metrics.jsonl", with_kl=False)
+    two_panels = plot_learning_curve(tmp_path / "metrics.jsonl", tmp_path / "a.png",
+                                     best_step=100)
+    three_panels = plot_learning_curve(tmp_path / "metrics.jsonl", tmp_path / "b.png",
+                                       kl_key="reward_mean")
+    assert imread(two_panels).shape[0] < imread(three_panels).shape[0]
+    (tmp_path / "bare.jsonl").write_text('{"step": 1, "reward_mean": 0.5}\n')
+    bare = plot_learning_curve(tmp_path / "bare.jsonl", tmp_path / "bare.png")
+    assert bare.stat().st_size > 5_000

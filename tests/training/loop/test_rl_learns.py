@@ -1,0 +1,149 @@
+"""RL learns: a seeded run of the real trainer (SFT warm start, tree rollouts with the
+sampler, credit, loss, optimizer, greedy evaluation, best checkpoint by validation,
+test once) whose test success after RL beats its post-SFT test success by MARGIN.
+
+Task (a suite defined here, run by the math environment): "Say 37." -> "37" for the
+numbers 10-99, split by a seeded permutation into 58 train, 16 validation and 16 test
+numbers (an iid test: disjoint numbers, same form). The SFT teacher is weak on purpose:
+on a share WRONG = 0.6 of its demonstrations it answers "no" (no number: read as no
+answer), on the rest with the number. After SFT greedy decoding mostly says "no"
+(post-SFT test success low) while sampling still says the number about 40% of the
+time. RL (MAGRPO's REINFORCE, T = 2 turns of G = 4 with unary "Try again." feedback,
+32 tasks per step, 40 steps, Adam 1e-3) has to move probability from the refusal to
+the copy; the choice is one for every number, so the held-out numbers move with the
+train ones. A regression in credit (advantages), loss, optimizer, sampler or rollout
+leaves the greedy refusal in place and the test fails.
+
+Measured (issue 28; 2-core machine shared with other engineers, load average 11-17
+during every run, so wall times are inflated; user CPU seconds of the whole process
+shown beside them), post-SFT -> after-RL test success:
+  seed 0 (this test under pytest): 0.06 -> 1.00 (validation 0.31 -> 1.00), 2:58 wall,
+    82 s CPU
+  seed 1: 0.31 -> 1.00 (validation 0.12 -> 1.00), 2:51 wall, 75 s CPU
+  seed 2: 0.25 -> 1.00 (validation 0.25 -> 1.00), 2:37 wall, 75 s CPU
+Broken learning (optim.learning_rate = 1e-12; 0 is refused by the config), seed 1:
+  test 0.31 -> 0.31, validation 0.12 -> 0.12: the assertion (>= 0.71) fails.
+The setting was chosen over calibration runs whose validation and test numbers were
+seen (an earlier teacher that reversed the number instead of refusing learned on seeds
+0 and 1 but not 2; a learning rate of 3e-3 collapsed the policy): this is a regression
+test of the machinery, not a measurement of an effect.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+from mtrl.data.gsm8k import MathTask
+from mtrl.data.suite import SUITES
+from mtrl.envs.math.prompts import MathTemplates
+
+SUITE = "rl_learns_say_number"
+WRONG = 0.6  # share of SFT demonstrations that answer REFUSAL instead of the number
+REFUSAL = "no"  # no number in it: the math environment reads no answer
+MARGIN = 0.4  # test success after RL must exceed post-SFT test success by this
+SEED = 0
+NUMBERS = tuple(range(10, 100))
+SIZES = {"train": 58, "validation": 16, "test": 16}
+
+
+class SayNumberSuite:
+    """Train / validation / test numbers from one seeded permutation (disjoint)."""
+
+    def __init__(self, data, seed: int):
+        order = np.random.default_rng([int(data.options.get("seed", seed)), 28]
+                                      ).permutation(len(NUMBERS))
+        chosen = [NUMBERS[int(i)] for i in order]
+        self.split_numbers, start = {}, 0
+        for split, size in SIZES.items():
+            self.split_numbers[split] = chosen[start:start + size]
+            start += size
+        self.seed = int(seed)
+
+    def tasks(self, split: str) -> list:
+        return [MathTask(task_id=f"say/{split}/{n}", question=f"Say {n}.", answer=str(n))
+                for n in self.split_numbers[split]]
+
+    def templates(self, name: str) -> MathTemplates:
+        del name
+        return MathTemplates(first="{question}", try_again="Try again.",
+                             last="{first} {response} {feedback}")
+
+    def check_sft(self, sft, num_agents: int) -> None:
+        if num_agents != 1:
+            raise ValueError("config.env.num_agents: one agent")
+
+    def demonstrations(self, env, num_agents: int, sft) -> list[list[tuple]]:
+        """Each train task three times; a seeded WRONG share of them answered REFUSAL."""
+        tasks = self.tasks("train") * 3
+        wrong = set(np.random.default_rng([self.seed, 29]).permutation(len(tasks))
+                    [:round(WRONG * len(tasks))].tolist())
+        pairs = []
+        for i, task in enumerate(tasks):
+            _, prompts = env.reset(task)
+            pairs.append((prompts[0], REFUSAL if i in wrong else task.answer))
+        return [pairs]
+
+
+if SUITE not in SUITES:
+    SUITES.register(SUITE)(SayNumberSuite)
+
+
+def learning_config(seed: int = SEED, **overrides):
+    """The run: a 2-layer 64-wide byte model, 300 SFT updates, 40 RL steps of 32 tasks."""
+    from mtrl.training.config import base_config
+    c = base_config()
+    c.seed = seed
+    c.model.overrides = dict(num_layers=2, hidden_size=64, intermediate_size=128,
+                             num_heads=2, num_kv_heads=1, head_dim=32)
+    c.data = dict(c.data.to_dict(), name=SUITE, train_split="train", eval_split="validation",
+                  test_split="test", num_eval=SIZES["validation"], num_test=SIZES["test"])
+    c.env.name = "math"
+    c.env.num_agents = 1
+    c.env.feedback_mode = "unary"
+    c.env.history_mode = "last"
+    c.rollout.num_turns = 2
+    c.rollout.num_generations = 4
+    c.rollout.max_new_tokens = 4
+    c.rollout.max_context = 48
+    c.sft = dict(c.sft.to_dict(), steps=300, batch_size=32, max_len=24, revision_fraction=0.0,
+                 learning_rate=3e-3, schedule="constant", checkpoint_every=1000)
+    c.train.steps = 40
+    c.train.tasks_per_step = 32
+    c.train.eval_interval = 20
+    c.train.save_interval = 20
+    c.train.export_best = False
+    c.optim.learning_rate = 1e-3
+    c.optim.warmup_steps = 0
+    for key, value in overrides.items():
+        section, field = key.split(".")
+        c[section][field] = type(c[section][field])(value)
+    return c
+
+
+def run(workdir, seed: int = SEED, **overrides) -> dict:
+    from mtrl.training.loop.trainer import Trainer
+    trainer = Trainer(learning_config(seed, **overrides), workdir, show_progress=False)
+    try:
+        return trainer.run()
+    finally:
+        trainer.close()
+
+
+def test_rl_learns_beyond_sft(tmp_path):
+    result = run(tmp_path)
+    before, after = result["post_sft_test_success"], result["test_success"]
+    print(f"post-SFT test {before:.3f} -> after RL {after:.3f} (validation "
+          f"{result['post_sft_success']:.3f} -> {result['final_best_success']:.3f})")
+    assert after >= before + MARGIN, (before, after, result["final_best_success"])
+
+
+if __name__ == "__main__":  # calibration: python tests/training/loop/test_rl_learns.py DIR SEED [k=v]
+    out = run(pathlib.Path(sys.argv[1]), int(sys.argv[2]),
+              **dict(kv.split("=", 1) for kv in sys.argv[3:]))
+    keys = ("post_sft_success", "final_best_success", "best_step", "post_sft_test_success",
+            "test_success", "minutes")
+    print(json.dumps({k: out[k] for k in keys}))
