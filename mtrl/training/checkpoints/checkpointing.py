@@ -97,6 +97,14 @@ class Restored(NamedTuple):
     extra: dict  # the host-state JSON saved with it
 
 
+def abstract_like(tree: Any) -> Any:
+    """`tree` with each array leaf replaced by its ShapeDtypeStruct (shape, dtype,
+    sharding): a restore target that holds no memory, so a restore never needs a second
+    whole copy of the state beside the one it reads."""
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding)
+                        if isinstance(x, jax.Array) else x, tree)
+
+
 def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, float | None]:
     """Floats for JSON; non-finite values become None (JSON has no NaN)."""
     cleaned: dict[str, float | None] = {}

@@ -40,7 +40,7 @@ from mtrl.sampling.sampler import Sampler
 from mtrl.training.run.async_rollout import OffPolicyRollouts, SerializedBackend
 from mtrl.training.loop.budget import Budget
 from mtrl.training.run.build import Components, build_components
-from mtrl.training.checkpoints.checkpointing import CheckpointKeeper
+from mtrl.training.checkpoints.checkpointing import CheckpointKeeper, abstract_like
 from mtrl.training.loop.distributed_eval import evaluate_across_processes
 from mtrl.training.loop.evaluation import evaluate
 from mtrl.training.run.interrupts import stop_point, stop_requested
@@ -223,6 +223,7 @@ class Trainer:
         if self.ahead is not None:
             self.ahead.close()
         self.keeper.wait()
+        state = tree = batch = advantages = update = None  # _finish restores its own
         result = self._finish(step, started, extra, budget, before_s, logger)
         logger.close()
         return result
@@ -366,10 +367,10 @@ class Trainer:
         return result
 
     def _restored(self, step: int):
-        """Checkpoint `step`'s train state. The fresh state is only the restore's layout
-        and is dropped at once (it holds another copy of every parameter and moment)."""
-        fresh = self.init_state([nnx.split(m)[1] for m in self.c.models])
-        return self.keeper.restore(step, target={"train": fresh}).state["train"]
+        """Checkpoint `step`'s train state, restored into a fresh state's layout (the
+        fresh one is dropped first: each is a whole copy of the parameters and moments)."""
+        layout = abstract_like(self.init_state([nnx.split(m)[1] for m in self.c.models]))
+        return self.keeper.restore(step, target={"train": layout}).state["train"]
 
     def test(self, step: int) -> dict[str, float]:
         """The test split, evaluated once for the checkpoint validation chose (`step`);
