@@ -15,7 +15,7 @@ import numpy as np
 import optax
 import pytest
 
-from mtrl.training.checkpoints.checkpointing import CheckpointKeeper
+from mtrl.training.checkpoints.checkpointing import CheckpointKeeper, abstract_like
 
 _ROOT = pathlib.Path(__file__).resolve().parents[3]
 _OPTIMIZER = optax.adamw(1e-2)
@@ -91,6 +91,21 @@ def test_restore_from_abstract_target_and_without_target(tmp_path):
     np.testing.assert_array_equal(jax.random.key_data(loose["rng"]),
                                   jax.random.key_data(state["rng"]))
     np.testing.assert_array_equal(loose["raw_rng"], state["raw_rng"])
+    keeper.close()
+
+
+def test_abstract_like_holds_no_arrays_and_restores_exactly(tmp_path):
+    state = _train_state()
+    layout = abstract_like({**state, "note": "kept"})
+    leaves = jax.tree.leaves(layout)
+    assert all(isinstance(x, (jax.ShapeDtypeStruct, str)) for x in leaves)
+    assert layout["note"] == "kept" and layout["rng"].dtype == state["rng"].dtype
+    assert layout["params"]["agent0"]["w"].sharding == state["params"]["agent0"]["w"].sharding
+    keeper = CheckpointKeeper(tmp_path, async_save=False)
+    keeper.save_latest(3, state)
+    del layout["note"]
+    _, restored, _ = keeper.restore("latest", target=layout)
+    _assert_same_state(restored, state)
     keeper.close()
 
 
