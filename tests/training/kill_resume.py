@@ -7,6 +7,7 @@ The uninterrupted run of a config is made once per test session and shared
 and test_resume_windows.py, SFT_RESUME_CONFIG test_sft_resume.py and
 test_interrupts.py, so each pair compares against one reference run instead of two."""
 
+import fcntl
 import hashlib
 import os
 import pathlib
@@ -110,12 +111,13 @@ def uninterrupted_run(root: pathlib.Path, config_text: str
     root/<hash>/whole, once: under a file lock (pytest-xdist workers share `root`), a
     later call with the same text finds the finished run and returns it. Returns
     (config, whole); the caller must not write into whole."""
-    from filelock import FileLock
     here = root / hashlib.sha256(config_text.encode()).hexdigest()[:16]
-    with FileLock(f"{here}.lock"):
+    root.mkdir(parents=True, exist_ok=True)
+    with open(f"{here}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if not (here / "finished").exists():
             shutil.rmtree(here, ignore_errors=True)
-            here.mkdir(parents=True)
+            here.mkdir()
             (here / "small.py").write_text(config_text)
             train(here / "small.py", here / "whole")
             (here / "finished").touch()
