@@ -5,6 +5,7 @@ import json
 
 from tests.training.kill_resume import (RL_RESUME_CONFIG, checkpoint_steps, train,
                                         whole_and_killed_runs)
+
 TIMING = ("time", "seconds", "compiles")  # and names ending in _s: wall-clock values
 
 
