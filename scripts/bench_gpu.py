@@ -23,7 +23,8 @@ Parts (each recorded with its error instead of ending the run if it fails):
            peak; tree_vs_packed_time = rows time / tree time.
   rl_step  the embedded default's step split: one rollout of its random-init policy
            (device time and environment time as the rollout reports them) and its
-           tree-packed update (bench_train_step.default_tree_rows and bench_update).
+           tree-packed update (bench_train_step.default_tree_rows and bench_update);
+           --small: the default with --smoke's caps (2 tasks, G = 2, 32 new tokens).
 
 On CPU (--small) the numbers only show that every part runs; docs/gpu/ keeps records
 made on an H100 or H200 (BENCHMARKS.md, "GPU").
@@ -190,7 +191,8 @@ def train_part(args, name: str, peak_tflops: float | None) -> dict:
 
 def rl_step_part(args) -> dict:
     """The embedded default's step: rollout device time, environment, tree update."""
-    rows, timing, _, (graphdef, params) = bench_train_step.default_tree_rows(seed=0)
+    rows, timing, _, (graphdef, params) = bench_train_step.default_tree_rows(
+        seed=0, smoke=args.small)
     update = bench_train_step.bench_update(graphdef, params, rows, "tree", 0, args.repeats)
     step = timing["rollout_s"] + timing["env_s"] + update["update_s"]
     return {"rollout_s": timing["rollout_s"], "env_s": timing["env_s"],

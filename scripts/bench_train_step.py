@@ -121,11 +121,15 @@ def random_advantage_rows(tokens, token_mask, loss_mask, seed) -> PolicyMinibatc
         turn_index=jnp.asarray(loss_mask.astype(np.int32)))
 
 
-def default_tree_rows(seed: int) -> tuple[PolicyMinibatch, dict]:
+def default_tree_rows(seed: int, smoke: bool = False) -> tuple[PolicyMinibatch, dict]:
     """(a): one rollout of the embedded default's random-init policy, rows as the trainer
-    lays them out, and the rollout's timings."""
+    lays them out, and the rollout's timings. smoke: the default with `--smoke`'s caps
+    (mtrl/training/config/smoke.py: 2 tasks, G <= 2, <= 32 new tokens; same model)."""
     config = module_from_file(
         pathlib.Path(__file__).parent.parent / "experiments/configs/default.py").get_config()
+    if smoke:
+        from mtrl.training.config import apply_smoke
+        apply_smoke(config)
     from mtrl.rollout import make_batch, rollout
     from mtrl.rollout.sampler_backend import SamplerBackend
     from mtrl.sampling.sampler import Sampler

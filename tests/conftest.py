@@ -82,3 +82,17 @@ def shared_data() -> pathlib.Path:
     if not SHARED_DATA.is_dir():
         pytest.fail(f"shared data not found at {SHARED_DATA}; set MTRL_SHARED_DATA")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def uninterrupted(tmp_path_factory):
+    """config text -> (config file, workdir) of its uninterrupted trainer run, made once
+    per session and shared by the resume tests that compare against it
+    (tests/training/kill_resume.py). The pytest-xdist workers share one directory (the
+    parent of their base temporary directories) and a file lock per config."""
+    from tests.training.kill_resume import uninterrupted_run
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    root = root / "uninterrupted_runs"
+    return lambda config_text: uninterrupted_run(root, config_text)

@@ -1,9 +1,17 @@
 """A tiny trainer run SIGKILLed in the middle and started again, as the exact-resume
 tests set it up (test_resume.py: RL checkpoints, test_sft_resume.py: SFT checkpoints):
-the config both write, the trainer command, an uninterrupted run and a killed one."""
+the configs they write, the trainer command, an uninterrupted run and a killed one.
 
+The uninterrupted run of a config is made once per test session and shared
+(tests/conftest.py's `uninterrupted` fixture): RL_RESUME_CONFIG serves test_resume.py
+and test_resume_windows.py, SFT_RESUME_CONFIG test_sft_resume.py and
+test_interrupts.py, so each pair compares against one reference run instead of two."""
+
+import fcntl
+import hashlib
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +35,33 @@ def get_config():
     c.rollout.num_generations = 2
     c.rollout.max_new_tokens = 12
     c.rollout.max_context = 256
+'''
+# RL checkpoints every step (test_resume.py kills before step 3 is saved), a test split
+# (test_resume_windows.py checks the summary's test line).
+RL_RESUME_CONFIG = TINY_CONFIG_HEAD + '''    c.train.steps = 5
+    c.train.tasks_per_step = 2
+    c.train.eval_interval = 2
+    c.train.save_interval = 1
+    c.sft.steps = 4
+    c.sft.batch_size = 4
+    c.data.test_split = "test"
+    c.data.num_test = 2
+    c.data.options = dict(test_terms=("neg2x",), test_offset_range=(0, 9))
+    return c
+'''
+# 40 SFT updates per agent in two phases (1-10, 11-40), SFT checkpoints at 10, 30 and
+# 40; no RL checkpoint after step 0 (save_interval > steps: test_interrupts.py's Ctrl-C
+# during RL must save where it stops).
+SFT_FIRST_PHASE, SFT_STEPS = 10, 40
+SFT_RESUME_CONFIG = TINY_CONFIG_HEAD + f'''    c.train.steps = 6
+    c.train.tasks_per_step = 2
+    c.train.eval_interval = 3
+    c.train.save_interval = 10
+    c.sft.steps = {SFT_STEPS}
+    c.sft.first_phase_steps = {SFT_FIRST_PHASE}
+    c.sft.batch_size = 4
+    c.sft.checkpoint_every = 20
+    return c
 '''
 
 
@@ -70,20 +105,38 @@ def stopping_command(config, workdir, signame: str, directory: str, step: int):
             str(step), *command(config, workdir)[3:]]
 
 
-def whole_and_killed_runs(tmp_path: pathlib.Path, config_text: str, directory: str,
-                          step: int):
-    """Writes `config_text` to tmp_path/small.py and trains it to the end in
-    tmp_path/whole, then again in tmp_path/killed, SIGKILLed when it is about to save
-    `step` in its `directory` (e.g. "sft_checkpoints"): the updates since the previous
-    checkpoint are done and lost.
+def uninterrupted_run(root: pathlib.Path, config_text: str
+                      ) -> tuple[pathlib.Path, pathlib.Path]:
+    """`config_text` written to root/<its hash>/small.py and trained to the end in
+    root/<hash>/whole, once: under a file lock (pytest-xdist workers share `root`), a
+    later call with the same text finds the finished run and returns it. Returns
+    (config, whole); the caller must not write into whole."""
+    here = root / hashlib.sha256(config_text.encode()).hexdigest()[:16]
+    root.mkdir(parents=True, exist_ok=True)
+    with open(f"{here}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (here / "finished").exists():
+            shutil.rmtree(here, ignore_errors=True)
+            here.mkdir()
+            (here / "small.py").write_text(config_text)
+            train(here / "small.py", here / "whole")
+            (here / "finished").touch()
+    return here / "small.py", here / "whole"
+
+
+def whole_and_killed_runs(tmp_path: pathlib.Path, uninterrupted, config_text: str,
+                          directory: str, step: int):
+    """The session's uninterrupted run of `config_text` (`uninterrupted`: the
+    conftest fixture, see uninterrupted_run) and the same config trained again in
+    tmp_path/killed, SIGKILLed when it is about to save `step` in its `directory`
+    (e.g. "sft_checkpoints"): the updates since the previous checkpoint are done and
+    lost.
 
     Returns (config, whole, killed): the test checks what the kill left, then resumes
     with train(config, killed) and compares with the whole run.
     """
-    config = tmp_path / "small.py"
-    config.write_text(config_text)
-    whole, killed = tmp_path / "whole", tmp_path / "killed"
-    train(config, whole)
+    config, whole = uninterrupted(config_text)
+    killed = tmp_path / "killed"
     done = subprocess.run(stopping_command(config, killed, "KILL", directory, step),
                           env=_env(), cwd=ROOT, timeout=TIMEOUT_S, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)

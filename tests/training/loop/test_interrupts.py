@@ -8,19 +8,10 @@ without a race against a short SFT; the Ctrl-Cs come from outside."""
 import json
 import signal
 
-from tests.training.kill_resume import TINY_CONFIG_HEAD, stopped_at, stopped_run, train
+from tests.training.kill_resume import (SFT_FIRST_PHASE, SFT_RESUME_CONFIG, SFT_STEPS,
+                                        stopped_at, stopped_run, train)
 from tests.training.loop.test_resume import records
 from tests.training.checkpoints.test_verified_checkpoints import corrupt_largest_file
-
-CONFIG = TINY_CONFIG_HEAD + '''    c.train.steps = 6
-    c.train.tasks_per_step = 2
-    c.train.eval_interval = 3
-    c.train.save_interval = 10
-    c.sft.steps = 24
-    c.sft.batch_size = 4
-    c.sft.checkpoint_every = 8
-    return c
-'''
 
 
 def lines(path):
@@ -41,27 +32,29 @@ def check_one_line_stop(code, printed, signum, where):
     return last
 
 
-def test_interrupts_stop_with_one_line_and_the_same_command_resumes(tmp_path):
-    config = tmp_path / "small.py"
-    config.write_text(CONFIG)
-    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
-    train(config, whole)
+def test_interrupts_stop_with_one_line_and_the_same_command_resumes(tmp_path, uninterrupted):
+    # The uninterrupted run is the session's (shared with test_sft_resume.py).
+    config, whole = uninterrupted(SFT_RESUME_CONFIG)
+    stopped = tmp_path / "stopped"
 
-    # SIGTERM during SFT (24 updates per agent, checkpoints every 8), sent as agent 0
-    # saves update 8: the run stops at the next safe point, after update 9, and saves it.
-    code, printed = stopped_at(config, stopped, "TERM", "sft_checkpoints", 8)
+    # SIGTERM during SFT (40 updates per agent: phase 0 1-10, phase 1 11-40; checkpoints
+    # at 10, 30, 40), sent as agent 0 saves update 30: the run stops at the next safe
+    # point, after update 31, and saves it.
+    code, printed = stopped_at(config, stopped, "TERM", "sft_checkpoints", 30)
     last = check_one_line_stop(code, printed, signal.SIGTERM, "SFT update ")
     update, agent = (int(word) for word in
                      last.split("SFT update ")[1].split(";")[0].split(" of agent "))
-    assert (update, agent) == (9, 0), last
-    # Saved where it stopped (checkpoint numbers count agents: agent·24 + update).
-    assert (stopped / "sft_checkpoints" / str(agent * 24 + update)).is_dir(), last
+    assert (update, agent) == (31, 0), last
+    # Saved where it stopped (checkpoint numbers count agents: agent·40 + update).
+    assert (stopped / "sft_checkpoints" / str(agent * SFT_STEPS + update)).is_dir(), last
     assert not (stopped / "checkpoints").exists() or not any(
         p.name.isdigit() for p in (stopped / "checkpoints").iterdir())
 
     # Ctrl-C during RL, before its first RL checkpoint (save_interval 10 > steps 6).
     code, printed = stopped_run(config, stopped, rl_step_logged(1), (signal.SIGINT,))
-    assert f"resuming SFT of agent {agent} from phase 1 update {update}" in printed
+    # Updates within phase 1 count from its start (update 31 is its 21st).
+    assert (f"resuming SFT of agent {agent} from phase 1 update {update - SFT_FIRST_PHASE}"
+            in printed), printed[-3000:]
     last = check_one_line_stop(code, printed, signal.SIGINT, "RL step ")
     step = int(last.split("RL step ")[1].split(";")[0])
     assert 1 <= step < 6 and (stopped / "checkpoints" / str(step)).is_dir(), last

@@ -3,17 +3,9 @@ logs the same metrics from then on as an uninterrupted run (CPU, same seed)."""
 
 import json
 
-from tests.training.kill_resume import (TINY_CONFIG_HEAD, checkpoint_steps, train,
+from tests.training.kill_resume import (RL_RESUME_CONFIG, checkpoint_steps, train,
                                         whole_and_killed_runs)
 
-CONFIG = TINY_CONFIG_HEAD + '''    c.train.steps = 5
-    c.train.tasks_per_step = 2
-    c.train.eval_interval = 2
-    c.train.save_interval = 1
-    c.sft.steps = 4
-    c.sft.batch_size = 4
-    return c
-'''
 TIMING = ("time", "seconds", "compiles")  # and names ending in _s: wall-clock values
 
 
@@ -28,9 +20,11 @@ def committed_steps(workdir):
     return checkpoint_steps(workdir / "checkpoints")
 
 
-def test_sigkill_and_resume_reproduces_the_uninterrupted_run(tmp_path):
-    # Killed as it is about to save RL step 3: step 2 is committed, 3-5 are not.
-    config, whole, killed = whole_and_killed_runs(tmp_path, CONFIG, "checkpoints", 3)
+def test_sigkill_and_resume_reproduces_the_uninterrupted_run(tmp_path, uninterrupted):
+    # Killed as it is about to save RL step 3: step 2 is committed, 3-5 are not. The
+    # uninterrupted run is the session's (shared with test_resume_windows.py).
+    config, whole, killed = whole_and_killed_runs(tmp_path, uninterrupted, RL_RESUME_CONFIG,
+                                                  "checkpoints", 3)
     before = committed_steps(killed)
     assert before and max(before) == 2, before  # killed mid-run
 

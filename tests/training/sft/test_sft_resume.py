@@ -4,18 +4,8 @@ and equals an uninterrupted run's, and the post-SFT evaluation is the same."""
 
 import json
 
-from tests.training.kill_resume import (TINY_CONFIG_HEAD, checkpoint_steps, train,
+from tests.training.kill_resume import (SFT_RESUME_CONFIG, checkpoint_steps, train,
                                         whole_and_killed_runs)
-
-CONFIG = TINY_CONFIG_HEAD + '''    c.train.steps = 1
-    c.train.tasks_per_step = 2
-    c.train.eval_interval = 1
-    c.sft.steps = 40
-    c.sft.first_phase_steps = 10
-    c.sft.batch_size = 4
-    c.sft.checkpoint_every = 20
-    return c
-'''
 
 
 def sft_steps(workdir):
@@ -34,12 +24,14 @@ def post_sft_metrics(workdir):
     raise AssertionError("no step-0 evaluation")
 
 
-def test_sigkill_during_sft_resumes_sft_exactly(tmp_path):
+def test_sigkill_during_sft_resumes_sft_exactly(tmp_path, uninterrupted):
     # Agent 0 trains SFT updates 1-40 (phase 1: 1-10, logged and saved at 10; phase 2:
     # 11-40, saved at 30, logged at 35), agent 1 41-80. Killed as agent 0 is about to
     # save update 40: the last checkpoint is update 30, and the log line of update 35,
-    # written after it, must not survive the resume as a duplicate.
-    config, whole, killed = whole_and_killed_runs(tmp_path, CONFIG, "sft_checkpoints", 40)
+    # written after it, must not survive the resume as a duplicate. The uninterrupted
+    # run is the session's (shared with test_interrupts.py).
+    config, whole, killed = whole_and_killed_runs(tmp_path, uninterrupted, SFT_RESUME_CONFIG,
+                                                  "sft_checkpoints", 40)
     assert sft_steps(killed)[-1] == 30  # killed during SFT
     assert [r["step"] for r in sft_log(killed)][-1] == 35
     assert not (killed / "checkpoints").exists() or not any(
