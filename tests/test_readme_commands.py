@@ -1,8 +1,9 @@
 """Every `python -m mtrl.train` command in README.md runs, for one short step: the
 command as documented plus `--smoke` (mtrl/training/config/smoke.py), so a documented
 command that no longer parses, builds or fits fails here, not in a reader's first hour.
-Commands that need weights fetched separately (scripts/get_smollm2.py) are skipped,
-saying which file is missing. A command that runs an experiment config as it is also
+Commands that need files made separately (weights: scripts/get_smollm2.py; a
+learnable-band task list: scripts/select_learnable_tasks.py) are skipped, saying which
+file is missing. A command that runs an experiment config as it is also
 gets tests/training/config/test_configs.py's one-step checks (which then skips that config)."""
 
 import json
@@ -28,16 +29,17 @@ def readme_commands() -> list[str]:
                               for command in found))
 
 
-def missing_weights(args: list[str]) -> str | None:
-    """The model checkpoint the command's config names, when it is not on disk."""
+def missing_inputs(args: list[str]) -> str | None:
+    """The model checkpoint or the learnable-band task list (data.options
+    train_ids_file) the command's config names, when it is not on disk."""
     from mtrl.training.config import module_from_file, resolve_paths
     spec = next((a.split("=", 1)[1] for a in args if a.startswith("--config=")),
                 "experiments/configs/default.py")
     path, _, suffix = spec.partition(":")
     config = module_from_file(ROOT / path).get_config(*([suffix] if suffix else []))
     resolve_paths(config, ROOT / path)
-    checkpoint = config.model.hf_checkpoint
-    return checkpoint if checkpoint and not os.path.exists(checkpoint) else None
+    needed = (config.model.hf_checkpoint, config.data.options.get("train_ids_file", ""))
+    return next((path for path in needed if path and not os.path.exists(path)), None)
 
 
 def test_the_readme_has_the_commands_this_test_runs():
@@ -49,9 +51,10 @@ def test_the_readme_has_the_commands_this_test_runs():
 @pytest.mark.parametrize("command", readme_commands())
 def test_a_readme_command_runs_one_short_step(command, tmp_path):
     args = shlex.split(command)[3:]
-    missing = missing_weights(args)
+    missing = missing_inputs(args)
     if missing:
-        pytest.skip(f"needs the model at {missing} (scripts/get_smollm2.py)")
+        pytest.skip(f"needs {missing} (scripts/get_smollm2.py, then "
+                    "scripts/select_learnable_tasks.py; README 'Real models')")
     workdir, summary = tmp_path / "run", tmp_path / "summary.json"
     done = subprocess.run([sys.executable, "-m", "mtrl.train", *args, "--smoke",
                            f"--workdir={workdir}", f"--out={summary}", "--noprogress"],
