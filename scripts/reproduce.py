@@ -49,6 +49,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--root", default="workdir/reproduce", help="workdirs go here")
     parser.add_argument("--minutes", type=float, default=0.0, help="each run's budget")
     parser.add_argument("--dry-run", action="store_true", help="print the commands only")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep arm runs that finished with the same command (a stopped "
+                             "claim run resumes at its first unfinished arm)")
     return parser.parse_args(argv)
 
 
@@ -67,7 +70,8 @@ def main(argv=None) -> dict | None:
     warm_root = pathlib.Path(args.root).resolve() / "warm" / f"{claim.suite}-{digest}"
     plan = ArmPlan(config=suite_config(claim.suite), root=root, steps=steps,
                    eval_interval=min(claim.eval_interval, steps), minutes=args.minutes,
-                   overrides=overrides, dry_run=args.dry_run, warm_root=warm_root)
+                   overrides=overrides, dry_run=args.dry_run, warm_root=warm_root,
+                   reuse=args.reuse)
     started = time.perf_counter()
     runs = []
     for seed in seeds:

@@ -145,3 +145,29 @@ def test_a_training_side_metric_is_not_labelled_as_the_test_split():
     from mtrl.training.evidence.claims import measured_on
     assert measured_on("generated_samples_per_step") == "training rollouts"
     assert measured_on("ood_test_success") == measured_on("test_success") == "test split"
+
+
+def test_reuse_keeps_arms_that_finished_with_the_same_command(tmp_path, monkeypatch):
+    commands = []
+    monkeypatch.setattr(arm_runs, "run_process", fake_trainer(commands))
+    table = tmp_path / "BENCHMARKS.md"
+    table.write_text("# Benchmarks\n")
+    argv = ["--claim", "multi_vs_single_turn", "--seeds", "0,1", "--table", str(table),
+            "--root", str(tmp_path / "runs"), "--steps", "2"]
+    reproduce.main([*argv, "--out", str(tmp_path / "first.json")])
+    assert len(commands) == 6  # 2 warm starts + 2 arms x 2 seeds
+    # A stopped run: seed 1's multi_turn arm never finished.
+    stopped = tmp_path / "runs" / "multi_vs_single_turn" / "multi_turn" / "seed1"
+    (stopped / "summary.json").unlink()
+    commands.clear()
+    reproduce.main([*argv, "--reuse", "--out", str(tmp_path / "second.json")])
+    assert len(commands) == 1 and "/multi_turn/seed1" in " ".join(commands[0])
+    first, second = (json.loads((tmp_path / f).read_text()) for f in ("first.json", "second.json"))
+    assert first["arms"] == second["arms"] and first["difference"] == second["difference"]
+    # Without --reuse every arm runs again; with it, a changed command is not reused.
+    commands.clear()
+    reproduce.main([*argv, "--out", str(tmp_path / "third.json")])
+    assert len(commands) == 4
+    commands.clear()
+    reproduce.main([*argv, "--reuse", "--steps", "3", "--out", str(tmp_path / "fourth.json")])
+    assert len(commands) == 4 and all("--config.train.steps=3" in c for c in commands)

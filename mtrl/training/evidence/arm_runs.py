@@ -41,6 +41,7 @@ class ArmPlan:
     dry_run: bool = False  # print the commands, run nothing
     warm_root: pathlib.Path | None = None  # warm starts go here (None: root); claims on
     # one suite with the same overrides share them, SFT being most of a claim's time
+    reuse: bool = False  # keep an arm run that finished with this very command
 
     def __post_init__(self):
         if self.steps < 1 or self.eval_interval < 1:
@@ -86,6 +87,15 @@ def warm_start(plan: ArmPlan, seed: int) -> pathlib.Path:
     return workdir
 
 
+def finished_with(workdir: pathlib.Path, command: Sequence[str]) -> bool:
+    """Whether `workdir` holds a finished run (summary.json) of exactly `command`'s
+    arguments (command.json, written before the run started; the interpreter's path is
+    not compared): a stopped comparison then resumes at its first unfinished arm."""
+    recorded = workdir / "command.json"
+    return ((workdir / "summary.json").exists() and recorded.exists()
+            and json.loads(recorded.read_text()) == list(command[1:]))
+
+
 def per_step(workdir: pathlib.Path) -> dict[str, float | None]:
     """Median step time and mean generated tokens / samples per RL step."""
     lines = (workdir / "metrics.jsonl").read_text().splitlines()
@@ -104,7 +114,8 @@ def run_arm(plan: ArmPlan, arm: str, overrides: Sequence[str], seed: int,
             warm: pathlib.Path) -> dict:
     """One arm of one seed from the seed's warm start: a record with the trainer's
     summary numbers, its test metrics, `validation_success` (the best checkpoint's)
-    and per_step's numbers, or `error` (the log's last line) if the run failed."""
+    and per_step's numbers, or `error` (the log's last line) if the run failed. With
+    plan.reuse, a run that finished with the same command is read, not run again."""
     workdir = plan.root / arm / f"seed{seed}"
     extra = [f"train.steps={plan.steps}", f"train.eval_interval={plan.eval_interval}",
              f"train.save_interval={plan.eval_interval}", f"train.init_from={warm}",
@@ -116,10 +127,16 @@ def run_arm(plan: ArmPlan, arm: str, overrides: Sequence[str], seed: int,
     if plan.dry_run:
         return record
     workdir.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
     log = workdir.parent / f"seed{seed}.log"
-    code = run_process(command, log)
-    record["wall_minutes"] = (time.perf_counter() - started) / 60
+    if plan.reuse and finished_with(workdir, command):
+        print(f"[{arm} {seed}] reused: finished with this command", flush=True)
+        record["reused"], code = True, 0
+    else:
+        (workdir / "summary.json").unlink(missing_ok=True)  # never read a stale one
+        (workdir / "command.json").write_text(json.dumps(command[1:]))
+        started = time.perf_counter()
+        code = run_process(command, log)
+        record["wall_minutes"] = (time.perf_counter() - started) / 60
     if code:
         tail = log.read_text().strip().splitlines()[-1:]
         record["error"] = tail[0] if tail else f"exit {code}"
