@@ -4,7 +4,9 @@ stop at a known point instead of a race between a polling test and the run.
     python -m tests.training.stop_trainer SIGNAL DIRECTORY STEP [mtrl.train flags]
 
 SIGNAL is KILL, TERM or INT; DIRECTORY a checkpoint directory's name in the workdir
-("sft_checkpoints" or "checkpoints"); STEP a step number. When the trainer asks to
+("sft_checkpoints" or "checkpoints"); STEP a step number. DIRECTORY "evaluation"
+signals as the validation evaluation of RL step STEP starts, "final-test" as the
+final test starts (STEP unused): the stop then lands inside an evaluation. When the trainer asks to
 save STEP there, every earlier save is first waited for (so each is committed, as a
 poller that saw it on disk would have found it) and then the process sends SIGNAL to
 itself, a real signal through the trainer's own handlers, before STEP is written:
@@ -35,9 +37,30 @@ def stop_at(signum: int, directory: str, step: int) -> None:
     CheckpointKeeper.save = save_or_signal
 
 
+def stop_in_evaluation(signum: int, where: str, step: int) -> None:
+    """Patches the Trainer to send `signum` once, as the validation evaluation of RL
+    step `step` starts (where="evaluation") or as the final test starts ("final-test")."""
+    from mtrl.training.loop.trainer import Trainer
+    name = "evaluate" if where == "evaluation" else "test"
+    original, sent = getattr(Trainer, name), []
+
+    def signal_then_run(self, at, *args, **kwargs):
+        validation = name == "test" or (args or (kwargs.get("split", "validation"),))[0] \
+            == "validation"
+        if not sent and validation and (name == "test" or int(at) == step):
+            sent.append(at)
+            os.kill(os.getpid(), signum)
+        return original(self, at, *args, **kwargs)
+
+    setattr(Trainer, name, signal_then_run)
+
+
 if __name__ == "__main__":
     name, directory, step = sys.argv[1:4]
-    stop_at(getattr(signal, f"SIG{name}"), directory, int(step))
+    if directory in ("evaluation", "final-test"):
+        stop_in_evaluation(getattr(signal, f"SIG{name}"), directory, int(step))
+    else:
+        stop_at(getattr(signal, f"SIG{name}"), directory, int(step))
     sys.argv = ["mtrl.train", *sys.argv[4:]]
     from mtrl import train
     train.run()
