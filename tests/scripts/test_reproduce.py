@@ -164,6 +164,7 @@ def test_reuse_keeps_arms_that_finished_with_the_same_command(tmp_path, monkeypa
     assert len(commands) == 1 and "/multi_turn/seed1" in " ".join(commands[0])
     first, second = (json.loads((tmp_path / f).read_text()) for f in ("first.json", "second.json"))
     assert first["arms"] == second["arms"] and first["difference"] == second["difference"]
+    assert second["minutes"] >= 3 * 0.1  # the three reused arms' own minutes (0.1 each)
     # Without --reuse every arm runs again; with it, a changed command is not reused.
     commands.clear()
     reproduce.main([*argv, "--out", str(tmp_path / "third.json")])
