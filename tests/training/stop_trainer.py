@@ -41,18 +41,24 @@ def stop_in_evaluation(signum: int, where: str, step: int) -> None:
     """Patches the Trainer to send `signum` once, as the validation evaluation of RL
     step `step` starts (where="evaluation") or as the final test starts ("final-test")."""
     from mtrl.training.loop.trainer import Trainer
-    name = "evaluate" if where == "evaluation" else "test"
-    original, sent = getattr(Trainer, name), []
+    evaluate, test, sent = Trainer.evaluate, Trainer.test, []
 
-    def signal_then_run(self, at, *args, **kwargs):
-        validation = name == "test" or (args or (kwargs.get("split", "validation"),))[0] \
-            == "validation"
-        if not sent and validation and (name == "test" or int(at) == step):
-            sent.append(at)
+    def signal_once():
+        if not sent:
+            sent.append(True)
             os.kill(os.getpid(), signum)
-        return original(self, at, *args, **kwargs)
 
-    setattr(Trainer, name, signal_then_run)
+    def evaluate_after_signal(self, at, split="validation"):
+        if where == "evaluation" and split == "validation" and int(at) == step:
+            signal_once()
+        return evaluate(self, at, split)
+
+    def test_after_signal(self, at):
+        if where == "final-test":
+            signal_once()
+        return test(self, at)
+
+    Trainer.evaluate, Trainer.test = evaluate_after_signal, test_after_signal
 
 
 if __name__ == "__main__":
