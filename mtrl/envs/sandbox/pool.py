@@ -46,7 +46,8 @@ class SandboxPool:
 
     def __init__(self, num_workers: int | None = None, limits: Limits = Limits(),
                  cache_path: str | os.PathLike | None = None,
-                 use_network_namespace: bool = True, unsafe: bool = False):
+                 use_network_namespace: bool = True, unsafe: bool = False,
+                 pin_cpus: bool = True):
         """Every slot runs in the bubblewrap jail (jail.py) with candidates under
         the seccomp filter (seccomp.py). Where this host cannot run the jail, the
         pool refuses to start (JailUnavailable, one line saying how to enable it)
@@ -55,7 +56,12 @@ class SandboxPool:
 
         use_network_namespace=False forces the weaker "socket-refused" network
         fallback (isolation.py) outside the jail: it exists to test that path, not
-        to run untrusted code, and needs unsafe=True."""
+        to run untrusted code, and needs unsafe=True.
+
+        pin_cpus: slot i and all its processes keep to the i-th CPU this process may
+        use (round robin when there are more slots than CPUs): the judge and its
+        candidate hand over on one CPU (slot_main.pin_to_cpu; BENCHMARKS.md, sandbox
+        round 3). False leaves placement to the kernel."""
         if num_workers is None:
             num_workers = os.cpu_count() or 1
         if num_workers < 1:
@@ -75,7 +81,10 @@ class SandboxPool:
             os.set_blocking(read_fd, False)
             os.set_blocking(write_fd, False)
         self._slot_args = _slot_arguments(use_network_namespace, unsafe)
-        starting = [SlotClient(*self._slot_args) for _ in range(num_workers)]
+        allowed = sorted(os.sched_getaffinity(0))
+        self._cpus = [allowed[i % len(allowed)] if pin_cpus else None
+                      for i in range(num_workers)]
+        starting = [SlotClient(*self._slot_args, cpu=cpu) for cpu in self._cpus]
         try:
             reports = [slot.await_hello() for slot in starting]
         except BaseException:
@@ -205,7 +214,7 @@ class SandboxPool:
                 time.sleep(RESTART_BACKOFF_S)
             slot = None
             try:
-                slot = SlotClient(*self._slot_args)
+                slot = SlotClient(*self._slot_args, cpu=self._cpus[index])
                 slot.await_hello()
                 self._slots[index] = slot
                 return ""

@@ -92,11 +92,13 @@ class SlotClient:
     """The pool's handle on one slot process and its four pipes."""
 
     def __init__(self, network_namespace: bool = True, jailed: bool = False,
-                 filter_program: bytes = b"", no_process_program: bytes = b""):
+                 filter_program: bytes = b"", no_process_program: bytes = b"",
+                 cpu: int | None = None):
         """jailed: start the slot in the bubblewrap jail (jail.py); filter_program:
         the candidates' seccomp filter (seccomp.build_program), b"" for none;
         no_process_program: that filter with the no-process rules, for candidates
-        allowed no extra process (seccomp.build_no_process_program)."""
+        allowed no extra process (seccomp.build_no_process_program); cpu: the CPU
+        the slot and all its processes keep to (slot_main.pin_to_cpu), None: any."""
         control_r, self.control_w = os.pipe()
         self.report_r, report_w = os.pipe()
         tests_r, self.tests_w = os.pipe()
@@ -107,6 +109,8 @@ class SlotClient:
             flags.append("seccomp=" + filter_program.hex())
         if no_process_program:
             flags.append("noproc=" + no_process_program.hex())
+        if cpu is not None:
+            flags.append(f"cpu={int(cpu)}")
         inner = [_SLOT_BOOTSTRAP, *map(str, child_fds), *flags]
         launch = jail.Launch(inner, child_fds) if jailed else None
         try:

@@ -35,10 +35,27 @@ WARM_MODULES = (
 _PR_SET_CHILD_SUBREAPER = 36
 
 
+def pin_to_cpu(cpu: int) -> None:
+    """Keeps this slot and every process it starts (zygote, judge, candidates, which
+    inherit the mask) on one CPU. A test's calls ping-pong between judge and
+    candidate about a dozen times a program; on one CPU each hand-over is a plain
+    context switch, where across CPUs it is a wake-up of another (often idle,
+    halted) one. Throughput, not isolation: a candidate may change its own mask.
+    Best effort: a CPU outside this process's allowed set is ignored."""
+    try:
+        os.sched_setaffinity(0, {cpu})
+    except OSError:
+        pass
+
+
 def main(argv: list[str]) -> None:
-    """argv: CONTROL REPORT TESTS RESULTS [no-netns] [jail] [seccomp=HEX] [noproc=HEX]."""
+    """argv: CONTROL REPORT TESTS RESULTS [no-netns] [jail] [seccomp=HEX] [noproc=HEX]
+    [cpu=N]."""
     control_fd, report_fd, tests_fd, results_fd = (int(x) for x in argv[1:5])
     flags = argv[5:]
+    for flag in flags:
+        if flag.startswith("cpu="):
+            pin_to_cpu(int(flag[4:]))
     filter_program = b"".join(bytes.fromhex(f[8:]) for f in flags if f.startswith("seccomp="))
     no_process_program = b"".join(bytes.fromhex(f[7:]) for f in flags if f.startswith("noproc="))
     for name in WARM_MODULES:
