@@ -5,6 +5,8 @@ import io
 import json
 import math
 import struct
+import subprocess
+import sys
 
 import jax.numpy as jnp
 import numpy as np
@@ -74,6 +76,24 @@ def test_crc32c_reference_value():
 
 
 # ------------------------------------------------------------------ MetricsLogger
+def test_a_fresh_process_writes_tensorboard_without_importing_torch(tmp_path):
+    """summary_writer_class skips tensorboardX's optional torch import (1.3 s a run)
+    and the events it writes read back the same."""
+    script = (
+        "import sys, pathlib\n"
+        "from mtrl.training.logging import MetricsLogger\n"
+        "with MetricsLogger(pathlib.Path(sys.argv[1])) as logger:\n"
+        "    logger.write(3, {'heldout_success': 0.5})\n"
+        "print('torch' in sys.modules)\n"
+        "import torch\n"  # still importable afterwards
+        "print(torch.tensor([2.0]).sum().item())\n")
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True,
+                         capture_output=True, text=True).stdout.split()
+    assert out == ["False", "2.0"]
+    (event_file,) = (tmp_path / "tensorboard").glob("events.out.tfevents.*")
+    assert _scalars(_read_events(event_file)) == {("heldout_success", 3): 0.5}
+
+
 
 
 def test_metrics_jsonl_and_tensorboard_round_trip(tmp_path):
