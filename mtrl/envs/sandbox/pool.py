@@ -47,7 +47,7 @@ class SandboxPool:
     def __init__(self, num_workers: int | None = None, limits: Limits = Limits(),
                  cache_path: str | os.PathLike | None = None,
                  use_network_namespace: bool = True, unsafe: bool = False,
-                 pin_cpus: bool = True):
+                 pin_cpus: bool | None = None):
         """Every slot runs in the bubblewrap jail (jail.py) with candidates under
         the seccomp filter (seccomp.py). Where this host cannot run the jail, the
         pool refuses to start (JailUnavailable, one line saying how to enable it)
@@ -61,7 +61,10 @@ class SandboxPool:
         pin_cpus: slot i and all its processes keep to the i-th CPU this process may
         use (round robin when there are more slots than CPUs): the judge and its
         candidate hand over on one CPU (slot_main.pin_to_cpu; BENCHMARKS.md, sandbox
-        round 3). False leaves placement to the kernel."""
+        round 3). None (the default) pins when the slots cover every such CPU (the
+        default num_workers): a smaller pool, such as the one-slot CLI, would put
+        every concurrent process's slots on the same first CPUs. False leaves
+        placement to the kernel."""
         if num_workers is None:
             num_workers = os.cpu_count() or 1
         if num_workers < 1:
@@ -82,6 +85,8 @@ class SandboxPool:
             os.set_blocking(write_fd, False)
         self._slot_args = _slot_arguments(use_network_namespace, unsafe)
         allowed = sorted(os.sched_getaffinity(0))
+        if pin_cpus is None:
+            pin_cpus = num_workers >= len(allowed)
         self._cpus = [allowed[i % len(allowed)] if pin_cpus else None
                       for i in range(num_workers)]
         starting = [SlotClient(*self._slot_args, cpu=cpu) for cpu in self._cpus]
