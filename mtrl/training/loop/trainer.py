@@ -61,7 +61,7 @@ from mtrl.training.loop.rl_step import Learner
 from mtrl.training.config import RunConfig, parse
 from mtrl.training.run.run_config import check_resumable, prepare_workdir, write_config
 from mtrl.training.sft.sft_data import first_phase_kinds
-from mtrl.training.update.train_state import agent_params, init_train_state
+from mtrl.training.update.train_state import agent_params, committed, init_train_state
 from mtrl.training.update.train_step import make_train_step
 from mtrl.training.sft.warm_start import WarmStarter
 
@@ -145,8 +145,9 @@ class Trainer:
         state = init_train_state(per_agent, self.optimizer, shared=self.shared,
                                  keep_reference=self.c.objective.kl.coef > 0
                                  or self.c.reward_kl is not None)
-        # On a mesh: laid out per the rules (a restore into it keeps that layout).
-        return state if self.plan is None else self.plan.shard_tree(state)
+        # On a mesh: laid out per the rules (a restore into it keeps that layout); on
+        # one device, committed as a restored state is (the same compiled programs).
+        return committed(state) if self.plan is None else self.plan.shard_tree(state)
 
     def policy_states(self, state) -> list:
         return [agent_params(state, a) for a in range(1 if self.shared else self.num_agents)]
