@@ -7,7 +7,8 @@ Flags:
              the learning curve go (default: ./workdir/<config name>).
   --out      optional JSON file for the run's summary (minutes, success numbers).
   --smoke    any config shrunk to run end to end in about a minute (one RL step, 4 SFT
-             updates, 2 validation and test tasks; mtrl/training/config/smoke.py).
+             updates, 2 validation and test tasks, coarse sampler buckets;
+             mtrl/training/config/smoke.py).
   --coordinator_address, --num_processes, --process_id, --distributed_auto
              join a multi-process run (jax.distributed; mtrl/parallel/distributed.py):
              explicit on GPU nodes and local CPU processes, --distributed_auto on TPU
@@ -117,10 +118,13 @@ def main(argv) -> None:
     name = pathlib.Path(config_file).stem
     from mtrl.training.config import resolve_paths
     resolve_paths(config, config_file)  # data and weights: from the checkout, not the cwd
+    sampler_buckets = {}
     if _SMOKE.value:
         from mtrl.training.config import apply_smoke
+        from mtrl.training.config.smoke import SAMPLER_BUCKETS
         apply_smoke(config, keep=frozenset(path for _, path in _override_flags(sys.argv)))
         name += "-smoke"
+        sampler_buckets = SAMPLER_BUCKETS
     workdir = _WORKDIR.value or os.path.join("workdir", name)
     from mtrl.parallel.distributed import DistributedConfig, initialize
     try:
@@ -132,8 +136,10 @@ def main(argv) -> None:
     from mtrl.training.run import interrupts
     interrupts.install()  # Ctrl-C / SIGTERM: stop at a safe point, one line
     from mtrl.training.loop.trainer import Trainer  # heavy imports after flag parsing
+    from mtrl.sampling import BucketPolicy
     try:
-        trainer = Trainer(config, workdir, show_progress=_PROGRESS.value)
+        trainer = Trainer(config, workdir, show_progress=_PROGRESS.value,
+                          sampler_buckets=BucketPolicy(**sampler_buckets))
     except ValueError as e:
         sys.exit(f"error: {e}")
     from mtrl.training.checkpoints.checkpointing import CheckpointError

@@ -103,8 +103,8 @@ class Sampler:
         # A mtrl.parallel.ShardingPlan: parameters laid out by its rules (pass states
         # so laid out to set_state), prompt rows split over data/fsdp; None: one device.
         self.shardings = shardings
-        if shardings is not None:
-            self.state = shardings.shard_tree(self.state)
+        self.state = (self._committed(self.state) if shardings is None
+                      else shardings.shard_tree(self.state))
         self.model_config = model.config
         self.buckets = buckets
         self.traces = TraceCounter()
@@ -125,7 +125,17 @@ class Sampler:
 
     def set_state(self, state: nnx.State) -> None:
         """Use new parameters (same structure and shapes: no recompilation)."""
-        self.state = state
+        self.state = state if self.shardings is not None else self._committed(state)
+
+    @staticmethod
+    def _committed(state: nnx.State) -> nnx.State:
+        """Every array committed to the device it is on (no copy). jit compiles a
+        program per input placement, and an uncommitted array (fresh from
+        initialization or SFT) and a committed one (restored from a checkpoint) are two
+        placements on one device: without this, a run's test after training recompiled
+        every prefill and decode program that its validation had compiled."""
+        return jax.tree.map(lambda x: jax.device_put(x, x.sharding)
+                            if isinstance(x, jax.Array) else x, state)
 
     # -- public entry points ---------------------------------------------------------
 

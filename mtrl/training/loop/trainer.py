@@ -36,6 +36,7 @@ from mtrl.parallel.process_rollout import (check_supported, is_multiprocess, loc
 from mtrl.parallel.from_config import plan_for
 from mtrl.rollout import rollout
 from mtrl.rollout.sampler_backend import SamplerBackend
+from mtrl.sampling.buckets import BucketPolicy
 from mtrl.sampling.sampler import Sampler
 from mtrl.training.run.async_rollout import OffPolicyRollouts, SerializedBackend
 from mtrl.training.loop.budget import Budget
@@ -60,15 +61,19 @@ from mtrl.training.loop.rl_step import Learner
 from mtrl.training.config import RunConfig, parse
 from mtrl.training.run.run_config import check_resumable, prepare_workdir, write_config
 from mtrl.training.sft.sft_data import first_phase_kinds
-from mtrl.training.update.train_state import agent_params, init_train_state
+from mtrl.training.update.train_state import agent_params, committed, init_train_state
 from mtrl.training.update.train_step import make_train_step
 from mtrl.training.sft.warm_start import WarmStarter
 
 
 class Trainer:
-    def __init__(self, config, workdir: str | os.PathLike, *, show_progress: bool = True):
+    def __init__(self, config, workdir: str | os.PathLike, *, show_progress: bool = True,
+                 sampler_buckets: BucketPolicy = BucketPolicy()):
         """config: a RunConfig (training/config), or a raw ml_collections config parsed here;
-        every config-only check has run (one-line errors) before any work."""
+        every config-only check has run (one-line errors) before any work.
+        sampler_buckets: how the sampler rounds its request shapes (how many programs
+        it compiles, not what it samples: mtrl/sampling/buckets.py); `--smoke` passes
+        coarse ones (mtrl/training/config/smoke.py)."""
         self.workdir = prepare_workdir(workdir)  # one line if it cannot be written
         self.run_config: RunConfig = parse(config)
         run = self.run_config
@@ -93,7 +98,7 @@ class Trainer:
         # The device mesh (config.mesh, mtrl/parallel): None on a single device.
         self.plan = plan_for(run.mesh, c.models[0].config)
         # The sampler runs on this process's devices (its own tasks), the step on all.
-        self.sampler = Sampler(c.models[0],
+        self.sampler = Sampler(c.models[0], buckets=sampler_buckets,
                                shardings=local_sampler_plan(self.plan, c.models[0].config))
         tok = c.tokenizer
         self.sampling = c.rollout.sampling_config(stop_token_ids=(tok.eos_id,), pad_id=tok.pad_id)
@@ -140,8 +145,9 @@ class Trainer:
         state = init_train_state(per_agent, self.optimizer, shared=self.shared,
                                  keep_reference=self.c.objective.kl.coef > 0
                                  or self.c.reward_kl is not None)
-        # On a mesh: laid out per the rules (a restore into it keeps that layout).
-        return state if self.plan is None else self.plan.shard_tree(state)
+        # On a mesh: laid out per the rules (a restore into it keeps that layout); on
+        # one device, committed as a restored state is (the same compiled programs).
+        return committed(state) if self.plan is None else self.plan.shard_tree(state)
 
     def policy_states(self, state) -> list:
         return [agent_params(state, a) for a in range(1 if self.shared else self.num_agents)]

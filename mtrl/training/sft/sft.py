@@ -35,6 +35,7 @@ from mtrl.sampling.tracing import TraceCounter
 from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
 from mtrl.training.update.optim import OptimConfig, make_optimizer, make_schedule
 from mtrl.training.update.step_metrics import check_finite
+from mtrl.training.update.train_state import committed
 from mtrl.data.demonstrations import Revision
 
 
@@ -305,6 +306,8 @@ def run_sft(graphdef: nnx.GraphDef, params: nnx.State, examples: SFTExamples, co
     optimizer, step = _sft_step_for(graphdef, config.optim)
     params = jax.tree.map(jnp.copy, params if resume is None else resume.params)
     opt_state = optimizer.init(params) if resume is None else resume.opt_state
+    # Committed like a restored state, so a resumed run's step is the same program.
+    params, opt_state = committed((params, opt_state))
     done = 0 if resume is None else int(resume.update)
     tokens, token_mask = jnp.asarray(examples.tokens), jnp.asarray(examples.token_mask)
     loss_mask = jnp.asarray(examples.loss_mask)
