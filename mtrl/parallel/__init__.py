@@ -17,8 +17,8 @@ The train step (make_train_step(..., shardings=plan)) and the sampler
 from mtrl.parallel.mesh import AXES, BATCH_AXES, MeshConfig, make_mesh, parse_shape
 from mtrl.parallel.rules import (LOGICAL_AXIS_RULES, PARAM_AXES, check_model_fits,
                                  logical_axes, partition_spec, tree_partition_specs)
-from mtrl.parallel.shardings import ShardingPlan, bytes_per_device
+from mtrl.parallel.shardings import ShardingPlan, bytes_per_device, committed
 
 __all__ = ["AXES", "BATCH_AXES", "LOGICAL_AXIS_RULES", "MeshConfig", "PARAM_AXES",
-           "ShardingPlan", "bytes_per_device", "check_model_fits", "logical_axes",
+           "ShardingPlan", "bytes_per_device", "check_model_fits", "committed", "logical_axes",
            "make_mesh", "parse_shape", "partition_spec", "tree_partition_specs"]

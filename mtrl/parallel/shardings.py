@@ -110,6 +110,17 @@ def _put_global(x: Any, sharding: NamedSharding) -> jax.Array:
     return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
 
 
+def committed(tree: Any) -> Any:
+    """`tree` with every array committed to the device it is on (no copy): placement
+    for a run without a mesh. jit compiles a program per input placement, and an array
+    restored from a checkpoint is committed while a fresh one (initialization, SFT) is
+    not; without this a run's test after training recompiled every sampler program its
+    validation had compiled, and a resumed run its train step, instead of sharing them
+    (through a compilation cache, across processes)."""
+    return jax.tree.map(lambda x: jax.device_put(x, x.sharding)
+                        if isinstance(x, jax.Array) else x, tree)
+
+
 def bytes_per_device(tree: Any) -> dict[str, int]:
     """Bytes of `tree`'s shards held by each local device (id -> bytes)."""
     out: dict[str, int] = {}

@@ -35,6 +35,7 @@ from flax import nnx
 
 from mtrl.models.kv_cache import KVCache
 from mtrl.models.transformer import init_cache
+from mtrl.parallel.shardings import committed
 from mtrl.sampling.buckets import (BucketPolicy, grow_cache, next_power_of_two, pad_leading,
                                    pad_token_rows)
 from mtrl.sampling.config import SamplingConfig
@@ -103,7 +104,7 @@ class Sampler:
         # A mtrl.parallel.ShardingPlan: parameters laid out by its rules (pass states
         # so laid out to set_state), prompt rows split over data/fsdp; None: one device.
         self.shardings = shardings
-        self.state = (self._committed(self.state) if shardings is None
+        self.state = (committed(self.state) if shardings is None
                       else shardings.shard_tree(self.state))
         self.model_config = model.config
         self.buckets = buckets
@@ -125,17 +126,8 @@ class Sampler:
 
     def set_state(self, state: nnx.State) -> None:
         """Use new parameters (same structure and shapes: no recompilation)."""
-        self.state = state if self.shardings is not None else self._committed(state)
-
-    @staticmethod
-    def _committed(state: nnx.State) -> nnx.State:
-        """Every array committed to the device it is on (no copy). jit compiles a
-        program per input placement, and an uncommitted array (fresh from
-        initialization or SFT) and a committed one (restored from a checkpoint) are two
-        placements on one device: without this, a run's test after training recompiled
-        every prefill and decode program that its validation had compiled."""
-        return jax.tree.map(lambda x: jax.device_put(x, x.sharding)
-                            if isinstance(x, jax.Array) else x, state)
+        # Committed on one device as a restored state is: the same compiled programs.
+        self.state = state if self.shardings is not None else committed(state)
 
     # -- public entry points ---------------------------------------------------------
 

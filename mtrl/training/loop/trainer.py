@@ -61,7 +61,8 @@ from mtrl.training.loop.rl_step import Learner
 from mtrl.training.config import RunConfig, parse
 from mtrl.training.run.run_config import check_resumable, prepare_workdir, write_config
 from mtrl.training.sft.sft_data import first_phase_kinds
-from mtrl.training.update.train_state import agent_params, committed, init_train_state
+from mtrl.parallel.shardings import committed
+from mtrl.training.update.train_state import agent_params, init_train_state
 from mtrl.training.update.train_step import make_train_step
 from mtrl.training.sft.warm_start import WarmStarter
 
@@ -71,21 +72,18 @@ class Trainer:
                  sampler_buckets: BucketPolicy = BucketPolicy()):
         """config: a RunConfig (training/config), or a raw ml_collections config parsed here;
         every config-only check has run (one-line errors) before any work.
-        sampler_buckets: how the sampler rounds its request shapes (how many programs
-        it compiles, not what it samples: mtrl/sampling/buckets.py); `--smoke` passes
-        coarse ones (mtrl/training/config/smoke.py)."""
+        sampler_buckets: the sampler's shape rounding (what it compiles, not what it
+        samples: sampling/buckets.py); `--smoke` passes coarse ones (config/smoke.py)."""
         self.workdir = prepare_workdir(workdir)  # one line if it cannot be written
         self.run_config: RunConfig = parse(config)
         run = self.run_config
         self.show_progress = show_progress
         self.sft, self.train_config = run.sft, run.train
-        # Several processes (jax.distributed): each rolls out its share of a step's
-        # tasks; process 0 alone writes logs (mtrl/parallel/process_rollout.py).
+        # Several processes: each rolls out a share, process 0 logs (process_rollout.py).
         self.main = is_main_process()
         check_resumable(self.workdir, run.record)  # before any work: one line if it differs
         self.c: Components = build_components(run)
-        self.config_record = (write_config(self.workdir, run.record) if self.main
-                              else run.record)
+        self.config_record = write_config(self.workdir, run.record) if self.main else run.record
         c = self.c
         print(model_report(c.models[0], c.from_hf), flush=True)  # dtypes in effect
         # The train step's memory estimate; one line and no run if it cannot fit.
@@ -113,11 +111,9 @@ class Trainer:
             shared=self.shared, learning_rate_fn=make_schedule(c.optim), packing=train.packing,
             remat=train.remat, min_budget=train.pack_budget, shardings=self.plan,
             memory_guard=packed_step_guard(train, c.models[0].config, self.num_agents))
-        self.keeper = CheckpointKeeper(self.workdir / "checkpoints",
-                                       keep_best=self.train_config.keep_best)
+        self.keeper = CheckpointKeeper(self.workdir / "checkpoints", keep_best=train.keep_best)
         self.keys = RunKeys.from_seed(run.seed)
-        self.step_tasks = StepTasks(c.train_tasks, self.train_config.tasks_per_step,
-                                    run.seed, c.curriculum)
+        self.step_tasks = StepTasks(c.train_tasks, train.tasks_per_step, run.seed, c.curriculum)
         # IGPO on an environment that reports the truth: score it after each rollout.
         self.scores_answers = scores_answers(CREDIT_ESTIMATORS.get(c.credit.estimator).needs,
                                              frozenset(c.env.info_keys))
@@ -129,8 +125,7 @@ class Trainer:
                                    main=self.main, show_progress=self.show_progress)
         self.learner = Learner(c, self.train_config, self.graphdef, self.step_fn, self.keys,
                                self.scores_answers)
-        # train.off_policy: the next step's tree grows in a background thread; backends
-        # over the one sampler take turns (async_rollout.py).
+        # train.off_policy: the next tree grows in a thread; backends take turns on the sampler.
         self.ahead = None
         if self.train_config.off_policy:
             lock = threading.Lock()
@@ -145,8 +140,7 @@ class Trainer:
         state = init_train_state(per_agent, self.optimizer, shared=self.shared,
                                  keep_reference=self.c.objective.kl.coef > 0
                                  or self.c.reward_kl is not None)
-        # On a mesh: laid out per the rules (a restore into it keeps that layout); on
-        # one device, committed as a restored state is (the same compiled programs).
+        # A mesh lays it out per its rules; one device commits it as a restore would.
         return committed(state) if self.plan is None else self.plan.shard_tree(state)
 
     def policy_states(self, state) -> list:

@@ -35,7 +35,7 @@ from mtrl.sampling.tracing import TraceCounter
 from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
 from mtrl.training.update.optim import OptimConfig, make_optimizer, make_schedule
 from mtrl.training.update.step_metrics import check_finite
-from mtrl.training.update.train_state import committed
+from mtrl.parallel.shardings import committed
 from mtrl.data.demonstrations import Revision
 
 

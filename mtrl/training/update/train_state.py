@@ -90,16 +90,6 @@ def init_train_state(params_per_agent: Sequence[nnx.State], optimizer: optax.Gra
                       ref_params=ref_params, num_agents=num_agents, shared=bool(shared))
 
 
-def committed(tree: Any) -> Any:
-    """`tree` with every array committed to the device it is on (no copy), for a run
-    without a mesh. jit compiles a program per input placement: a state restored from
-    a checkpoint is committed, a fresh one is not, so without this a resumed run
-    compiled its train step again instead of finding the uninterrupted run's program
-    in a shared compilation cache."""
-    return jax.tree.map(lambda x: jax.device_put(x, x.sharding)
-                        if isinstance(x, jax.Array) else x, tree)
-
-
 def agent_params(state: TrainState, agent: int) -> nnx.State:
     """Agent `agent`'s parameters with the model's own shapes (for the sampler).
 
