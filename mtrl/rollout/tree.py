@@ -9,7 +9,7 @@ j is node n·J + j of turn t+1. Rewards of turn t are then the rows
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -84,6 +84,16 @@ class TreeRollout:
         names = self.turns[0].components.keys() if self.turns else ()
         return {name: [self._dense(r.turn, r.components[name], 0.0, np.float32)
                        for r in self.turns] for name in names}
+
+    def joint_steps(self) -> Iterator[tuple[int, TurnRecord, int, int, int, dict]]:
+        """Every generated joint action, parents before children: (turn index, its
+        record, row m of the record, the node m stands for, joint action j, the
+        environment's step info). Its child node at the next turn is node·J + j."""
+        joint = self.joint_actions
+        for t, record in enumerate(self.turns):
+            for m, node in enumerate(record.node_index):
+                for j in range(joint):
+                    yield t, record, m, int(node), j, record.infos[m * joint + j]
 
     def leaves(self) -> int:
         """Joint actions without children: the tree's leaves."""

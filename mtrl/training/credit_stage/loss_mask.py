@@ -46,20 +46,16 @@ def void_keep_mask(tree: TreeRollout, batch: RolloutBatch) -> np.ndarray:
     """[N, C] bool: rows that stay in the loss under the void-turn filter."""
     joint = tree.joint_actions
     void, dead = set(), set()  # (turn, node, agent, g); (turn, node) below a void completion
-    for record in tree.turns:
-        for m, node in enumerate(record.node_index):
-            node = int(node)
-            for j in range(joint):
-                info = record.infos[m * joint + j]
-                if "void" not in info:
-                    raise ValueError("filters.void_turns: the environment's step info lacks "
-                                     "'void' (docs/methods.md)")
-                flags = tuple(bool(v) for v in info["void"])
-                for a, is_void in enumerate(flags):
-                    if is_void:
-                        void.add((record.turn, node, a, int(tree.joint_index[j, a])))
-                if any(flags) or (record.turn, node) in dead:
-                    dead.add((record.turn + 1, node * joint + j))
+    for _, record, _, node, j, info in tree.joint_steps():
+        if "void" not in info:
+            raise ValueError("filters.void_turns: the environment's step info lacks "
+                             "'void' (docs/methods.md)")
+        flags = tuple(bool(v) for v in info["void"])
+        for a, is_void in enumerate(flags):
+            if is_void:
+                void.add((record.turn, node, a, int(tree.joint_index[j, a])))
+        if any(flags) or (record.turn, node) in dead:
+            dead.add((record.turn + 1, node * joint + j))
     turn, node, sample = (np.asarray(x) for x in (batch.row_turn, batch.row_node,
                                                   batch.row_sample))
     keep = np.ones((batch.num_agents, batch.num_rows), bool)

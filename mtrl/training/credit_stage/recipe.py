@@ -30,24 +30,18 @@ def apply_recipe(recipe: RewardRecipe, tree: TreeRollout) -> TreeRollout:
     """The tree with every step's reward replaced (module docstring)."""
     joint = tree.joint_actions
     invalid_before = {}  # (turn, node) -> invalid calls on the path to that node
-    records = []
-    for record in tree.turns:
-        rewards = np.zeros_like(record.rewards)
-        for m, node in enumerate(record.node_index):
-            node = int(node)
-            for j in range(joint):
-                info = record.infos[m * joint + j]
-                if "correct" not in info:
-                    raise ValueError("reward.recipe: the environment's step info lacks "
-                                     "'correct' (docs/methods.md)")
-                invalid = invalid_before.get((record.turn, node), 0) + int(
-                    info.get("invalid_calls", 0))
-                if record.expanded[m, j]:
-                    invalid_before[(record.turn + 1, node * joint + j)] = invalid
-                    continue
-                total = recipe.combine(np.asarray([bool(info["correct"])]),
-                                       np.asarray([record.turn]), np.asarray([invalid]),
-                                       np.asarray([float(info.get("progress", 0.0))])).total
-                rewards[m, j] = float(total[0])
-        records.append(dataclasses.replace(record, rewards=rewards))
-    return dataclasses.replace(tree, turns=records)
+    rewards = [np.zeros_like(record.rewards) for record in tree.turns]
+    for t, record, m, node, j, info in tree.joint_steps():
+        if "correct" not in info:
+            raise ValueError("reward.recipe: the environment's step info lacks "
+                             "'correct' (docs/methods.md)")
+        invalid = invalid_before.get((record.turn, node), 0) + int(info.get("invalid_calls", 0))
+        if record.expanded[m, j]:
+            invalid_before[(record.turn + 1, node * joint + j)] = invalid
+            continue
+        total = recipe.combine(np.asarray([bool(info["correct"])]), np.asarray([record.turn]),
+                               np.asarray([invalid]),
+                               np.asarray([float(info.get("progress", 0.0))])).total
+        rewards[t][m, j] = float(total[0])
+    return dataclasses.replace(tree, turns=[dataclasses.replace(record, rewards=r)
+                                            for record, r in zip(tree.turns, rewards)])
