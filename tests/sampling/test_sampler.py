@@ -92,6 +92,25 @@ def test_fan_out_equals_separate_prefills(sampler, prompts, num_samples):
     assert not np.array_equal(tokens[same_prompt[0]], tokens[same_prompt[1]])
 
 
+def test_smoke_buckets_sample_what_the_default_buckets_sample(tiny_model):
+    """`--smoke`'s coarse buckets (config/smoke.py) change padding only: the same
+    tokens and log-probabilities as the default policy's, sampled and greedy, first
+    turn and extension."""
+    from mtrl.sampling import BucketPolicy
+    from mtrl.training.config.smoke import SAMPLER_BUCKETS
+    outputs = []
+    for buckets in (BucketPolicy(), BucketPolicy(**SAMPLER_BUCKETS)):
+        sampler = Sampler(tiny_model, buckets=buckets)
+        sampled = sampler.generate(PROMPTS, jax.random.key(7), SAMPLE, num_samples=2)
+        greedy = sampler.generate(PROMPTS, jax.random.key(8), GREEDY)
+        extended = sampler.extend_and_generate(sampled.cache, [0, 3], [[4, 5], [6]],
+                                               jax.random.key(9), SAMPLE)
+        outputs.append([o.output for o in (sampled, greedy, extended)])
+    for default, smoke in zip(*outputs):
+        np.testing.assert_array_equal(default.tokens, smoke.tokens)
+        np.testing.assert_allclose(default.logprobs, smoke.logprobs, atol=1e-5)
+
+
 def test_multi_turn_extension_equals_fresh_generation(sampler, full_log_probs):
     """Turn 2 appended to turn 1's cache == generating from the whole history at once."""
     turn1 = sampler.generate(PROMPTS, jax.random.key(0), GREEDY, num_samples=2)
