@@ -1,5 +1,5 @@
-"""Shared test fixtures: CPU-only JAX compiled at LLVM optimization level 0, a
-compilation cache shared by the session, and the location of ../shared/data."""
+"""Shared test fixtures: CPU-only JAX with fast-compiling XLA flags, a compilation
+cache shared by the session, and the location of ../shared/data."""
 
 import os
 import pathlib
@@ -23,16 +23,25 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
 
-# XLA:CPU's LLVM code generation at optimization level 0 for the test session (xdist
-# workers and trainer subprocesses inherit it): the suite's programs are tiny and
-# compiled once each, so the default level's LLVM passes cost more than they save.
-# Measured back to back on the quiet 2-core machine (BENCHMARKS.md, the test suite):
-# 14 min 01 s / 1479 s of CPU at the default level, 10 min 27 s / 1068 s at 0, the
-# same 1595 tests passing. HLO optimization (fusion, simplification) is unchanged;
-# the experiments' own commands keep XLA's default. A level given in XLA_FLAGS wins.
-if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = " ".join(
-        [os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0"]).strip()
+# Two XLA:CPU compile settings for the test session (xdist workers and every
+# subprocess a test starts inherit XLA_FLAGS; tests/parallel/workers.py adds its
+# device count to them). The suite's programs are tiny and each compiled once, so
+# compiling fast pays far more than running slower costs:
+# - --xla_backend_optimization_level=0: no LLVM optimization of the generated code.
+#   Back to back on the quiet 2-core machine, same tree: 14 min 01 s / 1479 s of CPU
+#   at the default level, 10 min 27 s / 1068 s at 0.
+# - --xla_cpu_use_fusion_emitters=false: XLA:CPU's elemental fusion emitters instead
+#   of its newer MLIR fusion emitters, whose compile time dominated: two packing and
+#   log-probability tests 27.7 -> 14.4 s of CPU; the whole suite 9 min 53 s / 1003 s
+#   -> 8 min 28 s / 835 s (BENCHMARKS.md, the test suite).
+# Both change how XLA:CPU generates machine code, not what a program computes (up to
+# float rounding; every comparison in the suite passes either way); experiment
+# commands keep XLA's defaults. A value given in XLA_FLAGS wins.
+for flag, value in (("--xla_backend_optimization_level", "0"),
+                    ("--xla_cpu_use_fusion_emitters", "false")):
+    if flag not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = " ".join(
+            [os.environ.get("XLA_FLAGS", ""), f"{flag}={value}"]).strip()
 
 import pytest
 
@@ -40,25 +49,29 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = pathlib.Path(os.environ.get("MTRL_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
-# The end-to-end files, longest first (by the CPU seconds of each file, measured on
-# the 2-core machine on 2026-11-26): collected ahead of the rest, so
-# that under pytest-xdist they start early instead of one of them running alone
-# while the other worker has nothing left.
+# The longest files first (by the seconds of each file in a `--durations=0` run of
+# the suite on the 2-core machine, 2026-11-26, sixth session): collected ahead of the
+# rest, so that under pytest-xdist they start early instead of one of them running
+# alone while the other worker has nothing left.
 LONG_FIRST = (
     "tests/test_readme_commands.py",
-    "tests/training/config/test_configs.py",
     "tests/training/loop/test_rl_learns.py",
+    "tests/training/config/test_configs.py",
+    "tests/training/update/test_packing.py",
     "tests/training/sft/test_sft_resume.py",
     "tests/training/loop/test_interrupts.py",
-    "tests/scripts/test_bench_gpu.py",
-    "tests/notebooks/test_quickstart.py",
     "tests/parallel/test_multiprocess_trainer.py",
-    "tests/parallel/test_mesh_equality.py",
+    "tests/scripts/test_bench_gpu.py",
+    "tests/training/loop/test_interrupt_evaluations.py",
+    "tests/notebooks/test_quickstart.py",
     "tests/parallel/test_multiprocess.py",
-    "tests/training/loop/test_resume.py",
-    "tests/training/loop/test_resume_windows.py",
-    "tests/training/config/test_smollm2_configs.py",
+    "tests/sampling/test_sampler.py",
+    "tests/parallel/test_mesh_equality.py",
+    "tests/training/credit_stage/test_methods.py",
     "tests/training/loop/test_methods_trainer.py",
+    "tests/training/loop/test_resume_windows.py",
+    "tests/training/loop/test_resume.py",
+    "tests/training/config/test_smollm2_configs.py",
 )
 
 

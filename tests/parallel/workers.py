@@ -19,8 +19,12 @@ TIMEOUT_S = 400
 
 
 def worker_env(devices: int) -> dict:
-    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT),
-               XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    """The test session's environment (its XLA compile flags, tests/conftest.py, and
+    compilation cache included) with `devices` simulated CPU devices."""
+    inherited = [f for f in os.environ.get("XLA_FLAGS", "").split()
+                 if not f.startswith("--xla_force_host_platform_device_count")]
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT), XLA_FLAGS=" ".join(
+        inherited + [f"--xla_force_host_platform_device_count={devices}"]))
     env.pop("PYTEST_XDIST_WORKER", None)
     return env
 

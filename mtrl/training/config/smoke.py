@@ -5,7 +5,11 @@ evaluation, an RL step, checkpoint, test, export) before a real run takes an hou
 `--config.train.steps=2` alone still ran 550 SFT updates per agent. The preset keeps
 the experiment's shape (model, environment, method, turns, agents) and cuts its
 sizes: one RL step of at most 2 tasks with G <= 2, at most 4 SFT updates (2 in a
-first phase) of 8 rows, 2 validation and 2 test tasks, at most 32 new tokens a turn.
+first phase) of 2 rows, 2 validation and 2 test tasks, at most 32 new tokens a turn.
+Two SFT rows, not 8: the updates still exercise the SFT step, its checkpoints and its
+log, and with 8 rows SFT was two fifths of the README commands' smoke CPU (the math
+configs' rows are up to 768 tokens; the seven commands, cold compile cache: 192 s ->
+153 s of CPU in all).
 A field set on the command line (--config.sft.steps=20) keeps its value, and
 the workdir defaults to workdir/<config>-smoke so a real run's directory is never
 mixed with a smoke run's.
@@ -29,7 +33,7 @@ CAPS = {
     ("train", "steps"): 1, ("train", "tasks_per_step"): 2, ("train", "eval_interval"): 1,
     ("train", "save_interval"): 1, ("train", "eval_samples"): 0,
     ("train", "num_transcripts"): 1,
-    ("sft", "steps"): 4, ("sft", "first_phase_steps"): 2, ("sft", "batch_size"): 8,
+    ("sft", "steps"): 4, ("sft", "first_phase_steps"): 2, ("sft", "batch_size"): 2,
     ("data", "num_train"): 16, ("data", "num_eval"): 2, ("data", "num_test"): 2,
     ("rollout", "num_generations"): 2, ("rollout", "max_new_tokens"): 32,
 }

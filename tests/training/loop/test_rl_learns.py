@@ -138,8 +138,8 @@ def learning_config(seed: int = SEED, **overrides):
 def run(workdir, seed: int = SEED, **overrides) -> dict:
     from mtrl.sampling import BucketPolicy
     from mtrl.training.loop.trainer import Trainer
-    trainer = Trainer(learning_config(seed, **overrides), workdir, show_progress=False)
-    trainer.sampler.buckets = BucketPolicy(**SAMPLER_BUCKETS)  # before any sampling
+    trainer = Trainer(learning_config(seed, **overrides), workdir, show_progress=False,
+                      sampler_buckets=BucketPolicy(**SAMPLER_BUCKETS))
     try:
         return trainer.run()
     finally:
