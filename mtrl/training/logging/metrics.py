@@ -28,12 +28,13 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
+
 def summary_writer_class():
     """tensorboardX's SummaryWriter, imported on first use (it pulls in protobuf).
 
     Where torch is installed but not imported, tensorboardX's writer module imports it
-    only to accept torch tensors (1.3 s of CPU per run here, more than the rest of a
-    run's imports together); scalars need none of it, so that import is skipped while
+    only to accept torch tensors (1.3 s of CPU per run here, about as much as all of
+    the trainer's own imports); scalars need none of it, so that import is skipped while
     the module loads and works as usual afterwards."""
     if "tensorboardX.writer" in sys.modules or "torch" in sys.modules:
         from tensorboardX import SummaryWriter
@@ -169,9 +170,9 @@ class MetricsLogger:
         if self._writer is None:
             return
         if self._sft_writer is None:
-            self._sft_writer = summary_writer_class()(logdir=str(self.workdir / TENSORBOARD_DIR / "sft"),
-                                             flush_secs=30,
-                                             filename_suffix=f".{time.time_ns()}")
+            writer = summary_writer_class()
+            self._sft_writer = writer(logdir=str(self.workdir / TENSORBOARD_DIR / "sft"),
+                                      flush_secs=30, filename_suffix=f".{time.time_ns()}")
         for name, value in metrics.items():
             self._sft_writer.add_scalar(f"{tag}/{name}", to_float(name, value),
                                         global_step=update)

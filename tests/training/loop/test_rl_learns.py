@@ -16,7 +16,9 @@ leaves the greedy refusal in place and the test fails.
 
 Measured with the fixed shapes below (2026-11-26, 2-core machine shared with a
 TextWorld experiment; user CPU of the whole process), post-SFT -> after-RL test success:
-  seed 0 (this test under pytest): 0.12 -> 1.00, 77.5 s CPU (fresh compilation cache)
+  seed 0 (this test under pytest, XLA's default compile flags then): 0.12 -> 1.00,
+    77.5 s CPU (fresh compilation cache); under the suite's flags (tests/conftest.py,
+    2026-11-26, quiet machine): 0.06 -> 1.00, 53.9 s user CPU for the file alone
   seed 1: 0.25 -> 1.00 (validation 0.25 -> 1.00), 65 s CPU
   seed 2: 0.19 -> 1.00 (validation 0.25 -> 0.94), 68 s CPU
 (Before the fixed shapes, at an older tree: 0.06 / 0.31 / 0.25 -> 1.00.) Broken
