@@ -14,16 +14,21 @@ A field set on the command line (--config.sft.steps=20) keeps its value, and
 the workdir defaults to workdir/<config>-smoke so a real run's directory is never
 mixed with a smoke run's.
 
-The sampler also pads its requests to coarse shapes (SAMPLER_BUCKETS: at least 8
+The sampler also pads its requests to coarse shapes (SAMPLER_BUCKETS: at least 2
 rows, 128-token chunks, caches in multiples of 256 slots). mtrl/train.py gives them to
 the Trainer; they are no config field, so the run's config record holds the caps
-alone. Most of a smoke run's CPU is compiling programs: with the default buckets
+alone. Much of a smoke run's CPU is compiling programs: with the default buckets
 (from 1 row and 16 tokens) the default config's run compiled 11 sampler programs
-(1-8 rows, 64- and 128-token prompts), with these 3 (one prefill, a greedy and a
-sampled decode), and the README's commands share more of them through a persistent
-compilation cache (the test suite's). Padding rows and slots are masked out, so the
-samples are the same up to float rounding (tests/sampling/test_sampler.py compares
-differently bucketed calls: the same tokens, log-probabilities within 1e-5).
+(1-8 rows, 64- and 128-token prompts), with coarse ones 3, and the README's commands
+share more of them through a persistent compilation cache (the test suite's). The
+floor is 2 rows, not 8: a smoke run samples 2 tasks, and 8-row prefills of the math
+configs' 512-token prompts ran 4 times the rows they needed. Measured (BENCHMARKS.md,
+"Smoke sampler rows"): the seven README commands under the test suite's XLA flags
+and one shared cache 125 -> 100-103 s of CPU; a lone command at XLA's defaults and no
+cache within noise (default 16.9 -> 17.4 s wall, the 2-agent math command 29.6-31.3 ->
+30.6-31.1 s). Padding rows and slots are masked out, so the samples are the same up
+to float rounding (tests/sampling/test_sampler.py compares differently bucketed calls:
+the same tokens, log-probabilities within 1e-5).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ CAPS = {
 }
 
 # mtrl.sampling.BucketPolicy fields of a smoke run's sampler.
-SAMPLER_BUCKETS = dict(min_batch=8, min_length=128, cache_multiple=256)
+SAMPLER_BUCKETS = dict(min_batch=2, min_length=128, cache_multiple=256)
 
 
 def apply_smoke(config, keep: frozenset[str] = frozenset()) -> dict[str, int]:
