@@ -126,9 +126,9 @@ class AdvantageRecorder:
     def __init__(self, fn):
         self.fn, self.stats = fn, []
 
-    def __call__(self, credit, batch, tree, gamma, penalty=None):
-        advantages = self.fn(credit, batch, tree, gamma, penalty)
-        mask = np.asarray(batch.loss_mask)
+    def __call__(self, credit, rollout, gamma, penalty=None):
+        advantages = self.fn(credit, rollout, gamma, penalty)
+        mask = np.asarray(rollout.batch.loss_mask)
         values = np.asarray(advantages)[mask]
         self.stats.append({"adv_mean": float(values.mean()) if values.size else 0.0,
                            "adv_std": float(values.std()) if values.size else 0.0,

@@ -5,7 +5,7 @@ import jax
 import numpy as np
 import pytest
 
-from mtrl.rollout import RolloutConfig, make_batch, rollout
+from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
 from mtrl.training.credit_stage.methods import CreditConfig, token_advantages
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend, ScriptedEnv
 
@@ -49,7 +49,7 @@ def test_token_advantages_match_python_recursion(mode, ends):
     ended = sum(int(r.ended.sum()) for r in tree.turns[:-1])
     assert (ended > 0) == ends  # the scripted rewards hit 1.0 on some early steps
     batch = make_batch(tree)
-    adv = np.asarray(token_advantages(CreditConfig(), batch, tree, 0.9))
+    adv = np.asarray(token_advantages(CreditConfig(), StepRollout(tree, batch), 0.9))
     expected = python_credit(tree, 0.9)
     loss_mask = np.asarray(batch.loss_mask)
     rows = int((np.asarray(batch.row_turn) > 0).sum())

@@ -12,7 +12,7 @@ from mtrl.envs.code import CodeEnv, CodeEnvConfig
 from mtrl.envs.code.task import CodeTask
 from mtrl.envs.sandbox import SandboxPool
 from mtrl.models import PRESETS, Transformer
-from mtrl.rollout import RolloutConfig, make_batch, rollout
+from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
 from mtrl.training.credit_stage.methods import CreditConfig, token_advantages
 from mtrl.rollout.sampler_backend import SamplerBackend
 from mtrl.sampling import SamplingConfig
@@ -65,7 +65,7 @@ def test_code_tree_rollout_gives_finite_advantages(setup, mode):
             assert own in history
     assert set(tree.turns[0].components) >= {"pass_rate"}
     batch = make_batch(tree)
-    adv = np.asarray(token_advantages(CreditConfig(), batch, tree, 0.9))
+    adv = np.asarray(token_advantages(CreditConfig(), StepRollout(tree, batch), 0.9))
     assert adv.shape == batch.tokens.shape
     assert np.isfinite(adv).all()
     assert np.asarray(batch.loss_mask).any()

@@ -24,7 +24,7 @@ import numpy as np
 from mtrl.config.fields import check_bool, check_int
 from mtrl.credit import dapo_overlong_penalty
 from mtrl.rollout.batch import RolloutBatch
-from mtrl.rollout.tree import TreeRollout
+from mtrl.rollout.step_rollout import StepRollout
 from mtrl.training.credit_stage.loss_mask import filter_loss_mask
 from mtrl.training.credit_stage.reward_kl import reward_kl_penalty, rows_to_turns
 
@@ -55,13 +55,14 @@ def overlong_penalty(batch: RolloutBatch, max_length: int, cache: int,
     return rows_to_turns(np.where(real[None], penalty, 0.0), batch, num_tasks)
 
 
-def shape_batch(components, graphdef, state, batch: RolloutBatch, tree: TreeRollout,
-                num_tasks: int, step: int = 1) -> tuple[RolloutBatch, list | None]:
-    """The trainer's one call at RL step `step`: the batch with its loss mask through the
-    loss-mask pipeline (loss_mask.py: TCOD turns, then void turns), and the summed
+def shape_rollout(components, graphdef, state, rollout: StepRollout, num_tasks: int,
+                  step: int = 1) -> tuple[StepRollout, list | None]:
+    """The trainer's one call at RL step `step`: the rollout with its loss mask through
+    the loss-mask pipeline (loss_mask.py: TCOD turns, then void turns), and the summed
     per-completion return penalties (KL in the reward, overlong) or None."""
     c = components
-    batch = filter_loss_mask(c, tree, batch, step)
+    rollout = filter_loss_mask(c, rollout, step)
+    batch = rollout.batch
     parts = []
     if c.reward_kl is not None:
         parts.append(reward_kl_penalty(graphdef, state, batch, c.reward_kl, num_tasks))
@@ -69,5 +70,5 @@ def shape_batch(components, graphdef, state, batch: RolloutBatch, tree: TreeRoll
         parts.append(overlong_penalty(batch, c.rollout.max_new_tokens, c.filters.overlong_cache,
                                       num_tasks))
     if not parts:
-        return batch, None
-    return batch, [sum(turn) for turn in zip(*parts)]
+        return rollout, None
+    return rollout, [sum(turn) for turn in zip(*parts)]

@@ -1,6 +1,6 @@
 """The RL loss mask's one pipeline: an ordered tuple of named filters, each a rule
 `mask -> mask` on the step's [N, C, L] loss mask, applied in order by filter_loss_mask
-(the credit stage's one call, from filters.py shape_batch, before any return penalty or
+(the credit stage's one call, from filters.py shape_rollout, before any return penalty or
 advantage reads the mask).
 
 The mask starts as rollout/batch.py makes it: the sampled tokens of rows that were not
@@ -25,25 +25,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mtrl.rollout.batch import RolloutBatch
-from mtrl.rollout.tree import TreeRollout
+from mtrl.rollout.step_rollout import StepRollout
 from mtrl.training.credit_stage.curriculum import tcod_turn_mask
 
 
 @dataclasses.dataclass(frozen=True)
 class MaskInputs:
     """What the filters read besides the mask: the run's components (curriculum, filters,
-    rollout sections), the step's tree and its batch (rows' turn, node, sample and each
-    token's turn), and the 1-based RL step."""
+    rollout sections), the step's rollout (its tree's infos; its batch's rows' turn,
+    node, sample and each token's turn), and the 1-based RL step."""
 
     components: Any
-    tree: TreeRollout
-    batch: RolloutBatch
+    rollout: StepRollout
     step: int
 
 
-def void_keep_mask(tree: TreeRollout, batch: RolloutBatch) -> np.ndarray:
+def void_keep_mask(rollout: StepRollout) -> np.ndarray:
     """[N, C] bool: rows that stay in the loss under the void-turn filter."""
+    tree, batch = rollout.tree, rollout.batch
     joint = tree.joint_actions
     void, dead = set(), set()  # (turn, node, agent, g); (turn, node) below a void completion
     for _, record, _, node, j, info in tree.joint_steps():
@@ -73,7 +72,7 @@ def tcod_turns(mask: jax.Array, inputs: MaskInputs) -> jax.Array:
     curriculum = getattr(c, "curriculum", None)
     if curriculum is None or not curriculum.tcod:
         return mask
-    return mask & tcod_turn_mask(curriculum, inputs.batch.turn_index, inputs.step,
+    return mask & tcod_turn_mask(curriculum, inputs.rollout.batch.turn_index, inputs.step,
                                  c.rollout.num_turns)
 
 
@@ -83,19 +82,19 @@ def void_turns(mask: jax.Array, inputs: MaskInputs) -> jax.Array:
     (void_keep_mask); off: unchanged."""
     if not inputs.components.filters.void_turns:
         return mask
-    keep = jnp.asarray(void_keep_mask(inputs.tree, inputs.batch))
+    keep = jnp.asarray(void_keep_mask(inputs.rollout))
     return mask & keep[:, :, None]
 
 
 LOSS_MASK_FILTERS = (tcod_turns, void_turns)  # in order; each names its rule
 
 
-def filter_loss_mask(components, tree: TreeRollout, batch: RolloutBatch, step: int,
-                     filters=LOSS_MASK_FILTERS) -> RolloutBatch:
-    """The batch with its loss mask through `filters` in order (the batch itself when
-    no filter changed the mask)."""
-    inputs = MaskInputs(components, tree, batch, step)
-    mask = batch.loss_mask
+def filter_loss_mask(components, rollout: StepRollout, step: int,
+                     filters=LOSS_MASK_FILTERS) -> StepRollout:
+    """The rollout with its loss mask through `filters` in order (the rollout itself
+    when no filter changed the mask)."""
+    inputs = MaskInputs(components, rollout, step)
+    mask = rollout.batch.loss_mask
     for rule in filters:
         mask = rule(mask, inputs)
-    return batch if mask is batch.loss_mask else batch.replace(loss_mask=mask)
+    return rollout if mask is rollout.batch.loss_mask else rollout.with_loss_mask(mask)

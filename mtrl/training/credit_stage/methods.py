@@ -1,6 +1,7 @@
 """Credit methods selectable by name: `credit.estimator` -> per-agent completion advantages.
 
-Every estimator maps a rollout (its dense batch and its host tree) to, per turn t,
+Every estimator maps the step's rollout (rollout/step_rollout.py: its host tree and
+its dense batch) to, per turn t,
 [P] + [J]*(t−1) + [N, G] advantages of each agent's completions; the trainer gathers
 them into rows (mtrl.credit.row_advantages) and broadcasts them over the row's loss
 tokens. Two kinds (docs/methods.md has the table with the papers):
@@ -40,6 +41,7 @@ from mtrl.credit.joint_actions import CREDIT_REDUCTIONS
 from mtrl.credit.turn_level import LAMBDA_PLACEMENTS
 from mtrl.losses import POLICY_LOSSES
 from mtrl.registry import Registry
+from mtrl.rollout.step_rollout import StepRollout
 from mtrl.training.credit_stage.tree_paths import TaskPaths, info_array, paths_to_dense, tree_paths
 
 BASELINES = ("mean", "rloo", "max", "raw")
@@ -120,7 +122,7 @@ ESTIMATOR_KINDS = ("tree", "path")
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Estimator:
-    """A CREDIT_ESTIMATORS entry: fn(batch, tree, credit, gamma, penalty) -> per turn
+    """A CREDIT_ESTIMATORS entry: fn(rollout, credit, gamma, penalty) -> per turn
     [P] + [J]*(t−1) + [N, G] advantages, and the traits its consumers read.
 
       kind              "tree" (tree returns, per-completion penalties allowed:
@@ -157,7 +159,8 @@ def tree_estimators() -> tuple[str, ...]:
 
 
 def _tree(group_fn: str | None):
-    def fn(batch, tree, credit: CreditConfig, gamma, penalty=None):
+    def fn(rollout: StepRollout, credit: CreditConfig, gamma, penalty=None):
+        batch = rollout.batch
         name = group_fn or credit.baseline
         opts = {"normalize_std": True} if credit.normalize_std else {}
         return magrpo_advantages(batch.rewards, batch.expanded, gamma=gamma,
@@ -180,9 +183,10 @@ def path_estimator(name: str, needs: tuple[str, ...], paper: str, ends_at_succes
     """Registers `values(paths: TaskPaths, credit, gamma) -> [Q, K]` as a path estimator
     that reads the step info keys `needs`."""
     def register(values: Callable[[TaskPaths, CreditConfig, float], np.ndarray]):
-        def fn(batch, tree, credit: CreditConfig, gamma, penalty=None):
+        def fn(rollout: StepRollout, credit: CreditConfig, gamma, penalty=None):
             if penalty is not None:
                 raise ValueError(f"{name!r} takes no per-completion penalty (kl_in=reward)")
+            tree, batch = rollout.tree, rollout.batch
             paths = tree_paths(tree)
             dense = paths_to_dense(tree, paths, [values(p, credit, gamma) for p in paths])
             return [per_agent_credit(jnp.asarray(d), batch.joint_mode, batch.num_agents,
@@ -267,16 +271,18 @@ def ufo_values(paths: TaskPaths, credit: CreditConfig, gamma) -> np.ndarray:
     return np.where(paths.mask, adv[:, None], 0.0)
 
 
-def method_advantages(credit: CreditConfig, batch, tree, gamma, penalty=None) -> list:
+def method_advantages(credit: CreditConfig, rollout: StepRollout, gamma, penalty=None) -> list:
     """Per turn [P] + [J]*(t−1) + [N, G] advantages of the configured estimator
     (penalty: per-completion return penalties, tree estimators only)."""
-    return CREDIT_ESTIMATORS.get(credit.estimator).fn(batch, tree, credit, gamma, penalty)
+    return CREDIT_ESTIMATORS.get(credit.estimator).fn(rollout, credit, gamma, penalty)
 
 
-def token_advantages(credit: CreditConfig, batch, tree, gamma, penalty=None) -> jnp.ndarray:
+def token_advantages(credit: CreditConfig, rollout: StepRollout, gamma,
+                     penalty=None) -> jnp.ndarray:
     """[N, C, L] float32: each row's advantage on its loss tokens, 0 elsewhere (what
     the trainer feeds the loss)."""
-    per_turn = method_advantages(credit, batch, tree, gamma, penalty)
+    per_turn = method_advantages(credit, rollout, gamma, penalty)
+    batch = rollout.batch
     rows = row_advantages(per_turn, batch.row_turn, batch.row_node, batch.row_sample)
     return rows[:, :, None] * batch.loss_mask
 

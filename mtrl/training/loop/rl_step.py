@@ -1,8 +1,12 @@
 """One RL step's learning from its tree, as named stages over one rollout:
 
     grown tree ──score──► tree (+ IGPO's answer log-probs)
-               ──advantages──► batch (loss mask filtered) + per-token advantages
+               ──advantages──► StepRollout (tree + its rows, loss mask filtered)
+                               + per-token advantages
                ──update──► new train state + the update's metrics
+
+From the advantages stage on, the step is one StepRollout (rollout/step_rollout.py):
+the tree and the rows laid out from it, passed together as one value.
 
 The trainer grows the tree before (on-policy, or taken from the background rollout)
 and evaluates and saves after (trainer.py `run`). Each stage is one call here, so the
@@ -18,11 +22,11 @@ from typing import Any
 import jax
 
 from mtrl.parallel.process_rollout import gather_rows, is_multiprocess
-from mtrl.rollout import make_batch
+from mtrl.rollout import StepRollout, step_rollout
 from mtrl.training.credit_stage.answer_probs import fill_answer_logprobs
 from mtrl.training.run.build import Components
 from mtrl.training.run.sections import TrainConfig
-from mtrl.training.credit_stage.filters import shape_batch
+from mtrl.training.credit_stage.filters import shape_rollout
 from mtrl.training.run.keys import RunKeys
 from mtrl.training.credit_stage.methods import token_advantages
 from mtrl.training.update.minibatch import policy_minibatch
@@ -67,21 +71,22 @@ class Learner:
         return fill_answer_logprobs(tree, self.graphdef, policies, self.c.tokenizer,
                                     self.c.turn_format)
 
-    def advantages(self, tree, state, step: int):
-        """(batch, per-token advantages): the tree as one train-step shape, its loss
-        mask through its pipeline (TCOD turns, void turns; loss_mask.py) and the return
-        penalties (KL in the reward, overlong) into the estimator's advantages."""
+    def advantages(self, tree, state, step: int) -> tuple[StepRollout, Any]:
+        """(rollout, per-token advantages): the tree with its rows in one train-step
+        shape, the loss mask through its pipeline (TCOD turns, void turns;
+        loss_mask.py) and the return penalties (KL in the reward, overlong) into the
+        estimator's advantages."""
         c = self.c
-        batch = make_batch(tree, length=c.rollout.max_context)
-        batch, penalty = shape_batch(c, self.graphdef, state, batch, tree,
-                                     self.train.tasks_per_step // jax.process_count(), step)
-        return batch, token_advantages(c.credit, batch, tree, c.rollout.discount, penalty)
+        rollout = step_rollout(tree, length=c.rollout.max_context)
+        rollout, penalty = shape_rollout(c, self.graphdef, state, rollout,
+                                         self.train.tasks_per_step // jax.process_count(), step)
+        return rollout, token_advantages(c.credit, rollout, c.rollout.discount, penalty)
 
-    def update(self, batch, advantages, state, step: int):
+    def update(self, rollout: StepRollout, advantages, state, step: int):
         """(new state, Update): the PPO epochs over the step's rows (every process's),
         uninformative groups dropped with train.drop_zero_advantage; REFUEL's pairs
         move whole. A non-finite update fails naming the step."""
-        cfg = self.train
+        cfg, batch = self.train, rollout.batch
         rows, kept = policy_minibatch(batch, advantages), batch.num_rows
         if is_multiprocess():  # every process updates on all processes' rows
             rows, kept = gather_rows(rows)

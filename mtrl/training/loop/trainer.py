@@ -7,8 +7,8 @@ uninterrupted one), the stages of `run`, top to bottom:
               split (curriculum.py), rolled out as a tree (sampler with KV reuse; the
               environment of env.name);
   score       IGPO's answer log-probs (rl_step.Learner.score);
-  advantages  the rollout batch, its loss mask through the filters, per-token
-              advantages of credit.estimator (Learner.advantages; methods.py);
+  advantages  the tree and its rows as one StepRollout, its loss mask through the
+              filters, per-token advantages of credit.estimator (Learner.advantages);
   update      PPO epochs/minibatches of the jitted train step (one optimizer per
               agent) on the rows (train.drop_zero_advantage: informative groups only),
               packed by train.packing ("tree": each shared prefix once, packing.py);
@@ -205,8 +205,8 @@ class Trainer:
             tree, staleness = self._grow_step(step, state)                    # grow
             tree = learner.score(tree, self.policy_states(state))             # score
             t1 = time.perf_counter()
-            batch, advantages = learner.advantages(tree, state, step)         # advantages
-            state, update = learner.update(batch, advantages, state, step)    # update
+            rolled_out, advantages = learner.advantages(tree, state, step)    # advantages
+            state, update = learner.update(rolled_out, advantages, state, step)  # update
             self.set_policy(state)
             t2 = time.perf_counter()
             metrics = self._step_metrics(step, tree, update, (t0, t1, t2), staleness)
@@ -223,7 +223,7 @@ class Trainer:
         if self.ahead is not None:
             self.ahead.close()
         self.keeper.wait()
-        state = tree = batch = advantages = update = None  # _finish restores its own
+        state = tree = rolled_out = advantages = update = None  # _finish restores its own
         result = self._finish(step, started, extra, budget, before_s, logger)
         logger.close()
         return result

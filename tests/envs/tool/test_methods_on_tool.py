@@ -10,7 +10,7 @@ from mtrl.credit import RewardRecipe
 from mtrl.data.gsm8k import MathTask
 from mtrl.envs.sandbox import Limits, SandboxPool
 from mtrl.envs.tool import ToolEnv, ToolEnvConfig
-from mtrl.rollout import RolloutConfig, make_batch, rollout
+from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
 from mtrl.rollout.backend import Contexts, PolicyBackend, Samples
 from mtrl.tokenizers import load_tokenizer
 from mtrl.training.credit_stage.loss_mask import void_keep_mask
@@ -71,7 +71,7 @@ def test_recipe_totals_from_the_tool_step_info(tree):
 
 def test_void_turn_filter_drops_the_void_turn_and_its_subtree(tree):
     batch = make_batch(tree)
-    keep = void_keep_mask(tree, batch)[0]
+    keep = void_keep_mask(StepRollout(tree, batch))[0]
     turn, node, sample = (np.asarray(x) for x in (batch.row_turn, batch.row_node,
                                                   batch.row_sample))
     for c in np.flatnonzero(turn > 0):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mtrl.credit import row_advantages
-from mtrl.rollout import RolloutConfig, make_batch, rollout
+from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
 from mtrl.training.credit_stage.filters import FilterConfig, completion_lengths, overlong_penalty
 from mtrl.training.credit_stage.loss_mask import void_keep_mask
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend, digest
@@ -38,7 +38,7 @@ def test_overlong_penalty_follows_dapo_per_completion():
 
 def test_void_completions_and_their_subtrees_leave_the_loss():
     tree, batch = scripted()
-    keep = void_keep_mask(tree, batch)
+    keep = void_keep_mask(StepRollout(tree, batch))
     joint, n = tree.joint_actions, 2
     # Independent check, turn by turn: a row is kept iff its own completion is not void
     # and no completion on the way from the root to its node was void.

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from mtrl.training.credit_stage.curriculum import CurriculumConfig
-from mtrl.training.credit_stage.filters import FilterConfig, shape_batch
+from mtrl.rollout import StepRollout
+from mtrl.training.credit_stage.filters import FilterConfig, shape_rollout
 from tests.training.credit_stage.test_filters import scripted
 
 CASES = {  # name: (tcod, steps_per_stage, step, void_turns)
@@ -40,10 +41,10 @@ def filtered_mask(name):
         curriculum=CurriculumConfig(tcod=tcod, steps_per_stage=per_stage),
         filters=FilterConfig(void_turns=void), reward_kl=None,
         rollout=types.SimpleNamespace(num_turns=3, max_new_tokens=32))
-    shaped, penalty = shape_batch(components, None, None, batch, tree, num_tasks=2,
-                                  step=step)
-    assert penalty is None
-    return np.asarray(batch.loss_mask), np.asarray(shaped.loss_mask)
+    shaped, penalty = shape_rollout(components, None, None, StepRollout(tree, batch),
+                                    num_tasks=2, step=step)
+    assert penalty is None and shaped.tree is tree
+    return np.asarray(batch.loss_mask), np.asarray(shaped.batch.loss_mask)
 
 
 def digest(mask):

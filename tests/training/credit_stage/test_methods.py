@@ -10,7 +10,7 @@ import pytest
 
 from mtrl.credit import (GROUP_ADVANTAGES, gigpo_advantages, grpo_advantages,
                          igpo_advantages, mt_grpo_advantages, ufo_reward)
-from mtrl.rollout import RolloutConfig, make_batch, rollout
+from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
 from mtrl.training.credit_stage.methods import CREDIT_ESTIMATORS, CreditConfig, token_advantages
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend
 from tests.training.signal_env import SignalEnv
@@ -126,7 +126,7 @@ def test_trainer_advantages_equal_the_library_function(name, mode):
     tree = make_tree(mode)
     batch = make_batch(tree)
     credit = CreditConfig(estimator=name)
-    fed = np.asarray(token_advantages(credit, batch, tree, GAMMA))
+    fed = np.asarray(token_advantages(credit, StepRollout(tree, batch), GAMMA))
     expected = (tree_values(tree, TREE_GROUP[name]) if name in TREE_GROUP
                 else path_credit(tree, name, credit))
     loss_mask = np.asarray(batch.loss_mask)
@@ -147,7 +147,8 @@ def test_trainer_advantages_equal_the_library_function(name, mode):
 def test_magrpo_baselines_and_normalize_std_reach_the_loss(baseline):
     tree = make_tree("cross", num_turns=2)
     batch = make_batch(tree)
-    plain = np.asarray(token_advantages(CreditConfig(baseline=baseline), batch, tree, GAMMA))
+    plain = np.asarray(token_advantages(CreditConfig(baseline=baseline),
+                                        StepRollout(tree, batch), GAMMA))
     expected = tree_values(tree, baseline)
     c = 0
     t, node, g = (int(np.asarray(x)[c]) for x in (batch.row_turn, batch.row_node,
@@ -156,7 +157,7 @@ def test_magrpo_baselines_and_normalize_std_reach_the_loss(baseline):
     np.testing.assert_allclose(values, expected[(t, node, 0, g)], rtol=1e-5, atol=1e-6)
     # Regression: credit.normalize_std was never read by the trainer.
     scaled = np.asarray(token_advantages(CreditConfig(baseline=baseline, normalize_std=True),
-                                         batch, tree, GAMMA))
+                                         StepRollout(tree, batch), GAMMA))
     assert not np.allclose(plain, scaled)
 
 

@@ -11,7 +11,7 @@ from flax import nnx
 
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
-from mtrl.rollout import RolloutConfig, make_batch, rollout
+from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
 from mtrl.training.credit_stage.methods import CREDIT_ESTIMATORS, CreditConfig, token_advantages
 from mtrl.training.update.minibatch import policy_minibatch
 from mtrl.training.update.optim import OptimConfig, make_optimizer
@@ -43,7 +43,7 @@ def setup():
 @pytest.mark.parametrize("name", CREDIT_ESTIMATORS.names())
 def test_three_steps_per_estimator(setup, name):
     tree, batch, params, optimizer, step = setup
-    advantages = token_advantages(CreditConfig(estimator=name), batch, tree, 1.0)
+    advantages = token_advantages(CreditConfig(estimator=name), StepRollout(tree, batch), 1.0)
     assert np.abs(np.asarray(advantages)).sum() > 0
     copies = [jax.tree.map(lambda x: x.copy(), params) for _ in range(2)]
     state = init_train_state(copies, optimizer, shared=False, keep_reference=False)

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mtrl.rollout import RolloutConfig, make_batch, rollout
+from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
 from mtrl.training.credit_stage.methods import CreditConfig, token_advantages
 from mtrl.training.update.minibatch import policy_minibatch
 from mtrl.training.update.ppo_epochs import ppo_update
@@ -34,7 +34,7 @@ def parent_tagged_rows(num_generations=4):
     tree = rollout([0, 1, 2], SignalEnv(2), ScriptedBackend(), CharTokenizer(), config,
                    jax.random.key(1))
     batch = make_batch(tree)
-    rows = policy_minibatch(batch, token_advantages(CreditConfig(), batch, tree, 1.0))
+    rows = policy_minibatch(batch, token_advantages(CreditConfig(), StepRollout(tree, batch), 1.0))
     # Token 0 of every row names its parent node (turn, node); padding rows get -1.
     parent = np.where(np.asarray(batch.row_turn) > 0,
                       np.asarray(batch.row_turn) * 1000 + np.asarray(batch.row_node), -1)
