@@ -6,9 +6,11 @@ itself, and no environment reads the raw experiment config.
     builder(request: EnvRequest) -> BuiltEnv
 
 Builders register under a name in ENV_BUILDERS with `register_env`, which records the
-environment's traits beside its builder (`ends_on_success(section)`: whether the built
-environment ends an episode at its first success, which the config checks read before
-anything is built); each environment package registers its own
+environment's traits beside its builder: `reads`, the EnvSection fields it reads (a
+field another environment reads, set away from its default, is refused at parse time
+by check_env_fields instead of being ignored), and `ends_on_success(section)`, whether
+the built environment ends an episode at its first success (the config checks read
+it before anything is built); each environment package registers its own
 (`mtrl/envs/<name>/builder.py`, imported by `load_builders`). A builder reads only
 the request: its EnvSection (`env.*`, `env.options` for the environment's extras), the
 rollout's number of turns, the data suite's name, the suite and the tokenizer; it raises
@@ -30,8 +32,9 @@ from mtrl.registry import Registry
 @dataclasses.dataclass(frozen=True)
 class EnvSection:
     """The `env` section, read once (mtrl/training/config/readers.py env_section). The
-    fields after `options` are the code environment's (the other builders read the ones
-    they name in their docstring, and `options` for their own extras)."""
+    fields after `options` are the code environment's; another environment reads the
+    ones its registration names (`reads`) and `options` for its own extras, and refuses
+    the rest when they are set (check_env_fields)."""
 
     name: str = "code"  # a builder in ENV_BUILDERS
     options: dict = dataclasses.field(default_factory=dict)  # the environment's extras
@@ -81,23 +84,37 @@ def _always(section: EnvSection) -> bool:
     return True
 
 
+# Every builder reads these: the registry's key and the environment's own extras.
+COMMON_FIELDS = frozenset({"name", "options"})
+SECTION_FIELDS = frozenset(f.name for f in dataclasses.fields(EnvSection))
+
+
 @dataclasses.dataclass(frozen=True)
 class EnvBuilder:
-    """A registered environment: its builder and its traits."""
+    """A registered environment: its builder and its traits (`reads`: the EnvSection
+    fields it reads besides name and options)."""
 
     build: Callable[[EnvRequest], BuiltEnv]
+    reads: frozenset
     ends_on_success: Callable[[EnvSection], bool] = _always
+
+    def __post_init__(self):
+        unknown = sorted(set(self.reads) - SECTION_FIELDS)
+        if unknown:
+            raise ValueError(f"EnvBuilder.reads: {unknown} are no EnvSection fields")
 
 
 ENV_BUILDERS: Registry[EnvBuilder] = Registry("environment builder")
 
 
-def register_env(name: str, *, ends_on_success: Callable[[EnvSection], bool] = _always):
+def register_env(name: str, *, reads: tuple[str, ...],
+                 ends_on_success: Callable[[EnvSection], bool] = _always):
     """Decorator: registers `build` under `name` with the environment's traits
-    (ends_on_success(section); default: every episode ends at its first success)."""
+    (`reads`: the EnvSection fields it reads besides name and options;
+    ends_on_success(section), default: every episode ends at its first success)."""
 
     def add(build: Callable[[EnvRequest], BuiltEnv]) -> Callable[[EnvRequest], BuiltEnv]:
-        ENV_BUILDERS.register(name)(EnvBuilder(build, ends_on_success))
+        ENV_BUILDERS.register(name)(EnvBuilder(build, frozenset(reads), ends_on_success))
         return build
 
     return add
@@ -121,6 +138,22 @@ def check_env_name(section: EnvSection) -> None:
     if section.name not in ENV_BUILDERS:
         raise ValueError(f"config.env.name: unknown {section.name!r}; valid: "
                          f"{', '.join(ENV_BUILDERS.names())}")
+
+
+def check_env_fields(section: EnvSection) -> None:
+    """One-line error for an `env` field set away from its default that the selected
+    environment does not read (it would be ignored silently: the user meant another
+    environment, or a field of env.options)."""
+    check_env_name(section)
+    reads = ENV_BUILDERS.get(section.name).reads | COMMON_FIELDS
+    defaults = EnvSection()
+    for field in sorted(SECTION_FIELDS - reads):
+        value = getattr(section, field)
+        if value != getattr(defaults, field):
+            raise ValueError(
+                f"config.env.{field}: set to {value!r}, but env {section.name!r} does not "
+                f"read it (it reads {', '.join(sorted(reads - COMMON_FIELDS)) or 'none'} "
+                "and env.options); leave it unset")
 
 
 def ends_on_success(section: EnvSection) -> bool:

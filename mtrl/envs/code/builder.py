@@ -8,14 +8,16 @@ from mtrl.envs.code.rewards import CodeRewardConfig
 from mtrl.envs.code.experts.factory import build_expert
 from mtrl.envs.sandbox import Limits, SandboxPool
 from mtrl.config import build, known_fields
-from mtrl.envs.registry import BuiltEnv, EnvRequest, EnvSection, register_env
+from mtrl.envs.registry import (COMMON_FIELDS, SECTION_FIELDS, BuiltEnv, EnvRequest,
+                                EnvSection, register_env)
 
 
 def _ends_on_success(section: EnvSection) -> bool:
     return section.end_on_success  # CodeEnvConfig.end_on_success, below
 
 
-@register_env("code", ends_on_success=_ends_on_success)
+@register_env("code", reads=tuple(SECTION_FIELDS - COMMON_FIELDS),  # every env.* field
+              ends_on_success=_ends_on_success)
 def build_code_env(request: EnvRequest) -> BuiltEnv:
     e = request.env
     if e.options:

@@ -13,7 +13,8 @@ from mtrl.envs.registry import BuiltEnv, EnvRequest, register_env
 _OPTIONS = ("max_completion_chars",)
 
 
-@register_env("math")  # an episode ends at its answer
+# An episode ends at its answer (the default ends_on_success).
+@register_env("math", reads=("num_agents", "feedback_mode", "history_mode", "templates"))
 def build_math_env(request: EnvRequest) -> BuiltEnv:
     e = request.env
     options = dict(e.options)
@@ -21,8 +22,6 @@ def build_math_env(request: EnvRequest) -> BuiltEnv:
     if unknown:
         raise ValueError(f"config.env.options: unknown {unknown} for the math environment; "
                          f"valid: {list(_OPTIONS)}")
-    if e.expert:
-        raise ValueError("config.env.expert: the math environment has no expert feedback")
     try:
         templates = request.suite.templates(e.templates)
     except (ValueError, AttributeError) as error:

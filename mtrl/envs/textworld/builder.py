@@ -8,7 +8,8 @@ from mtrl.config import build
 from mtrl.envs.registry import BuiltEnv, EnvRequest, register_env
 
 
-@register_env("textworld")  # an episode ends at a win
+# An episode ends at a win (the default ends_on_success).
+@register_env("textworld", reads=("num_agents",))
 def build_textworld_env(request: EnvRequest) -> BuiltEnv:
     e = request.env
     if e.num_agents != 1:

@@ -28,7 +28,7 @@ commands to the branch's history instead.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import Sequence
 
 from mtrl.config.fields import check_int
 from mtrl.rollout.environment import Environment, StepResult

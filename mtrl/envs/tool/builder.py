@@ -15,7 +15,8 @@ from mtrl.envs.registry import BuiltEnv, EnvRequest, register_env
 _OPTIONS = ("max_turns", "max_output_chars", "max_completion_chars", "call_reward")
 
 
-@register_env("tool")  # an episode ends at its answer
+# An episode ends at its answer (the default ends_on_success).
+@register_env("tool", reads=("num_agents", "workers", "wall_s_per_test", "templates"))
 def build_tool_env(request: EnvRequest) -> BuiltEnv:
     e = request.env
     options = dict(e.options)
@@ -29,8 +30,6 @@ def build_tool_env(request: EnvRequest) -> BuiltEnv:
     if e.templates != "default":
         raise ValueError(f"config.env.templates: the tool environment has 'default' "
                          f"templates only, got {e.templates!r}")
-    if e.expert:
-        raise ValueError("config.env.expert: the tool environment has no expert feedback")
     options.setdefault("max_turns", request.num_turns)
     env_config = build(ToolEnvConfig, "env.options", **options)
     if request.num_turns > env_config.max_turns:

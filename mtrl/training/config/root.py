@@ -22,7 +22,7 @@ from mtrl.config.fields import build, known_fields
 from mtrl.credit import RewardRecipe
 from mtrl.data.demonstrations import per_agent
 from mtrl.data.suite import DataConfig
-from mtrl.envs.registry import EnvSection, check_env_name, ends_on_success
+from mtrl.envs.registry import EnvSection, check_env_fields, ends_on_success
 from mtrl.losses import KLPenaltyConfig, PolicyObjectiveConfig
 from mtrl.parallel.mesh import MeshConfig
 from mtrl.parallel.process_rollout import check_supported
@@ -81,7 +81,7 @@ def parse(config) -> RunConfig:
     if isinstance(config.get("seed"), bool) or not isinstance(config.get("seed"), int):
         raise ValueError(f"config.seed: must be an int, got {config.get('seed')!r}")
     env = env_section(config)
-    check_env_name(env)
+    check_env_fields(env)  # a known name; no field set that it would ignore
     rollout = build(RolloutConfig, "rollout", num_agents=env.num_agents,
                     **known_fields(RolloutConfig, config.rollout, "rollout"))
     train = train_config(config)

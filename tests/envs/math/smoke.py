@@ -32,7 +32,8 @@ def minimal(name: str, steps: int = 1):
     # The tool prompt is ~200 bytes longer than the math prompt.
     c.rollout.max_context = 512 if c.env.name == "tool" else 256
     c.data.test_split = ""  # one evaluation fewer: the smoke test stays fast
-    c.env.workers = 1
+    if c.env.name == "tool":  # the math environment runs no sandbox
+        c.env.workers = 1
     c.train.steps = steps
     c.train.tasks_per_step = 2
     c.train.eval_interval = steps

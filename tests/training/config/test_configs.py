@@ -39,7 +39,8 @@ def shrink(c, workdir):
     c.sft.steps = 2
     c.sft.first_phase_steps = min(c.sft.first_phase_steps, 1)  # both SFT phases, one update each
     c.sft.batch_size = 4
-    c.env.workers = 1
+    if c.env.get("name", "code") in ("code", "tool"):  # the environments with a sandbox
+        c.env.workers = 1
     if c.env.get("name") == "tool":  # tool instructions + a GSM8K question: ~430 bytes
         c.rollout.max_context = 768
     if c.data.name == "textworld":  # generated games: two per split (cached on disk)

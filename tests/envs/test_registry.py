@@ -1,0 +1,72 @@
+"""The environment registry's `reads` trait: an `env` field set away from its default
+that the selected environment does not read is refused when the config is parsed, in
+one line naming the field (it used to be ignored silently)."""
+
+import dataclasses
+
+import pytest
+
+from mtrl.envs.registry import (COMMON_FIELDS, ENV_BUILDERS, SECTION_FIELDS, EnvBuilder,
+                                EnvSection, load_builders)
+from mtrl.training.run import build as build_module
+from mtrl.training.config import base_config, parse
+from tests.envs.math.smoke import load_config, minimal
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    def fail(*args, **kwargs):
+        raise AssertionError("parse started model, data or environment work")
+    for name in ("build_models", "build_suite", "build_environment", "build_tokenizer"):
+        monkeypatch.setattr(build_module, name, fail)
+
+
+def config_of(env_name: str):
+    if env_name == "code":
+        return base_config()
+    if env_name == "textworld":
+        return load_config("textworld")
+    return minimal(env_name)
+
+
+@pytest.mark.parametrize("env_name, field, value", [
+    ("math", "sandbox_slice", 3),
+    ("math", "expert", "reference"),
+    ("math", "workers", 4),
+    ("tool", "feedback_mode", "plain"),
+    ("tool", "end_on_success", True),
+    ("textworld", "templates", "default"),
+    ("textworld", "reward_points", {"syntax": 0.5}),
+])
+def test_a_field_the_environment_does_not_read_is_refused(no_work, env_name, field, value):
+    c = config_of(env_name)
+    c.env[field] = value
+    with pytest.raises(ValueError) as error:
+        parse(c)
+    message = str(error.value)
+    assert message.startswith(f"config.env.{field}: set to {value!r}, but env {env_name!r} "
+                              "does not read it")
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("env_name", ["code", "math", "tool", "textworld"])
+def test_fields_left_at_their_defaults_pass(no_work, env_name):
+    c = config_of(env_name)
+    for field in SECTION_FIELDS - COMMON_FIELDS:  # explicitly set to the default
+        c.env[field] = getattr(EnvSection(), field)
+    assert parse(c).env.name == env_name
+
+
+def test_what_each_environment_reads():
+    load_builders()
+    reads = {name: ENV_BUILDERS.get(name).reads for name in ENV_BUILDERS.names()}
+    assert reads["code"] == SECTION_FIELDS - COMMON_FIELDS
+    assert reads["math"] == {"num_agents", "feedback_mode", "history_mode", "templates"}
+    assert reads["tool"] == {"num_agents", "workers", "wall_s_per_test", "templates"}
+    assert reads["textworld"] == {"num_agents"}
+
+
+def test_a_builder_that_reads_an_unknown_field_is_refused():
+    with pytest.raises(ValueError, match=r"\['sandbox_slices'\] are no EnvSection fields"):
+        EnvBuilder(build=lambda request: None, reads=frozenset({"sandbox_slices"}))
+    assert {f.name for f in dataclasses.fields(EnvSection)} == SECTION_FIELDS
