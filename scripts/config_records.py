@@ -1,0 +1,106 @@
+"""Every experiment config's record (what a run's config.json holds), one JSON, so that a
+refactor can show it changed no experiment: run it at two commits and compare.
+
+    python scripts/config_records.py --out /tmp/after.json
+    python scripts/config_records.py --out /tmp/before.json --root /tmp/old-checkout
+    python scripts/config_records.py --compare /tmp/before.json /tmp/after.json
+
+Each experiments/configs/*.py is loaded from --root (tool.py also with each suite it
+takes) and its ConfigDict turned into the record `config_record` writes; paths inside
+the checkout are written as <ROOT>, so two checkouts compare. --root may be an older
+commit's checkout: the record function is looked up where that commit kept it.
+--compare prints every field that differs, per config, and exits 1 when any does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+# Configs whose get_config takes an argument, and the values to record.
+VARIANTS = {"tool.py": ("gsm8k", "mbpp")}
+
+
+def record_function(root: pathlib.Path):
+    """The checkout's config_record (it moved from training/run_config.py into the config
+    package during issue 24)."""
+    sys.path.insert(0, str(root))
+    for module in ("mtrl.training.config", "mtrl.training.run_config"):
+        try:
+            return importlib.import_module(module).config_record
+        except (ImportError, AttributeError):
+            continue
+    raise SystemExit(f"error: no config_record in {root}/mtrl")
+
+
+def load(path: pathlib.Path):
+    spec = importlib.util.spec_from_file_location(f"config_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def records(root: pathlib.Path) -> dict[str, dict]:
+    """{"<file>[:<argument>]": record} for every experiment config under `root`."""
+    config_record = record_function(root)
+    out = {}
+    for path in sorted((root / "experiments" / "configs").glob("*.py")):
+        module = load(path)
+        for argument in (None, *VARIANTS.get(path.name, ())):
+            config = module.get_config() if argument is None else module.get_config(argument)
+            name = path.name + ("" if argument is None else f":{argument}")
+            text = json.dumps(config_record(config), default=str, sort_keys=True)
+            out[name] = json.loads(text.replace(str(root), "<ROOT>"))
+    return out
+
+
+def flatten(value, prefix: str = "") -> dict:
+    if not isinstance(value, dict):
+        return {prefix: value}
+    out = {}
+    for key, item in value.items():
+        out.update(flatten(item, f"{prefix}.{key}" if prefix else key))
+    return out
+
+
+def differences(before: dict, after: dict) -> list[str]:
+    """One line per config added or removed and per field that differs."""
+    lines = []
+    for name in sorted(set(before) | set(after)):
+        if name not in after or name not in before:
+            lines.append(f"{name}: {'removed' if name not in after else 'added'}")
+            continue
+        old, new = flatten(before[name]), flatten(after[name])
+        for field in sorted(set(old) | set(new)):
+            if old.get(field, "<absent>") != new.get(field, "<absent>"):
+                lines.append(f"{name} {field}: {old.get(field, '<absent>')!r} -> "
+                             f"{new.get(field, '<absent>')!r}")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default=str(ROOT), help="the checkout to read")
+    parser.add_argument("--out", help="where to write the records")
+    parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
+    args = parser.parse_args(argv)
+    if args.compare:
+        before, after = (json.loads(pathlib.Path(p).read_text()) for p in args.compare)
+        lines = differences(before, after)
+        print("\n".join(lines) if lines else f"no differences ({len(after)} configs)")
+        return 1 if lines else 0
+    if not args.out:
+        parser.error("--out or --compare is required")
+    found = records(pathlib.Path(args.root).resolve())
+    pathlib.Path(args.out).write_text(json.dumps(found, indent=1, sort_keys=True))
+    print(f"wrote {len(found)} config records to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
