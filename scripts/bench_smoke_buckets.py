@@ -76,7 +76,10 @@ def children_cpu() -> float:
 def run_arm(min_batch: int, commands: list[list[str]], suite: bool) -> dict:
     """Every command once with this row floor; wall and CPU per command."""
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
-    env.pop("XLA_FLAGS", None)
+    for name in ("XLA_FLAGS", "JAX_COMPILATION_CACHE_DIR",
+                 "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
+                 "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"):
+        env.pop(name, None)  # the arm sets its own (--suite) or none (XLA's defaults)
     with tempfile.TemporaryDirectory(prefix="mtrl-smoke-bench-") as scratch:
         if suite:
             env.update(XLA_FLAGS=SUITE_XLA_FLAGS,

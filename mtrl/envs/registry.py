@@ -51,7 +51,7 @@ class EnvSection:
     expert: str = ""
     expert_options: dict = dataclasses.field(default_factory=dict)
     # Code environment only: a program passing every test ends its episode. Math, tool
-    # and TextWorld always end at success (an answer, a win), whatever this says.
+    # and TextWorld always end at success (an answer, a win); they refuse the field.
     end_on_success: bool = False
 
     def __post_init__(self):
@@ -84,15 +84,16 @@ def _always(section: EnvSection) -> bool:
     return True
 
 
-# Every builder reads these: the registry's key and the environment's own extras.
-COMMON_FIELDS = frozenset({"name", "options"})
+# Read for every environment: the registry's key, the environment's own extras and
+# the number of agents (parse gives it to the rollout section, whatever the builder).
+COMMON_FIELDS = frozenset({"name", "options", "num_agents"})
 SECTION_FIELDS = frozenset(f.name for f in dataclasses.fields(EnvSection))
 
 
 @dataclasses.dataclass(frozen=True)
 class EnvBuilder:
     """A registered environment: its builder and its traits (`reads`: the EnvSection
-    fields it reads besides name and options)."""
+    fields it reads besides COMMON_FIELDS)."""
 
     build: Callable[[EnvRequest], BuiltEnv]
     reads: frozenset
@@ -110,7 +111,7 @@ ENV_BUILDERS: Registry[EnvBuilder] = Registry("environment builder")
 def register_env(name: str, *, reads: tuple[str, ...],
                  ends_on_success: Callable[[EnvSection], bool] = _always):
     """Decorator: registers `build` under `name` with the environment's traits
-    (`reads`: the EnvSection fields it reads besides name and options;
+    (`reads`: the EnvSection fields it reads besides name, options and num_agents;
     ends_on_success(section), default: every episode ends at its first success)."""
 
     def add(build: Callable[[EnvRequest], BuiltEnv]) -> Callable[[EnvRequest], BuiltEnv]:
@@ -152,8 +153,9 @@ def check_env_fields(section: EnvSection) -> None:
         if value != getattr(defaults, field):
             raise ValueError(
                 f"config.env.{field}: set to {value!r}, but env {section.name!r} does not "
-                f"read it (it reads {', '.join(sorted(reads - COMMON_FIELDS)) or 'none'} "
-                "and env.options); leave it unset")
+                f"read it (it reads "
+                f"{', '.join(sorted(reads - COMMON_FIELDS)) or 'no other env.* field'} "
+                "besides num_agents and env.options); leave it unset")
 
 
 def ends_on_success(section: EnvSection) -> bool:

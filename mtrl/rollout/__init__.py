@@ -5,5 +5,5 @@ from mtrl.rollout.batch import RolloutBatch, make_batch, round_up_pow2
 from mtrl.rollout.config import RolloutConfig
 from mtrl.rollout.formatting import ChatTemplateFormat, PlainFormat
 from mtrl.rollout.generator import rollout
-from mtrl.rollout.step_rollout import StepRollout, step_rollout
+from mtrl.rollout.step_rollout import StepRollout
 from mtrl.rollout.tree import TreeRollout, TurnRecord

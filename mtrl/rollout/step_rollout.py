@@ -8,8 +8,9 @@ A grown tree has two views, made once and kept together:
          mask and the dense per-turn rewards (what the tree estimators, the return
          penalties and the update read), laid out from `tree` by make_batch.
 
-A stage that changes the rollout (the loss-mask pipeline) returns a new StepRollout;
-no stage holds a tree of one step beside the batch of another.
+StepRollout.of(tree) lays the rows out; a stage that changes the rollout (the
+loss-mask pipeline) returns a new StepRollout, so the stages pass one value, never a
+tree and rows separately.
 """
 
 from __future__ import annotations
@@ -29,15 +30,15 @@ class StepRollout:
     tree: TreeRollout
     batch: RolloutBatch
 
+    @classmethod
+    def of(cls, tree: TreeRollout, **layout) -> "StepRollout":
+        """The tree with its rows (make_batch's keyword arguments: min_rows, min_len,
+        length)."""
+        return cls(tree, make_batch(tree, **layout))
+
     def with_loss_mask(self, mask: jax.Array) -> "StepRollout":
         """The same rollout with the batch's [N, C, L] loss mask replaced."""
         if mask.shape != self.batch.loss_mask.shape:
             raise ValueError(f"loss mask must be {self.batch.loss_mask.shape}, "
                              f"got {mask.shape}")
         return dataclasses.replace(self, batch=self.batch.replace(loss_mask=mask))
-
-
-def step_rollout(tree: TreeRollout, **layout) -> StepRollout:
-    """The tree with its rows (make_batch's keyword arguments: min_rows, min_len,
-    length)."""
-    return StepRollout(tree, make_batch(tree, **layout))

@@ -2,12 +2,10 @@
 that the selected environment does not read is refused when the config is parsed, in
 one line naming the field (it used to be ignored silently)."""
 
-import dataclasses
-
 import pytest
 
 from mtrl.envs.registry import (COMMON_FIELDS, ENV_BUILDERS, SECTION_FIELDS, EnvBuilder,
-                                EnvSection, load_builders)
+                                EnvRequest, EnvSection, load_builders)
 from mtrl.training.run import build as build_module
 from mtrl.training.config import base_config, parse
 from tests.envs.math.smoke import load_config, minimal
@@ -57,16 +55,44 @@ def test_fields_left_at_their_defaults_pass(no_work, env_name):
     assert parse(c).env.name == env_name
 
 
-def test_what_each_environment_reads():
+class RecordingSection:
+    """An EnvSection that notes every field a builder reads."""
+
+    def __init__(self, section: EnvSection):
+        self.section, self.seen = section, set()
+
+    def __getattr__(self, field):
+        self.seen.add(field)
+        return getattr(self.section, field)
+
+
+class NoPool:
+    def __init__(self, **kwargs):
+        pass
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("env_name", ["code", "math", "tool", "textworld"])
+def test_a_builder_reads_exactly_the_fields_it_declares(monkeypatch, env_name):
+    """Declared but unread would let a mis-set field pass silently; read but undeclared
+    would refuse a field the environment uses."""
+    from mtrl.data.suite import DataConfig, build_suite
+    from mtrl.training.config.readers import env_section
     load_builders()
-    reads = {name: ENV_BUILDERS.get(name).reads for name in ENV_BUILDERS.names()}
-    assert reads["code"] == SECTION_FIELDS - COMMON_FIELDS
-    assert reads["math"] == {"num_agents", "feedback_mode", "history_mode", "templates"}
-    assert reads["tool"] == {"num_agents", "workers", "wall_s_per_test", "templates"}
-    assert reads["textworld"] == {"num_agents"}
+    for module in ("mtrl.envs.code.builder", "mtrl.envs.tool.builder"):
+        monkeypatch.setattr(f"{module}.SandboxPool", NoPool)  # no worker processes
+    c = config_of(env_name)
+    suite = None if env_name == "textworld" else build_suite(DataConfig(**c.data.to_dict()), 0)
+    section = RecordingSection(env_section(c))
+    entry = ENV_BUILDERS.get(env_name)
+    built = entry.build(EnvRequest(section, c.rollout.num_turns, c.data.name, suite, None))
+    entry.ends_on_success(section)
+    built.env.close()
+    assert section.seen - COMMON_FIELDS == entry.reads
 
 
 def test_a_builder_that_reads_an_unknown_field_is_refused():
     with pytest.raises(ValueError, match=r"\['sandbox_slices'\] are no EnvSection fields"):
         EnvBuilder(build=lambda request: None, reads=frozenset({"sandbox_slices"}))
-    assert {f.name for f in dataclasses.fields(EnvSection)} == SECTION_FIELDS

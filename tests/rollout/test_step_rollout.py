@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mtrl.rollout import RolloutConfig, make_batch, rollout, step_rollout
+from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend, ScriptedEnv
 
 
@@ -17,8 +17,8 @@ def tree():
                    jax.random.key(0))
 
 
-def test_the_rows_are_make_batch_of_the_tree(tree):
-    made = step_rollout(tree, length=256)
+def test_of_lays_out_the_rows_as_make_batch(tree):
+    made = StepRollout.of(tree, length=256)
     assert made.tree is tree
     expected = make_batch(tree, length=256)
     for name in ("tokens", "token_mask", "loss_mask", "old_logprobs", "row_turn", "row_node"):
@@ -27,7 +27,7 @@ def test_the_rows_are_make_batch_of_the_tree(tree):
 
 
 def test_a_new_loss_mask_replaces_only_the_mask(tree):
-    made = step_rollout(tree)
+    made = StepRollout.of(tree)
     cleared = jnp.zeros_like(made.batch.loss_mask)
     changed = made.with_loss_mask(cleared)
     assert changed.tree is made.tree and changed is not made
@@ -37,6 +37,6 @@ def test_a_new_loss_mask_replaces_only_the_mask(tree):
 
 
 def test_a_loss_mask_of_another_shape_is_refused(tree):
-    made = step_rollout(tree)
+    made = StepRollout.of(tree)
     with pytest.raises(ValueError, match="loss mask must be"):
         made.with_loss_mask(made.batch.loss_mask[:, :1])

@@ -14,7 +14,7 @@ _OPTIONS = ("max_completion_chars",)
 
 
 # An episode ends at its answer (the default ends_on_success).
-@register_env("math", reads=("num_agents", "feedback_mode", "history_mode", "templates"))
+@register_env("math", reads=("feedback_mode", "history_mode", "templates"))
 def build_math_env(request: EnvRequest) -> BuiltEnv:
     e = request.env
     options = dict(e.options)

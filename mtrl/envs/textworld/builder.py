@@ -9,7 +9,7 @@ from mtrl.envs.registry import BuiltEnv, EnvRequest, register_env
 
 
 # An episode ends at a win (the default ends_on_success).
-@register_env("textworld", reads=("num_agents",))
+@register_env("textworld", reads=())
 def build_textworld_env(request: EnvRequest) -> BuiltEnv:
     e = request.env
     if e.num_agents != 1:

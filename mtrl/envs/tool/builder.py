@@ -16,7 +16,7 @@ _OPTIONS = ("max_turns", "max_output_chars", "max_completion_chars", "call_rewar
 
 
 # An episode ends at its answer (the default ends_on_success).
-@register_env("tool", reads=("num_agents", "workers", "wall_s_per_test", "templates"))
+@register_env("tool", reads=("workers", "wall_s_per_test", "templates"))
 def build_tool_env(request: EnvRequest) -> BuiltEnv:
     e = request.env
     options = dict(e.options)

@@ -22,11 +22,9 @@ alone. Much of a smoke run's CPU is compiling programs: with the default buckets
 (1-8 rows, 64- and 128-token prompts), with coarse ones 3, and the README's commands
 share more of them through a persistent compilation cache (the test suite's). The
 floor is 2 rows, not 8: a smoke run samples 2 tasks, and 8-row prefills of the math
-configs' 512-token prompts ran 4 times the rows they needed. Measured (BENCHMARKS.md,
-"Smoke sampler rows"): the seven README commands under the test suite's XLA flags
-and one shared cache 125 -> 100-103 s of CPU; a lone command at XLA's defaults and no
-cache within noise (default 16.9 -> 17.4 s wall, the 2-agent math command 29.6-31.3 ->
-30.6-31.1 s). Padding rows and slots are masked out, so the samples are the same up
+configs' 512-token prompts ran 4 times the rows they needed, which costs more than the
+programs it saves where programs compile fast (the test suite's XLA flags); at XLA's
+defaults the two floors differ little (BENCHMARKS.md, "Smoke sampler rows"). Padding rows and slots are masked out, so the samples are the same up
 to float rounding (tests/sampling/test_sampler.py compares differently bucketed calls:
 the same tokens, log-probabilities within 1e-5).
 """

@@ -1,10 +1,10 @@
 """Credit methods selectable by name: `credit.estimator` -> per-agent completion advantages.
 
-Every estimator maps the step's rollout (rollout/step_rollout.py: its host tree and
-its dense batch) to, per turn t,
-[P] + [J]*(t−1) + [N, G] advantages of each agent's completions; the trainer gathers
-them into rows (mtrl.credit.row_advantages) and broadcasts them over the row's loss
-tokens. Two kinds (docs/methods.md has the table with the papers):
+Every estimator maps the step's rollout (a StepRollout: its host tree and its dense
+batch) to, per turn t, [P] + [J]*(t−1) + [N, G] advantages of each agent's
+completions; the trainer gathers them into rows (mtrl.credit.row_advantages) and
+broadcasts them over the row's loss tokens. Two kinds (docs/methods.md has the table
+with the papers):
 
   tree estimators   magrpo (baseline mean | rloo | max | raw), grpo, dr_grpo, rloo:
                     tree returns, summed per completion over joint actions, then the

@@ -22,7 +22,7 @@ from typing import Any
 import jax
 
 from mtrl.parallel.process_rollout import gather_rows, is_multiprocess
-from mtrl.rollout import StepRollout, step_rollout
+from mtrl.rollout import StepRollout
 from mtrl.training.credit_stage.answer_probs import fill_answer_logprobs
 from mtrl.training.run.build import Components
 from mtrl.training.run.sections import TrainConfig
@@ -77,7 +77,7 @@ class Learner:
         loss_mask.py) and the return penalties (KL in the reward, overlong) into the
         estimator's advantages."""
         c = self.c
-        rollout = step_rollout(tree, length=c.rollout.max_context)
+        rollout = StepRollout.of(tree, length=c.rollout.max_context)
         rollout, penalty = shape_rollout(c, self.graphdef, state, rollout,
                                          self.train.tasks_per_step // jax.process_count(), step)
         return rollout, token_advantages(c.credit, rollout, c.rollout.discount, penalty)

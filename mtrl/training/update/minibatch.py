@@ -51,7 +51,8 @@ class PolicyMinibatch:
 def policy_minibatch(batch: RolloutBatch, advantages: jax.Array,
                      rows: Any = None) -> PolicyMinibatch:
     """The train-step fields of `batch` with `advantages` ([N, C, L], e.g.
-    token_advantages(batch, ...)), restricted to `rows` (indices into C) when given."""
+    token_advantages(credit, rollout, ...)), restricted to `rows` (indices into C) when
+    given."""
     if jnp.shape(advantages) != jnp.shape(batch.tokens):
         raise ValueError(f"advantages shape {jnp.shape(advantages)} != batch tokens "
                          f"{jnp.shape(batch.tokens)} ([N, C, L])")

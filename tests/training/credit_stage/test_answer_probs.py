@@ -13,7 +13,7 @@ from flax import nnx
 from mtrl.data.gsm8k import MathTask
 from mtrl.envs.math import MathEnv, MathEnvConfig
 from mtrl.models import PRESETS, Transformer
-from mtrl.rollout import PlainFormat, RolloutConfig, rollout, step_rollout
+from mtrl.rollout import PlainFormat, RolloutConfig, StepRollout, rollout
 from mtrl.tokenizers import load_tokenizer
 from mtrl.training.credit_stage.answer_probs import (ANSWER_INSTRUCTION, ANSWER_PREFIX,
                                                      answer_queries, derived_info_keys,
@@ -90,7 +90,7 @@ def test_batched_answer_logprobs_equal_a_direct_per_node_forward(num_agents):
     assert all("answer_logprob" not in i for r in tree.turns for i in r.infos)
 
     credit = CreditConfig(estimator="igpo")
-    advantages = token_advantages(credit, step_rollout(filled), 1.0)
+    advantages = token_advantages(credit, StepRollout.of(filled), 1.0)
     assert np.isfinite(np.asarray(advantages)).all() and np.abs(np.asarray(advantages)).sum() > 0
 
 

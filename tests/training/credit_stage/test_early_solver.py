@@ -20,7 +20,7 @@ import pytest
 from mtrl.credit import RewardRecipe
 from mtrl.data.gsm8k import MathTask
 from mtrl.envs.math import MathEnv, MathEnvConfig
-from mtrl.rollout import RolloutConfig, rollout, step_rollout
+from mtrl.rollout import RolloutConfig, StepRollout, rollout
 from mtrl.tokenizers import load_tokenizer
 from mtrl.training.credit_stage.methods import CREDIT_ESTIMATORS, CreditConfig, method_advantages
 from mtrl.training.credit_stage.recipe import apply_recipe
@@ -84,7 +84,7 @@ def test_the_tree_ends_each_branch_where_its_episode_ends():
 
 
 def first_turn_advantages(tree, credit, gamma):
-    per_turn = method_advantages(credit, step_rollout(tree), gamma)
+    per_turn = method_advantages(credit, StepRollout.of(tree), gamma)
     return np.asarray(per_turn[0])[0, 0]  # [P, N, G] at turn 1: task 0, agent 0
 
 

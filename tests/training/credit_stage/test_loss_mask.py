@@ -9,8 +9,8 @@ import types
 import numpy as np
 import pytest
 
-from mtrl.training.credit_stage.curriculum import CurriculumConfig
 from mtrl.rollout import StepRollout
+from mtrl.training.credit_stage.curriculum import CurriculumConfig
 from mtrl.training.credit_stage.filters import FilterConfig, shape_rollout
 from tests.training.credit_stage.test_filters import scripted
 
