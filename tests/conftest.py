@@ -120,3 +120,16 @@ def uninterrupted(tmp_path_factory):
         root = root.parent
     root = root / "uninterrupted_runs"
     return lambda config_text: uninterrupted_run(root, config_text)
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Tokenizer, model, data and environment builders that fail if reached: a test
+    using it shows that a config check ran before any of that work."""
+    from mtrl.training.run import build as build_module
+
+    def fail(*args, **kwargs):
+        raise AssertionError("model, data or environment work started before the config "
+                             "was checked")
+    for name in ("build_models", "build_suite", "build_environment", "build_tokenizer"):
+        monkeypatch.setattr(build_module, name, fail)

@@ -6,17 +6,8 @@ import pytest
 
 from mtrl.envs.registry import (COMMON_FIELDS, ENV_BUILDERS, SECTION_FIELDS, EnvBuilder,
                                 EnvRequest, EnvSection, load_builders)
-from mtrl.training.run import build as build_module
 from mtrl.training.config import base_config, parse
 from tests.envs.math.smoke import load_config, minimal
-
-
-@pytest.fixture
-def no_work(monkeypatch):
-    def fail(*args, **kwargs):
-        raise AssertionError("parse started model, data or environment work")
-    for name in ("build_models", "build_suite", "build_environment", "build_tokenizer"):
-        monkeypatch.setattr(build_module, name, fail)
 
 
 def config_of(env_name: str):

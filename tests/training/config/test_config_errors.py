@@ -3,21 +3,8 @@ model, data or sandbox work (issue 23, defect 10)."""
 
 import pytest
 
-from mtrl.training.run import build as build_module
 from mtrl.training.loop.trainer import Trainer
 from tests.training.loop.test_compile_count import small_config
-
-
-@pytest.fixture
-def no_work(monkeypatch):
-    """Model, data and environment builders that fail loudly if reached."""
-    def reached(what):
-        def fail(*args, **kwargs):
-            raise AssertionError(f"{what} work started before the config was checked")
-        return fail
-    monkeypatch.setattr(build_module, "build_models", reached("model"))
-    monkeypatch.setattr(build_module, "build_suite", reached("data"))
-    monkeypatch.setattr(build_module, "build_environment", reached("environment"))
 
 
 def refused(tmp_path, c, match):
