@@ -60,23 +60,16 @@ def records(root: pathlib.Path) -> dict[str, dict]:
     return out
 
 
-def flatten(value, prefix: str = "") -> dict:
-    if not isinstance(value, dict):
-        return {prefix: value}
-    out = {}
-    for key, item in value.items():
-        out.update(flatten(item, f"{prefix}.{key}" if prefix else key))
-    return out
-
-
 def differences(before: dict, after: dict) -> list[str]:
-    """One line per config added or removed and per field that differs."""
+    """One line per config added or removed and per field that differs (unlike the
+    resume check, run_config.differences, no field is exempt)."""
+    from mtrl.training.run.run_config import flatten_record
     lines = []
     for name in sorted(set(before) | set(after)):
         if name not in after or name not in before:
             lines.append(f"{name}: {'removed' if name not in after else 'added'}")
             continue
-        old, new = flatten(before[name]), flatten(after[name])
+        old, new = flatten_record(before[name]), flatten_record(after[name])
         for field in sorted(set(old) | set(new)):
             if old.get(field, "<absent>") != new.get(field, "<absent>"):
                 lines.append(f"{name} {field}: {old.get(field, '<absent>')!r} -> "

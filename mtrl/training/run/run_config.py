@@ -26,12 +26,13 @@ RESUMABLE_CHANGES = frozenset({
 })
 
 
-def _flatten(record: dict, prefix: str = "") -> dict[str, Any]:
+def flatten_record(record: dict, prefix: str = "") -> dict[str, Any]:
+    """{"section.field": value} of a nested record (an empty dict is a value)."""
     out = {}
     for key, value in record.items():
         path = f"{prefix}{key}"
         if isinstance(value, dict) and value:
-            out.update(_flatten(value, path + "."))
+            out.update(flatten_record(value, path + "."))
         else:
             out[path] = value
     return out
@@ -39,7 +40,7 @@ def _flatten(record: dict, prefix: str = "") -> dict[str, Any]:
 
 def differences(saved: dict, current: dict) -> list[tuple[str, Any, Any]]:
     """(field, saved value, current value) for every field that differs and matters."""
-    a, b = _flatten(saved), _flatten(current)
+    a, b = flatten_record(saved), flatten_record(current)
     missing = object()
     out = []
     for path in sorted(set(a) | set(b)):
