@@ -8,6 +8,12 @@ listed file's digest and refuses the directory, in one line naming the file, whe
 differs or is missing. Written last and atomically (temporary file, then rename):
 a manifest that exists is complete.
 
+The manifest guards itself too: `checksums.sha256.sha256` holds its digest (checked
+by hand with `sha256sum -c checksums.sha256.sha256`). Without it, damage inside the
+manifest would blame an innocent or phantom file; with it, the refusal names the
+manifest. A manifest without that file (saved before it existed, or stopped between
+the two renames) is still checked file by file.
+
 A leaf module (standard library only): models/ and training/ both use it.
 """
 
@@ -19,6 +25,7 @@ import pathlib
 from typing import Iterable
 
 MANIFEST = "checksums.sha256"
+MANIFEST_DIGEST = MANIFEST + ".sha256"
 _CHUNK = 1 << 20
 
 
@@ -48,10 +55,13 @@ def write_manifest(directory: str | os.PathLike,
                     if p.is_file() and p.name != MANIFEST
                     and not p.name.startswith(MANIFEST))
     lines = [f"{sha256_of(p)}  {p.relative_to(root).as_posix()}\n" for p in chosen]
-    manifest = root / MANIFEST
-    tmp = root / (MANIFEST + ".tmp")
+    manifest, guard = root / MANIFEST, root / MANIFEST_DIGEST
+    tmp, guard_tmp = root / (MANIFEST + ".tmp"), root / (MANIFEST_DIGEST + ".tmp")
     tmp.write_text("".join(lines))
+    guard_tmp.write_text(f"{sha256_of(tmp)}  {MANIFEST}\n")
+    guard.unlink(missing_ok=True)  # an old guard must never judge the new manifest
     os.replace(tmp, manifest)
+    os.replace(guard_tmp, guard)
     return manifest
 
 
@@ -63,6 +73,7 @@ def verify_manifest(directory: str | os.PathLike) -> bool:
     manifest = root / MANIFEST
     if not manifest.is_file():
         return False
+    _verify_manifest_itself(root)
     for number, line in enumerate(manifest.read_text().splitlines(), start=1):
         expected, _, name = line.partition("  ")
         if not name:
@@ -75,3 +86,16 @@ def verify_manifest(directory: str | os.PathLike) -> bool:
             raise ChecksumMismatch(f"{path} does not match its checksum in {MANIFEST} "
                                    "(the file is corrupt)", path)
     return True
+
+
+def _verify_manifest_itself(root: pathlib.Path) -> None:
+    """Raises ChecksumMismatch naming the manifest when its guard file records another
+    digest; a manifest without a guard passes (see the module docstring)."""
+    guard = root / MANIFEST_DIGEST
+    if not guard.is_file():
+        return
+    expected, _, name = guard.read_text().strip().partition("  ")
+    manifest = root / MANIFEST
+    if name != MANIFEST or sha256_of(manifest) != expected:
+        raise ChecksumMismatch(f"{manifest} does not match its checksum in "
+                               f"{MANIFEST_DIGEST} (the manifest is corrupt)", manifest)

@@ -1,7 +1,9 @@
 """Checkpoints are verified before they are trusted: checksums written at save and
 checked at restore for RL and SFT checkpoints and exported Hugging Face weights. A
 corrupt one (64 bytes overwritten, which orbax and safetensors load silently) is
-refused in one line naming it, and resuming falls back to the previous whole one."""
+refused in one line naming it, and resuming falls back to the previous whole one. The
+damaged file is the largest array data file, never the manifest itself (a damaged
+manifest has its own test)."""
 
 import pathlib
 import shutil
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from mtrl.checksums import MANIFEST
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
 from mtrl.tokenizers import load_tokenizer
 from mtrl.training.checkpoints.checkpointing import (CheckpointError, CheckpointKeeper,
@@ -20,19 +23,30 @@ from mtrl.training.sft.sft import SFTProgress
 from mtrl.training.sft.sft_checkpoint import SFTCheckpoints
 
 
-def corrupt_largest_file(directory: pathlib.Path) -> pathlib.Path:
-    """Overwrites 64 bytes in the middle of the largest file under `directory`."""
-    largest = max((p for p in directory.rglob("*") if p.is_file()),
-                  key=lambda p: p.stat().st_size)
-    data = bytearray(largest.read_bytes())
+def corrupt_middle(path: pathlib.Path) -> pathlib.Path:
+    """Overwrites 64 bytes in the middle of `path`; returns it."""
+    data = bytearray(path.read_bytes())
     middle = len(data) // 2
     data[middle:middle + 64] = bytes((b + 1) % 256 for b in data[middle:middle + 64])
-    largest.write_bytes(bytes(data))
-    return largest
+    path.write_bytes(bytes(data))
+    return path
+
+
+def corrupt_largest_file(directory: pathlib.Path) -> pathlib.Path:
+    """Corrupts the largest file under `directory` other than the checksum manifests
+    (with a state of random weights, that is array data)."""
+    largest = max((p for p in directory.rglob("*")
+                    if p.is_file() and not p.name.startswith(MANIFEST)),
+                  key=lambda p: p.stat().st_size)
+    return corrupt_middle(largest)
 
 
 def state(value: float):
-    return {"w": jnp.full((64, 64), value, jnp.float32), "b": jnp.arange(8.0) + value}
+    """"w" filled with `value`, and "noise" (random, seeded by `value`) so that array
+    data, which orbax compresses, outweighs the metadata beside it."""
+    noise = np.random.default_rng(int(value * 10)).normal(size=(64, 64))
+    return {"w": jnp.full((64, 64), value, jnp.float32), "b": jnp.arange(8.0) + value,
+            "noise": jnp.asarray(noise, jnp.float32)}
 
 
 def test_a_corrupt_rl_checkpoint_is_refused_in_one_line_naming_it(tmp_path):
@@ -40,13 +54,35 @@ def test_a_corrupt_rl_checkpoint_is_refused_in_one_line_naming_it(tmp_path):
         keeper.save_eval(1, state(1.0), {"heldout_success": 0.5}, {"step": 1})
         keeper.save_latest(2, state(2.0), {"step": 2})
     bad = corrupt_largest_file(tmp_path / "checkpoints" / "2")
+    assert bad.parts[-3:-1] == ("ocdbt.process_0", "d")  # array data
     with CheckpointKeeper(tmp_path / "checkpoints") as keeper:
         with pytest.raises(CorruptCheckpoint) as refused:
             keeper.restore(2, target=state(0.0))
         message = str(refused.value)
-        assert "\n" not in message and str(bad.relative_to(tmp_path / "checkpoints")) in message
+        assert "\n" not in message and str(bad) in message and "(the file is corrupt)" in message
         assert str(tmp_path / "checkpoints" / "2") in message
         np.testing.assert_array_equal(keeper.restore(1, target=state(0.0)).state["w"], 1.0)
+
+
+@pytest.mark.parametrize("damage", ["middle", "last_byte"])
+def test_a_damaged_manifest_is_refused_naming_the_manifest(tmp_path, damage):
+    # Damage inside checksums.sha256 used to blame a listed file, or one that exists
+    # nowhere, when it fell on a name or a digest; its guard file names the manifest.
+    with CheckpointKeeper(tmp_path / "checkpoints") as keeper:
+        keeper.save_latest(2, state(2.0), {"step": 2})
+    manifest = tmp_path / "checkpoints" / "2" / MANIFEST
+    if damage == "middle":
+        corrupt_middle(manifest)
+    else:  # one changed hex digit of the last digest listed: still a well-formed line
+        text = manifest.read_text().splitlines(keepends=True)
+        digit = "0" if text[-1][0] != "0" else "1"
+        manifest.write_text("".join(text[:-1]) + digit + text[-1][1:])
+    with CheckpointKeeper(tmp_path / "checkpoints") as keeper:
+        with pytest.raises(CorruptCheckpoint) as refused:
+            keeper.restore(2, target=state(0.0))
+    message = str(refused.value)
+    assert "\n" not in message and f"{manifest} does not match" in message
+    assert "(the manifest is corrupt)" in message
 
 
 def test_resume_falls_back_to_the_previous_whole_checkpoint_saying_so(tmp_path):
