@@ -49,11 +49,12 @@ def sha256_of(path: pathlib.Path) -> str:
 def write_manifest(directory: str | os.PathLike,
                    files: Iterable[pathlib.Path] | None = None) -> pathlib.Path:
     """Records the digest of `files` (default: every file under `directory` but the
-    manifest) in directory/checksums.sha256; returns the manifest's path."""
+    manifest, its guard and their temporary files, all named checksums.sha256*) in
+    directory/checksums.sha256, then the manifest's digest in its guard; returns the
+    manifest's path."""
     root = pathlib.Path(directory)
     chosen = sorted(p for p in (root.rglob("*") if files is None else files)
-                    if p.is_file() and p.name != MANIFEST
-                    and not p.name.startswith(MANIFEST))
+                    if p.is_file() and not p.name.startswith(MANIFEST))
     lines = [f"{sha256_of(p)}  {p.relative_to(root).as_posix()}\n" for p in chosen]
     manifest, guard = root / MANIFEST, root / MANIFEST_DIGEST
     tmp, guard_tmp = root / (MANIFEST + ".tmp"), root / (MANIFEST_DIGEST + ".tmp")
