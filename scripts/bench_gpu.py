@@ -8,23 +8,34 @@ Parts (each recorded with its error instead of ending the run if it fails):
 
   matmul   the chip's bf16 peak, measured here: the best of --repeats [n, n] @ [n, n]
            bf16 products (n = 8192; --small 256), 2n³ FLOPs each.
+  hbm      the memory bandwidth, measured here: the best of --repeats copies of a 4 GiB
+           array (--small 16 MiB), bytes read + bytes written per second.
   sampler  a SmolLM2-135M-shaped model (random init, bf16 weights and compute) saved
            once and loaded by both mtrl's Sampler and transformers (bf16, on the GPU when
            torch sees one, else on the CPU: `hf_device` says which); greedy, exactly
            --new-tokens per row from --prompt-len prompts, batches 1, 8, 64; tokens/s
            of one whole generate call (median, calls alternating: bench_sampler.py's
            method and helpers). sampler_vs_hf_b64 = mtrl tok/s / HF tok/s at batch 64.
+           decode_roofline_fraction = mtrl tok/s over batch · bandwidth / bytes read per
+           decode step (every weight once, plus each row's whole K/V cache, which the
+           cached forward's reference attention reads at every step).
   train    per shape (SmolLM2-135M and Qwen2.5-0.5B; --small: tiny ones), float32
            master weights with bf16 compute (the GPU design, BUILD.md): one MAGRPO update
            of HumanEval-shaped trees (bench_train_step.humaneval_rows: per task a
            300-token prompt, G = 4 completions of 256 tokens, each continued by a
            40-token observation and 4 more) in packing "rows" and "tree".
            train_mfu = useful FLOPs (6 · params · tree nodes) / update time / the matmul
-           peak; tree_vs_packed_time = rows time / tree time.
+           peak; tree_vs_packed_time = rows time / tree time. A mode whose attention
+           (auto: cuDNN on a GPU) fails is recorded with its error and rerun with the
+           chunked path, so one failing kernel still leaves a number.
   rl_step  the embedded default's step split: one rollout of its random-init policy
            (device time and environment time as the rollout reports them) and its
            tree-packed update (bench_train_step.default_tree_rows and bench_update);
            --small: the default with --smoke's caps (2 tasks, G = 2, 32 new tokens).
+
+The record is rewritten after every part, so a run stopped by a time limit keeps what
+finished (scripts/gpu_record.sh runs this on a device machine). Every part also records
+the device's peak memory so far where the device reports it (`peak_memory_gib`).
 
 On CPU (--small) the numbers only show that every part runs; docs/gpu/ keeps records
 made on an H100 or H200 (BENCHMARKS.md, "GPU").
@@ -74,8 +85,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--train-tasks", type=int, default=None, help="trees per update "
                         "(default 2; --small 1)")
     parser.add_argument("--remat", default="none", help="remat of the train updates")
+    parser.add_argument("--train-shapes", default=",".join(TRAIN_SHAPES),
+                        help="comma list of the train part's shapes")
     parser.add_argument("--skip", default="", help="comma list of parts to skip: "
-                        "matmul,sampler,train,rl_step")
+                        "matmul,hbm,sampler,train,rl_step")
     args = parser.parse_args(argv)
     small = args.small
     for name, full, tiny in (("repeats", 5, 2), ("prompt_len", 64, 8), ("new_tokens", 128, 8),
@@ -109,6 +122,32 @@ def matmul_peak_tflops(n: int, repeats: int) -> float:
     return 2 * n ** 3 / best / 1e12
 
 
+def hbm_bandwidth_gb_s(num_bytes: int, repeats: int) -> float:
+    """Best copy throughput of a [num_bytes] uint8 array on the default device, in GB/s
+    (bytes read + bytes written), the figure a decode step's roofline divides by."""
+    x = jnp.zeros((num_bytes // 4,), jnp.float32)
+    copy = jax.jit(lambda a: a + 1.0)  # a fused elementwise pass: one read, one write
+    copy(x).block_until_ready()
+    best = min(bench_sampler.timed(lambda: copy(x).block_until_ready())
+               for _ in range(max(repeats, 3)))
+    return 2 * num_bytes / best / 1e9
+
+
+def decode_bytes_per_step(config, batch: int, cache_len: int) -> float:
+    """Bytes a cached decode step reads: every weight once (compute dtype) and each row's
+    whole K/V cache (2 · layers · kv_heads · head_dim · cache_len values)."""
+    width = jnp.dtype(config.dtype).itemsize
+    kv = 2 * config.num_layers * config.num_kv_heads * config.head_dim * cache_len * width
+    return config.num_params() * width + batch * kv
+
+
+def peak_memory_gib() -> float | None:
+    """The default device's peak bytes in use so far (GPU/TPU), None where unreported."""
+    stats = jax.devices()[0].memory_stats() or {}
+    peak = stats.get("peak_bytes_in_use")
+    return None if peak is None else peak / 2 ** 30
+
+
 def hf_generate_on(model, prompts: np.ndarray, new_tokens: int, device) -> np.ndarray:
     """bench_sampler.hf_generate with the prompts on `device` (the model's)."""
     import torch
@@ -120,7 +159,7 @@ def hf_generate_on(model, prompts: np.ndarray, new_tokens: int, device) -> np.nd
     return out[:, prompts.shape[1]:].cpu().numpy()
 
 
-def sampler_part(args) -> dict:
+def sampler_part(args, bandwidth_gb_s: float | None) -> dict:
     import torch
     import transformers
     config = model_config("smollm2-135m", args.small)
@@ -133,12 +172,16 @@ def sampler_part(args) -> dict:
         hf_model = transformers.AutoModelForCausalLM.from_pretrained(
             checkpoint, dtype=torch.bfloat16).to(hf_device).eval()
     hf_model.generation_config.eos_token_id = None
-    sampler = Sampler(mtrl_model, buckets=BucketPolicy(cache_multiple=64))
+    cache_multiple = 64
+    sampler = Sampler(mtrl_model, buckets=BucketPolicy(cache_multiple=cache_multiple))
+    cache_len = -(-(args.prompt_len + args.new_tokens) // cache_multiple) * cache_multiple
     greedy = SamplingConfig(greedy=True, max_new_tokens=args.new_tokens)
     out = {"model": "smollm2-135m" + (" (small)" if args.small else ""),
            "num_params": config.num_params(), "dtype": config.dtype, "hf_device": hf_device,
            "prompt_len": args.prompt_len, "new_tokens": args.new_tokens,
-           "mtrl_tok_s": {}, "hf_tok_s": {}, "sampler_vs_hf": {}, "greedy_token_agreement": {}}
+           "cache_len": cache_len, "mtrl_tok_s": {}, "hf_tok_s": {}, "sampler_vs_hf": {},
+           "greedy_token_agreement": {}, "decode_roofline_tok_s": {},
+           "decode_roofline_fraction": {}}
     for batch in BATCHES:
         rows = prompts[:batch]
         as_lists = rows.tolist()
@@ -154,9 +197,14 @@ def sampler_part(args) -> dict:
         out["hf_tok_s"][key] = tokens / statistics.median(times["hf"])
         out["sampler_vs_hf"][key] = out["mtrl_tok_s"][key] / out["hf_tok_s"][key]
         out["greedy_token_agreement"][key] = float(np.mean(mine == theirs))
+        if bandwidth_gb_s:
+            roof = batch * bandwidth_gb_s * 1e9 / decode_bytes_per_step(config, batch, cache_len)
+            out["decode_roofline_tok_s"][key] = roof
+            out["decode_roofline_fraction"][key] = out["mtrl_tok_s"][key] / roof
         print(f"sampler batch {batch}: mtrl {out['mtrl_tok_s'][key]:,.0f} tok/s, "
               f"HF ({hf_device}) {out['hf_tok_s'][key]:,.0f} tok/s", flush=True)
     out["mtrl_num_compiles"] = sampler.num_compiles
+    out["peak_memory_gib"] = peak_memory_gib()
     return out
 
 
@@ -176,9 +224,19 @@ def train_part(args, name: str, peak_tflops: float | None) -> dict:
            "modes": {}}
     for mode in ("rows", "tree"):
         counts = bench_train_step.layout_counts(rows, mode, length)
-        result = bench_train_step.bench_update(graphdef, params, rows, mode, length,
-                                               args.repeats, args.remat)
-        result.update(counts, flops=bench_train_step.flops(config, n_params, counts))
+        try:
+            result = bench_train_step.bench_update(graphdef, params, rows, mode, length,
+                                                   args.repeats, args.remat)
+        except Exception as error:  # e.g. cuDNN refusing a mask: keep a number, say why
+            traceback.print_exc()
+            chunked, _ = nnx.split(Transformer(config.replace(attention="chunked"),
+                                               rngs=nnx.Rngs(0)))
+            result = bench_train_step.bench_update(chunked, params, rows, mode, length,
+                                                   args.repeats, args.remat)
+            result.update(attention="chunked",
+                          attention_error=f"{type(error).__name__}: {error}"[:2000])
+        result.update(counts, flops=bench_train_step.flops(config, n_params, counts),
+                      peak_memory_gib=peak_memory_gib())
         out["modes"][mode] = result
         print(f"train {name} {mode}: {result['update_s']:.4f} s", flush=True)
     tree, packed = out["modes"]["tree"], out["modes"]["rows"]
@@ -200,15 +258,19 @@ def rl_step_part(args) -> dict:
             "rollout_fraction": timing["rollout_s"] / step}
 
 
-def run_part(result: dict, name: str, fn):
-    """result[name] = fn(), or {"error": ...} (the run goes on to the next part)."""
+def run_part(result: dict, name: str, fn, save=lambda: None):
+    """result[name] = fn(), or {"error": ...} (the run goes on to the next part); then
+    save() writes the record so far."""
     started = time.perf_counter()
     try:
         result[name] = fn()
     except Exception as error:  # a record of what failed beats no record
         traceback.print_exc()
-        result[name] = {"error": f"{type(error).__name__}: {error}"}
+        result[name] = {"error": f"{type(error).__name__}: {error}"[:4000]}
+    if isinstance(result[name], dict):
+        result[name]["part_s"] = time.perf_counter() - started
     print(f"{name}: {time.perf_counter() - started:.1f} s", flush=True)
+    save()
     return result[name]
 
 
@@ -223,31 +285,47 @@ def main(argv=None) -> pathlib.Path:
                                                              else sys.argv[1:]),
         "environment": {"jax": jax.__version__, "machine": platform.machine(),
                         "cpus": os.cpu_count(), "load_before": os.getloadavg()}}
-    peak = None
+    path = pathlib.Path(args.out) / f"{result['device']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def save():
+        result["environment"]["load_after"] = os.getloadavg()
+        result["complete"] = done
+        path.write_text(json.dumps(result, indent=2))
+
+    done = False
+    peak = bandwidth = None
     if "matmul" not in skip:
         n = 256 if args.small else 8192
         part = run_part(result, "matmul", lambda: {"n": n, "dtype": "bfloat16",
                                                    "peak_tflops": matmul_peak_tflops(
-                                                       n, args.repeats)})
+                                                       n, args.repeats)}, save)
         peak = part.get("peak_tflops")
         result["bf16_peak_tflops"] = peak
+    if "hbm" not in skip:
+        size = 2 ** 24 if args.small else 2 ** 32
+        part = run_part(result, "hbm", lambda: {"bytes": size, "bandwidth_gb_s":
+                                                hbm_bandwidth_gb_s(size, args.repeats)}, save)
+        bandwidth = part.get("bandwidth_gb_s")
+        result["hbm_gb_s"] = bandwidth
     if "sampler" not in skip:
-        part = run_part(result, "sampler", lambda: sampler_part(args))
+        part = run_part(result, "sampler", lambda: sampler_part(args, bandwidth))
         result["sampler_vs_hf_b64"] = part.get("sampler_vs_hf", {}).get("64")
+        result["decode_roofline_fraction_b64"] = part.get(
+            "decode_roofline_fraction", {}).get("64")
+        save()
     if "train" not in skip:
         result["train"] = {}
-        for name in TRAIN_SHAPES:
+        for name in filter(None, args.train_shapes.split(",")):
             run_part(result["train"], name, lambda name=name: train_part(args, name, peak))
-        big = result["train"][TRAIN_SHAPES[-1]]
-        result["train_mfu"] = {name: result["train"][name].get("train_mfu")
-                               for name in TRAIN_SHAPES}
-        result["tree_vs_packed_time"] = big.get("tree_vs_packed_time")
+            result["train_mfu"] = {shape: result["train"][shape].get("train_mfu")
+                                   for shape in result["train"]}
+            result["tree_vs_packed_time"] = result["train"][name].get("tree_vs_packed_time")
+            save()
     if "rl_step" not in skip:
-        run_part(result, "rl_step", lambda: rl_step_part(args))
-    result["environment"]["load_after"] = os.getloadavg()
-    path = pathlib.Path(args.out) / f"{result['device']}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2))
+        run_part(result, "rl_step", lambda: rl_step_part(args), save)
+    done = True
+    save()
     print(json.dumps({k: v for k, v in result.items() if not isinstance(v, dict)
                       or k == "train_mfu"}, indent=2))
     print(f"wrote {path}")

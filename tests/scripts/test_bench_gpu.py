@@ -19,6 +19,15 @@ def positive(value) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
+def sampler_config():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import bench_gpu
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    return bench_gpu.model_config("smollm2-135m", small=True)
+
+
 def test_small_run_writes_the_record(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
     result = subprocess.run([sys.executable, "scripts/bench_gpu.py", "--small", "--out",
@@ -30,8 +39,9 @@ def test_small_run_writes_the_record(tmp_path):
     errors = {k: v["error"] for k, v in {**record, **record["train"]}.items()
               if isinstance(v, dict) and "error" in v}
     assert not errors, errors
-    assert record["device"] == "cpu" and record["small"] is True
-    assert positive(record["bf16_peak_tflops"])
+    assert record["device"] == "cpu" and record["small"] is True and record["complete"] is True
+    assert positive(record["bf16_peak_tflops"]) and positive(record["hbm_gb_s"])
+    assert all(positive(record[part]["part_s"]) for part in ("matmul", "hbm", "sampler"))
 
     sampler = record["sampler"]
     for key in ("mtrl_tok_s", "hf_tok_s", "sampler_vs_hf"):
@@ -39,6 +49,14 @@ def test_small_run_writes_the_record(tmp_path):
         assert all(positive(sampler[key][b]) for b in BATCHES), sampler[key]
     assert record["sampler_vs_hf_b64"] == sampler["sampler_vs_hf"]["64"]
     assert sampler["greedy_token_agreement"]["64"] >= 0.9, sampler["greedy_token_agreement"]
+    # Roofline: batch · bandwidth / (weights + each row's K/V cache), hand-computed here.
+    config = sampler_config()
+    width = 2 if config.dtype == "bfloat16" else 4
+    kv_row = 2 * config.num_layers * config.num_kv_heads * config.head_dim * sampler["cache_len"]
+    roof = 64 * record["hbm_gb_s"] * 1e9 / ((config.num_params() + 64 * kv_row) * width)
+    assert math.isclose(sampler["decode_roofline_tok_s"]["64"], roof, rel_tol=1e-9)
+    assert math.isclose(record["decode_roofline_fraction_b64"],
+                        sampler["mtrl_tok_s"]["64"] / roof, rel_tol=1e-9)
 
     assert sorted(record["train_mfu"]) == sorted(SHAPES)
     for shape in SHAPES:

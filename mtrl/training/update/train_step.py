@@ -50,6 +50,7 @@ from mtrl.config.fields import check_int
 from mtrl.losses import POLICY_LOSSES, PolicyLossInputs, PolicyObjectiveConfig, policy_objective
 from mtrl.models.remat import check_remat
 from mtrl.sampling.tracing import TraceCounter
+from mtrl.training.update.agent_map import map_agents, uses_cudnn
 from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
 from mtrl.training.update.minibatch import PolicyMinibatch, host_rows
 from mtrl.training.update.packing import PackedRows, check_mode, pack_rows, packed_logprobs
@@ -199,10 +200,14 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
         if objective.kl.coef > 0 and state.ref_params is None:
             raise ValueError("the objective has a KL term but the state holds no reference "
                              "parameters (init_train_state(..., keep_reference=True))")
+        # cuDNN attention cannot be vmapped over agents with tree masks (agent_map.py).
+        one_agent = state.params if shared else jax.tree.map(lambda x: x[0], state.params)
+        sequential = uses_cudnn(graphdef, one_agent)
         if shared:
             def mean_objective(params):
-                losses, metrics = jax.vmap(objective_fn, in_axes=(None, None, 0, 0))(
-                    params, state.ref_params, minibatch, packed)
+                losses, metrics = map_agents(objective_fn, (None, None, 0, 0), params,
+                                             state.ref_params, minibatch, packed,
+                                             sequential=sequential)
                 return jnp.mean(losses), (losses, metrics)
 
             (_, (losses, metrics)), grads = jax.value_and_grad(mean_objective, has_aux=True)(
@@ -212,8 +217,10 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
             finite_grad = jnp.broadcast_to(jnp.isfinite(grad_norm), (num_agents,))
         else:
             grad_fn = jax.value_and_grad(objective_fn, has_aux=True)
-            (losses, metrics), grads = jax.vmap(grad_fn)(state.params, state.ref_params,
-                                                         minibatch, packed)
+            ref_axis = None if state.ref_params is None else 0
+            (losses, metrics), grads = map_agents(grad_fn, (0, ref_axis, 0, 0), state.params,
+                                                  state.ref_params, minibatch, packed,
+                                                  sequential=sequential)
             grad_norm = jax.vmap(optax.global_norm)(grads)
             updates, new_opt_state = jax.vmap(optimizer.update)(grads, state.opt_state,
                                                                 state.params)
