@@ -141,7 +141,7 @@ class AdvantageRecorder:
 
 
 def run_trainer(config, workdir: pathlib.Path) -> tuple[list[dict], list[dict]]:
-    import mtrl.training.loop.rl_step as step_module  # the trainer's advantages stage
+    import mtrl.training.advantages.stage as step_module  # the trainer's advantages stage
     import mtrl.training.loop.trainer as trainer_module
     recorder = AdvantageRecorder(step_module.token_advantages)
     step_module.token_advantages = recorder

@@ -6,4 +6,5 @@ advantages out. The array math it calls is mtrl.credit.
   loss_mask.py       the loss mask's one pipeline of named filters (TCOD, void turns)
   reference_pass.py  loss.kl_in=reward: the reference forward pass, its KL as a
                      per-completion return penalty
+  stage.py           AdvantageStage: a tree -> its StepRollout, mask and advantages
 """

@@ -161,10 +161,11 @@ class StepTasks:
             self.band.record(ids, path_successes(tree))
             return {"curriculum/in_band_fraction": self.band.in_band_fraction()}
 
-    def state(self) -> dict[str, Any]:
+    def band_state(self) -> dict[str, Any] | None:
+        """The band sampler's state (JSON data; None when the band is off)."""
         with self._lock:
-            return {} if self.band is None else {"band": self.band.state()}
+            return None if self.band is None else self.band.state()
 
-    def restore(self, extra: dict[str, Any]) -> None:
-        if self.band is not None and "band" in extra:
-            self.band.restore(extra["band"])
+    def restore_band(self, state: dict[str, Any] | None) -> None:
+        if self.band is not None and state is not None:
+            self.band.restore(state)

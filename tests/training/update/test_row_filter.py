@@ -102,6 +102,6 @@ def test_magrpo_gradient_on_kept_rows_is_the_full_gradient_rescaled():
 
 
 def test_the_trainer_calls_this_filter():
-    from mtrl.training.loop import rl_step  # the trainer's update stage
-    assert rl_step.keep_informative_groups is keep_informative_groups
+    from mtrl.training.update import stage  # the trainer's update stage
+    assert stage.keep_informative_groups is keep_informative_groups
     assert row_groups.keep_informative_groups is keep_informative_groups
