@@ -2,7 +2,9 @@
 
 Flags:
   --config   an ml_collections config file (default: the embedded default);
-             override fields with --config.rollout.num_generations=8 and so on.
+             override fields with --config.rollout.num_generations=8 and so on;
+             --config.<field>=None sets a field back to the embedded default (what a
+             config file that never set it gives: None where that means "unset").
   --workdir  where checkpoints, metrics.jsonl, TensorBoard events, transcripts and
              the learning curve go (default: ./workdir/<config name>).
   --out      optional JSON file for the run's summary (minutes, success numbers).
@@ -17,7 +19,7 @@ Flags:
 
 A bad command line (a config file that does not exist or fails to load, an override of
 a field the config does not have, a value of the wrong type) ends with one line naming
-the flag, not a traceback. Nothing heavy (jax, orbax) is imported before the flags are
+the flag, not a traceback; a config with errors ends with every error, one line each. Nothing heavy (jax, orbax) is imported before the flags are
 parsed, so `--help` is fast.
 """
 
@@ -48,6 +50,7 @@ _DISTRIBUTED_AUTO = flags.DEFINE_bool("distributed_auto", False,
                                       "jax.distributed.initialize() with auto-detection "
                                       "(TPU pod slices, SLURM).")
 _CONFIG = None  # defined by run(): ml_collections reads the overrides at definition
+_UNSET: list[tuple[str, str]] = []  # (flag, dotted field) of each --config.<field>=None
 
 
 def _override_flags(argv: list[str]) -> list[tuple[str, str]]:
@@ -58,6 +61,42 @@ def _override_flags(argv: list[str]) -> list[tuple[str, str]]:
         if match:
             out.append((arg.split("=", 1)[0], match.group(1)))
     return out
+
+
+def take_unsets(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """argv without its --config.<field>=None arguments, and (flag, field) of each
+    (ml_collections cannot parse None for a typed field; main applies them)."""
+    kept, unset = argv[:1], []
+    for arg in argv[1:]:
+        match = re.fullmatch(r"(--?config\.([\w.]+))=None", arg)
+        if match:
+            unset.append((match.group(1), match.group(2)))
+        else:
+            kept.append(arg)
+    return kept, unset
+
+
+def apply_unsets(config, unset: list[tuple[str, str]]) -> None:
+    """Sets each field back to the embedded default (base_config's value)."""
+    from mtrl.training.config.defaults import base_value
+    for flag, dotted in unset:
+        *parents, name = dotted.split(".")
+        node = config
+        try:
+            for parent in parents:
+                node = node[parent]
+            node[name]  # the field must exist, as for any override
+            default = base_value(dotted)
+        except (KeyError, AttributeError):
+            sys.exit(f"error: {flag}: the config has no field {dotted!r}; a flag can only "
+                     "set a field that the config file defines")
+        with node.unlocked():
+            node[name] = default
+
+
+def error_lines(error: BaseException) -> str:
+    """`error: ` before each line of an error (a config's errors come all at once)."""
+    return "\n".join(f"error: {line}" for line in str(error).splitlines() or [""])
 
 
 def config_error(error: BaseException, argv: list[str]) -> str:
@@ -114,6 +153,7 @@ def main(argv) -> None:
         config.keys()  # a file that failed to load raises on first use
     except Exception as e:  # noqa: BLE001 -- e.g. the file failed to load
         sys.exit(f"error: {config_error(e, sys.argv)}")
+    apply_unsets(config, _UNSET)
     config_file = config_flags.get_config_filename(flags.FLAGS["config"])
     name = pathlib.Path(config_file).stem
     from mtrl.training.config import resolve_paths
@@ -122,7 +162,8 @@ def main(argv) -> None:
     if _SMOKE.value:
         from mtrl.training.config import apply_smoke
         from mtrl.training.config.smoke import SAMPLER_BUCKETS
-        apply_smoke(config, keep=frozenset(path for _, path in _override_flags(sys.argv)))
+        apply_smoke(config, keep=frozenset(path for _, path in _override_flags(sys.argv))
+                    | frozenset(path for _, path in _UNSET))
         name += "-smoke"
         sampler_buckets = SAMPLER_BUCKETS
     workdir = _WORKDIR.value or os.path.join("workdir", name)
@@ -141,7 +182,7 @@ def main(argv) -> None:
         trainer = Trainer(config, workdir, show_progress=_PROGRESS.value,
                           sampler_buckets=BucketPolicy(**sampler_buckets))
     except ValueError as e:
-        sys.exit(f"error: {e}")
+        sys.exit(error_lines(e))
     from mtrl.training.checkpoints.checkpointing import CheckpointError
     from mtrl.training.update.memory import StepMemoryError
     interrupted = unusable = None
@@ -173,6 +214,8 @@ def _exit_interrupted(e) -> None:
 
 
 def run() -> None:
+    global _UNSET
+    sys.argv, _UNSET = take_unsets(sys.argv)
     try:
         _define_config_flag()
     except Exception as e:  # noqa: BLE001 -- overrides are applied at definition

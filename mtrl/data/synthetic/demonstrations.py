@@ -34,7 +34,8 @@ from typing import Sequence
 
 import numpy as np
 
-from mtrl.data.synthetic.family import IntFunction, consistent_members, with_offset
+from mtrl.config.fields import check_choice
+from mtrl.data.synthetic.family import IntFunction, consistent_members
 from mtrl.data.synthetic.tasks import SyntheticTask
 from mtrl.data.synthetic.terms import TERMS
 from mtrl.envs.code.analysis import AUX_NAME as HELPER_NAME
@@ -120,9 +121,7 @@ def check_first_guess(first_guess: str | None, num_agents: int) -> None:
         return
     if num_agents != 2:
         raise ValueError("first_guess is the helper's term: it needs num_agents = 2")
-    if first_guess not in TERMS.names():
-        raise ValueError(f"first_guess: unknown term {first_guess!r}; valid: "
-                         f"{', '.join(TERMS.names())}")
+    check_choice("first_guess", first_guess, TERMS)
 
 
 @dataclasses.dataclass(frozen=True)

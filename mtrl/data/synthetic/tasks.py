@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from mtrl.config.fields import check_choice
 from mtrl.data.synthetic.family import (FamilyConfig, IntFunction, consistent_members,
                                         separating_probes)
 from mtrl.envs.code.task import CodeTask
@@ -59,8 +60,7 @@ class SyntheticSplits:
 
 
 def _checked(split: str) -> str:
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    check_choice("split", split, SPLITS)
     return split
 
 

@@ -3,7 +3,7 @@
 A family member is f(x) = g(x) + b. Every term here is 0 at x = 0, so an example
 shown at x = 0 reveals the offset b and nothing about g: that is the ambiguity the
 family is built on (see `mtrl.data.synthetic.family`). Terms are registered by name
-(DESIGN.md section 6, rule 10); a config lists the names it draws from.
+(docs/design.md section 6, rule 10); a config lists the names it draws from.
 """
 
 from __future__ import annotations

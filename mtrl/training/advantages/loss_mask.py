@@ -49,6 +49,9 @@ class MaskInputs:
     step: int
 
 
+VOID_NEEDS = frozenset({"void"})  # step info the void-turn filter reads on every step
+
+
 def void_keep_mask(rollout: StepRollout) -> np.ndarray:
     """[N, C] bool: rows that stay in the loss under the void-turn filter."""
     tree, batch = rollout.tree, rollout.batch

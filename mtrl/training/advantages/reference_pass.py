@@ -27,9 +27,6 @@ from mtrl.rollout.batch import RolloutBatch
 from mtrl.training.update.train_state import TrainState
 from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
 
-KL_PLACES = ("loss", "reward")
-
-
 def row_kl(graphdef, state: TrainState, batch: RolloutBatch, estimator: str) -> jax.Array:
     """[N, C] Σ over each row's loss tokens of k(π_old, π_ref)."""
     if state.ref_params is None:

@@ -57,6 +57,7 @@ from mtrl.training.grow.curriculum import StepTasks
 from mtrl.training.loop.loop_state import LoopState
 from mtrl.training.loop.stages import build_stages
 from mtrl.training.config import RunConfig, parse
+from mtrl.training.config.migrate import normalize
 from mtrl.training.run.run_config import check_resumable, prepare_workdir, write_config
 from mtrl.training.sft.sft_data import first_phase_kinds
 from mtrl.parallel.shardings import committed
@@ -79,7 +80,8 @@ class Trainer:
         self.sft, self.train_config = run.sft, run.train
         # Several processes: each rolls out a share, process 0 logs (process_rollout.py).
         self.main = is_main_process()
-        check_resumable(self.workdir, run.record)  # before any work: one line if it differs
+        # Before any work: one line if it differs (an older layout's record migrated).
+        check_resumable(self.workdir, run.record, normalize=normalize)
         self.c: Components = build_components(run)
         self.config_record = write_config(self.workdir, run.record) if self.main else run.record
         c = self.c
