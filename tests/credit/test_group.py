@@ -26,7 +26,7 @@ def frozen(**per_name):
 
 def test_registry_names():
     assert NAMES == ("dr_grpo", "grpo", "max", "mean", "raw", "rloo")
-    with pytest.raises(KeyError, match="valid names: dr_grpo, grpo, max, mean, raw, rloo"):
+    with pytest.raises(KeyError, match="group advantage must be one of dr_grpo, grpo, max, mean, raw, rloo"):
         group_advantages(ONE_HOT, estimator="ppo")
 
 
