@@ -31,6 +31,7 @@ from mtrl.training.run.keys import RunKeys
 from mtrl.training.credit_stage.methods import token_advantages
 from mtrl.training.update.minibatch import policy_minibatch
 from mtrl.training.update.ppo_epochs import ppo_update
+from mtrl.training.credit_stage.row_filter import informative_rows
 from mtrl.training.credit_stage.row_groups import check_groups, group_size, keep_informative_groups
 from mtrl.training.update.step_metrics import check_finite
 
@@ -38,11 +39,13 @@ from mtrl.training.update.step_metrics import check_finite
 @dataclasses.dataclass(frozen=True)
 class Update:
     """What the update stage did: `metrics` of its last minibatch ([] : no update ran),
-    `rows` (None: every group was uninformative and dropped) and `kept` rows."""
+    `rows` (None: every group was uninformative and dropped), `kept` rows and
+    `informative` rows (a non-zero advantage on a loss token, before any filter)."""
 
     metrics: list
     rows: Any
     kept: int
+    informative: int = 0
 
     @property
     def skipped(self) -> str | None:
@@ -92,6 +95,7 @@ class Learner:
             rows, kept = gather_rows(rows)
         unit = group_size(self.c.objective.loss)
         check_groups(batch, unit)
+        informative = int(informative_rows(rows).sum())
         if cfg.drop_zero_advantage:
             rows, kept = keep_informative_groups(rows, unit,
                                                  min_rows=max(8, cfg.minibatches * unit))
@@ -104,4 +108,4 @@ class Learner:
             check_finite(metrics)
         except FloatingPointError as e:
             raise FloatingPointError(f"step {step}: {e}") from None
-        return state, Update(metrics, rows, kept)
+        return state, Update(metrics, rows, kept, informative)

@@ -51,7 +51,10 @@ from mtrl.training.credit_stage.answer_probs import scores_answers
 from mtrl.training.credit_stage.methods import CREDIT_ESTIMATORS
 from mtrl.training.checkpoints.hf_export import export_agents, model_report
 from mtrl.training.logging import Progress, write_transcripts
-from mtrl.training.checkpoints.run_record import rollout_metrics, run_record, summary_of
+from mtrl.training.checkpoints.run_record import (read_run_seconds, rollout_metrics,
+                                                  run_record, summary_of, update_counts,
+                                                  write_run_seconds)
+from mtrl.training.logging.metrics import read_metrics
 from mtrl.training.update.optim import make_optimizer, make_schedule
 from mtrl.training.logging.plots import plot_learning_curve
 from mtrl.training.loop.process_roles import open_metrics
@@ -198,6 +201,8 @@ class Trainer:
         # The whole run's time across invocations (Ctrl-C and resume): saved in `extra`.
         before_s = extra.get("run_seconds", 0.0) - (time.perf_counter() - started
                                                     if not restored else 0.0)
+        if restored:  # the time a finished run spent after its last checkpoint counts
+            before_s = max(before_s, read_run_seconds(self.workdir, start))
         learner = self.learner
         step = start
         for step in range(start + 1, cfg.steps + 1):
@@ -305,6 +310,7 @@ class Trainer:
         metrics.update(mean_over_processes(rollout_metrics(tree)))
         metrics.update(self.step_tasks.record(step, tree))
         metrics["train_rows"] = float(update.kept)
+        metrics["informative_rows"] = float(update.informative)
         metrics.update({f"packing/{k}": v for k, v in self.step_fn.last_packing.items()})
         env_s = tree.metrics["rollout/env_seconds"]
         metrics.update({"time/rollout_s": t1 - t0 - env_s, "time/env_s": env_s,
@@ -355,15 +361,19 @@ class Trainer:
         test = self.test(best) if best is not None and self.c.test_tasks else {}
         if test:
             logger.write_reported(best, test)  # not in metrics.jsonl: chooses nothing
+        updates = update_counts(read_metrics(self.workdir)) if self.main else (0, 0, 0)
+        total_s = before_s + time.perf_counter() - started
         result = run_record(
-            steps=step, minutes=(before_s + time.perf_counter() - started) / 60,
+            steps=step, minutes=total_s / 60,
             invocation_minutes=(time.perf_counter() - started) / 60, best_step=best,
             best_metrics=best_metrics, post_sft=extra, test=test,
             best_checkpoint=str(self.keeper.step_directory(best)) if best is not None else None,
             learning_curve=png, exported=exported, budget=budget,
-            extra_tests=tuple(self.c.extra_tests))
+            extra_tests=tuple(self.c.extra_tests), updates=updates)
         if self.main:
-            print(summary_of(result, len(self.c.test_tasks)), flush=True)
+            write_run_seconds(self.workdir, step, total_s)
+            print(summary_of(result, len(self.c.test_tasks), tuple(self.c.extra_tests)),
+                  flush=True)
         return result
 
     def _restored(self, step: int):

@@ -19,6 +19,7 @@ from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
 from mtrl.rollout import RolloutConfig
 from mtrl.tokenizers import ByteTokenizer, load_tokenizer
 from mtrl.config.fields import build, resolve_path
+from mtrl.training.run.inputs import missing_inputs
 from mtrl.training.run.sections import ModelSection
 from mtrl.training.run.chat import build_turn_format
 from mtrl.training.run.keys import RunKeys
@@ -143,6 +144,12 @@ def build_components(run) -> Components:
     """The run's components from its parsed config (a config.RunConfig: the config
     package sits above this module, so the type is not imported here); the checks
     left here need a built object (the environment's step info, the tokenizer)."""
+    missing = missing_inputs(  # named with what makes them, before any work
+        hf_checkpoint=run.model.hf_checkpoint or "", tokenizer=run.tokenizer,
+        data_name=run.data.name, data_path=run.data.path or "",
+        train_ids_file=run.data.options.get("train_ids_file", "") or "")
+    if missing:
+        raise ValueError("\n".join(missing))
     tokenizer = build_tokenizer(run.tokenizer, run.model)
     fmt = build_turn_format(run.chat, tokenizer, run.num_agents)
     num_policies = 1 if run.rollout.agent_params == "shared" else run.num_agents

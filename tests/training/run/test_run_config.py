@@ -38,9 +38,18 @@ def test_record_is_plain_json_and_differences_skip_resumable_fields():
 def test_resuming_with_another_config_is_one_line(tmp_path):
     trainer = Trainer(one_step_config(), tmp_path, show_progress=False)
     try:
-        trainer.run()
+        first = trainer.run()
     finally:
         trainer.close()
+    # Rerun as it is: the whole run's time grows by this invocation's (the time the
+    # first spent after its last checkpoint, its test and plot, is not lost).
+    again = Trainer(one_step_config(), tmp_path, show_progress=False)
+    try:
+        second = again.run()
+    finally:
+        again.close()
+    assert second["minutes"] == pytest.approx(first["minutes"] + second["invocation_minutes"],
+                                              abs=2e-3)
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["rollout"]["num_generations"] == 2
     changed = one_step_config()
