@@ -40,9 +40,19 @@ TFDS_REQUIRES = [
 # on when train.wandb_project is set. In the test extra so CI runs its offline test.
 WANDB_REQUIRES = ["wandb>=0.31,<0.32"]
 
+# OpenEnv's environment protocol (mtrl/envs/openenv: train on an OpenEnv server, serve
+# mtrl's code environment as one). Its base install brings gradio and fastmcp (their
+# modules load with openenv's server), no torch. In the test extra so CI runs the
+# loopback tests.
+OPENENV_REQUIRES = ["openenv-core>=0.3.0,<0.4"]
+
+# `tensorboard --logdir workdir/...` (README): the viewer; runs write events without it.
+TENSORBOARD_REQUIRES = ["tensorboard>=2.20,<3"]
+
 TEST_REQUIRES = [
     *TFDS_REQUIRES,
     *WANDB_REQUIRES,
+    *OPENENV_REQUIRES,
     "pytest>=9.0,<10",
     "pytest-xdist>=3.8,<4",
     # CPU build, taken from local disk on the project machines; used only by the
@@ -82,6 +92,7 @@ setup(
     packages=find_packages(include=["mtrl", "mtrl.*"]),
     install_requires=INSTALL_REQUIRES,
     extras_require={"test": TEST_REQUIRES, "tfds": TFDS_REQUIRES, "wandb": WANDB_REQUIRES,
+                    "openenv": OPENENV_REQUIRES, "tensorboard": TENSORBOARD_REQUIRES,
                     "realmodel": REALMODEL_REQUIRES,
                     "gpu": GPU_REQUIRES, "tpu": TPU_REQUIRES},
 )

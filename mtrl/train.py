@@ -167,6 +167,7 @@ def main(argv) -> None:
         sys.exit(f"error: {e}")
     from mtrl.training.checkpoints.checkpointing import CheckpointError
     from mtrl.training.update.memory import StepMemoryError
+    from mtrl.rollout.environment import EnvironmentFailure
     interrupted = unusable = None
     try:
         result = trainer.run()
@@ -175,6 +176,8 @@ def main(argv) -> None:
     except CheckpointError as e:  # corrupt or unreadable, with no whole one to fall back to
         unusable = e
     except StepMemoryError as e:  # a packed update that cannot fit: one line, not an OOM
+        unusable = e
+    except EnvironmentFailure as e:  # e.g. an external environment server stopped answering
         unusable = e
     finally:
         trainer.close()  # waits for the checkpoint in flight

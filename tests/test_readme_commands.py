@@ -14,6 +14,7 @@ it is also gets tests/training/config/test_configs.py's one-step checks (which t
 skips that config). Each command's time is printed (`-s`): README's smoke times are
 these."""
 
+import contextlib
 import json
 import os
 import pathlib
@@ -94,8 +95,31 @@ def reader_folder(tmp_path_factory):
     return folder
 
 
+SERVE = re.compile(r"python -m mtrl\.envs\.openenv\.serve(?:[ \t]+--[^\s`#|&]+)*")
+
+
+@contextlib.contextmanager
+def servers_for(config: str):
+    """The environment the config's commands need: for openenv.py, README's OpenEnv
+    server command (on a free port; MTRL_OPENENV_URL points there); else nothing."""
+    if config != "openenv":
+        yield {}
+        return
+    from tests.envs.openenv.servers import free_port, serving
+    [command] = SERVE.findall((ROOT / "README.md").read_text())
+    port = free_port()
+    args = [a for a in shlex.split(command)[1:] if not a.startswith("--port=")]
+    with serving([*args, f"--port={port}"], port) as (url, _):
+        yield {"MTRL_OPENENV_URL": url}
+
+
 @pytest.mark.parametrize("config", list(by_config_file()))
 def test_readme_commands_run_in_order_with_default_workdirs(config, reader_folder):
+    with servers_for(config) as env:
+        run_in_order(config, reader_folder, env)
+
+
+def run_in_order(config: str, reader_folder: pathlib.Path, env: dict) -> None:
     ran = 0
     for command in by_config_file()[config]:
         args = shlex.split(command)[3:]
@@ -107,7 +131,8 @@ def test_readme_commands_run_in_order_with_default_workdirs(config, reader_folde
         started = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "mtrl.train", *args, "--smoke",
                                f"--out={summary}", "--noprogress"],
-                              cwd=reader_folder, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              cwd=reader_folder,
+                              env={**os.environ, "PYTHONPATH": str(ROOT), **env},
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               timeout=900)
         print(f"{command} --smoke: {time.perf_counter() - started:.0f} s")

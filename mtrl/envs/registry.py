@@ -126,6 +126,7 @@ BUILDER_MODULES = (
     "mtrl.envs.math.builder",
     "mtrl.envs.tool.builder",
     "mtrl.envs.textworld.builder",
+    "mtrl.envs.openenv.builder",
 )
 
 
