@@ -64,8 +64,10 @@ def runnable_bwrap(as_other_uid: bool) -> str:
     """bwrap_path(), or where the jail's own uid cannot reach it (root, package in
     a 0700 directory) a root-owned copy it can (bwrap_cache.py)."""
     path = bwrap_path()
-    if not as_other_uid or _world_readable(path):
+    if not as_other_uid:
         return path
+    if _world_readable(path):  # checked on the real path, so exec the real path (a
+        return os.path.realpath(path)  # symlink may sit in a folder the uid cannot enter)
     try:
         return bwrap_cache.reachable_copy(os.path.realpath(path))
     except OSError as error:
