@@ -186,6 +186,10 @@ def main(argv) -> None:
     if unusable is not None:
         sys.exit(f"error: {unusable}")
     from mtrl.parallel.distributed import is_main_process
+    if _SMOKE.value and is_main_process() and result["steps"] and not result["updates_run"]:
+        sys.exit("error: --smoke: the RL update stage did not run (every step's update "
+                 "was skipped: no trainable token after the loss-mask filters); the run "
+                 "tested everything else")
     if _OUT.value and is_main_process():  # one summary per run, not per process
         with open(_OUT.value, "w") as f:
             json.dump(result, f, indent=2)

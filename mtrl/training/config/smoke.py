@@ -6,8 +6,8 @@ evaluation, an RL step, checkpoint, test, export) before a real run takes an hou
 the experiment's shape (model, environment, method, turns, agents) and cuts its
 sizes: one RL step of at most 2 tasks with G <= 2, at most 4 SFT updates (2 in a
 first phase) of 2 rows, 2 validation and 2 test tasks, at most 32 new tokens a turn
-(CAPS); and it runs the step's update whatever the rewards, keeps one ranked
-checkpoint and skips the export (SETS).
+(CAPS); and it runs the step's update whatever the rewards (no zero-advantage or
+void-turn filter), keeps one ranked checkpoint and skips the export (SETS).
 Two SFT rows, not 8: the updates still exercise the SFT step, its checkpoints and its
 log, and with 8 rows SFT was two fifths of the README commands' smoke CPU (the math
 configs' rows are up to 768 tokens; the seven commands, cold compile cache: 192 s ->
@@ -52,9 +52,12 @@ CAPS = {
 #   group got the same reward, the zero-advantage filter dropped all rows and the run
 #   never compiled or ran its update: it did not test the update. On zero advantages
 #   the step still runs everything (rows, packing, the memory check, the loss, the
-#   optimizer) and says how many rows carried a gradient (informative_rows).
+#   optimizer) and says how many rows carried a gradient (informative_rows);
+# - no void-turn filter (SimpleTIR): a smoke model writes neither code nor an answer,
+#   so the filter masked every row of tool.py's step and no update ran ("no trainable
+#   token"); tests/envs/tool/test_train_smoke.py runs the filter in a one-step run.
 SETS = {("train", "keep_best"): 1, ("train", "export_best"): False,
-        ("train", "drop_zero_advantage"): False}
+        ("train", "drop_zero_advantage"): False, ("filters", "void_turns"): False}
 
 # mtrl.sampling.BucketPolicy fields of a smoke run's sampler.
 SAMPLER_BUCKETS = dict(min_batch=2, min_length=128, cache_multiple=256)
