@@ -12,10 +12,9 @@ from mtrl.envs.openenv.client import (EpisodeClient, ExternalEnvError, Malformed
 from tests.envs.openenv.servers import free_port, toy_server
 
 
-@pytest.fixture(scope="module")
-def toy():
-    with toy_server(free_port()) as (url, _):
-        yield url
+@pytest.fixture
+def toy(toy_url):
+    return toy_url
 
 
 @pytest.mark.parametrize("payload, message", [
@@ -49,18 +48,18 @@ def test_episodes_replay_the_same_replies(toy):
 
 
 def test_a_slow_server_is_retried_then_named(toy):
-    client = EpisodeClient(toy, timeout_s=1.0, retries=1)
+    client = EpisodeClient(toy, timeout_s=0.5, retries=1)
     try:  # slow once: the second try answers, with the episode's true reward
-        [(_, [reply])] = client.play([({"seed": 9, "mode": "slow_once", "delay": 3.0},
+        [(_, [reply])] = client.play([({"seed": 9, "mode": "slow_once", "delay": 1.5},
                                        ({"message": "4"},))])
         assert reply.reward == 1.0 and client.attempts == 1
         with pytest.raises(ExternalEnvError) as error:  # slow every time
-            client.play([({"seed": 1, "mode": "slow", "delay": 3.0}, ({"message": "x"},))])
+            client.play([({"seed": 1, "mode": "slow", "delay": 1.5}, ({"message": "x"},))])
     finally:
         client.close()
     text = str(error.value)
     assert "step 1 of the episode reset with" in text and "failed 2 times" in text
-    assert "no answer within 1 s" in text and "\n" not in text
+    assert "no answer within 0.5 s" in text and "\n" not in text
 
 
 @pytest.mark.parametrize("mode", ["no_reward", "nan_reward"])

@@ -12,7 +12,6 @@ pytest.importorskip("openenv.core")
 from mtrl.training.config import module_from_file
 from mtrl.training.loop.trainer import Trainer
 from tests.conftest import ROOT
-from tests.envs.openenv.servers import free_port, toy_server
 
 
 def toy_config(url: str):
@@ -27,14 +26,13 @@ def toy_config(url: str):
     return c
 
 
-def test_one_rl_step_on_an_openenv_server(tmp_path):
-    with toy_server(free_port()) as (url, _):
-        trainer = Trainer(toy_config(url), tmp_path, show_progress=False)
-        try:
-            assert trainer.c.env.action_key == "message"  # from the server's /schema
-            result = trainer.run()
-        finally:
-            trainer.close()
+def test_one_rl_step_on_an_openenv_server(tmp_path, toy_url):
+    trainer = Trainer(toy_config(toy_url), tmp_path, show_progress=False)
+    try:
+        assert trainer.c.env.action_key == "message"  # from the server's /schema
+        result = trainer.run()
+    finally:
+        trainer.close()
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text()
                .splitlines()]
     step = records[-1]
