@@ -139,7 +139,8 @@ def test_every_config_runs_one_step(path, tmp_path, hf_checkpoint, coop_file, sh
     ("rollout.joint_mode", "zip", "config.rollout: RolloutConfig.joint_mode"),
     ("loss.policy_loss", "ppo2", "config.loss.policy_loss: unknown 'ppo2'"),
     ("data.path", "/no/such/dir", "config.data.path: path '/no/such/dir' does not exist"),
-    ("model.hf_checkpoint", "/no/such/model", "config.model.hf_checkpoint: path"),
+    ("model.hf_checkpoint", "/no/such/model", "config.model.hf_checkpoint: /no/such/model "
+                                              "does not exist; point it at a Hugging Face"),
     ("env.feedback_mode", "shouting", "config.env"),
     ("sft.first_phase_steps", 10**4, "config.sft: first_phase_steps must lie in"),
     ("sft.checkpoint_every", 0, "config.sft: checkpoint_every must be an int >= 1"),

@@ -79,5 +79,6 @@ def test_missing_task_id_file_is_a_one_line_error(tmp_path, chat_checkpoint, sha
     c.model.hf_checkpoint = chat_checkpoint
     c.data.path = str(shared_data / "mbpp")
     c.data.options = {"train_ids_file": str(tmp_path / "none.json")}
-    with pytest.raises(ValueError, match="train_ids_file: .* does not exist .*select_learnable"):
+    with pytest.raises(ValueError, match="train_ids_file: .* does not exist; make it with: "
+                                         "python scripts/select_learnable_tasks.py"):
         Trainer(c, tmp_path / "run", show_progress=False)
