@@ -11,7 +11,8 @@ said or after 3 steps. Deterministic in (seed, messages), as the adapter needs.
 Misbehaviour, chosen per episode by reset(mode=...): "slow" sleeps `delay` s in every
 step; "slow_once" sleeps `delay` s in the first step this process plays for a seed,
 then answers at once; "no_reward" and "nan_reward" answer a step without a usable
-reward; "die" ends the server process in its second step.
+reward; "die" ends the server process in its second step; "drift" adds to each
+step's reward a count of the steps this process has played (not deterministic).
 """
 
 import math
@@ -25,6 +26,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
 
 SLOWED: set = set()  # seeds whose first step was slowed ("slow_once")
+PLAYED = [0]  # steps this process has played ("drift")
 
 
 class SayAction(Action):
@@ -59,6 +61,9 @@ class SayNumberEnv(Environment):
             os._exit(3)
         said = str(self.target) in action.message
         reward = 1.0 if said else -len(action.message) / 100
+        PLAYED[0] += 1
+        if self.mode == "drift":
+            reward += PLAYED[0]
         if self.mode == "no_reward":
             reward = None
         elif self.mode == "nan_reward":
