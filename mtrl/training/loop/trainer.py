@@ -14,7 +14,8 @@ uninterrupted one), the stages of `run`, top to bottom:
               packed by train.packing ("tree": each shared prefix once, packing.py);
   evaluate    every eval_interval steps: held-out evaluation, a checkpoint ranked by
   / save      held-out success; every save_interval steps: the latest checkpoint.
-The end: the test split for the chosen checkpoint, the summary (run_record.py).
+The end: the test splits for the chosen and the last checkpoint, the provenance, the
+summary (finish.py, run_record.py).
 """
 
 from __future__ import annotations
@@ -51,15 +52,16 @@ from mtrl.training.credit_stage.answer_probs import scores_answers
 from mtrl.training.credit_stage.methods import CREDIT_ESTIMATORS
 from mtrl.training.checkpoints.hf_export import export_agents, model_report
 from mtrl.training.logging import Progress, write_transcripts
-from mtrl.training.checkpoints.run_record import rollout_metrics, run_record, summary_of
+from mtrl.training.checkpoints.run_record import rollout_metrics
 from mtrl.training.update.optim import make_optimizer, make_schedule
-from mtrl.training.logging.plots import plot_learning_curve
 from mtrl.training.loop.process_roles import open_metrics
 from mtrl.training.credit_stage.curriculum import StepTasks
 from mtrl.training.credit_stage.recipe import apply_recipe
 from mtrl.training.loop.rl_step import Learner
 from mtrl.training.config import RunConfig, parse
 from mtrl.training.run.run_config import check_resumable, prepare_workdir, write_config
+from mtrl.training.run.provenance import code_state, warm_start_record
+from mtrl.training.loop.finish import finish_run
 from mtrl.training.sft.sft_data import first_phase_kinds
 from mtrl.parallel.shardings import committed
 from mtrl.training.update.train_state import agent_params, init_train_state
@@ -225,8 +227,8 @@ class Trainer:
         if self.ahead is not None:
             self.ahead.close()
         self.keeper.wait()
-        state = tree = rolled_out = advantages = update = None  # _finish restores its own
-        result = self._finish(step, started, extra, budget, before_s, logger)
+        state = tree = rolled_out = advantages = update = None  # finish_run restores its own
+        result = finish_run(self, step, started, extra, budget, before_s, logger)
         logger.close()
         return result
 
@@ -272,7 +274,8 @@ class Trainer:
         # SFT time includes what earlier invocations spent before its checkpoint.
         sft_s = self.starter.seconds_before + time.perf_counter() - started
         extra = {"step": 0, "sft_minutes": sft_s / 60, "run_seconds": sft_s,
-                 "config": self.config_record}
+                 "config": self.config_record, "code_at_start": code_state(),
+                 "warm_start": warm_start_record(params, self.train_config.init_from)}
         self.set_policy(state)
         metrics = self.evaluate(0)
         extra["post_sft_success"] = metrics["heldout_success"]
@@ -345,38 +348,16 @@ class Trainer:
             self.keeper.wait()
             stop_point(f"RL step {step}")
 
-    def _finish(self, step: int, started: float, extra: dict, budget: "Budget",
-                before_s: float, logger) -> dict[str, Any]:
-        best = self.keeper.best_step()
-        best_metrics = self.keeper.metrics(best) if best is not None else {}
-        png = plot_learning_curve(self.workdir, self.workdir / "learning_curve.png",
-                                  best_step=best) if self.main else None
-        exported = None
-        if self.c.from_hf and self.train_config.export_best and best is not None:
-            exported = self.export(best)
-        test = self.test(best) if best is not None and self.c.test_tasks else {}
-        if test:
-            logger.write_reported(best, test)  # not in metrics.jsonl: chooses nothing
-        result = run_record(
-            steps=step, minutes=(before_s + time.perf_counter() - started) / 60,
-            invocation_minutes=(time.perf_counter() - started) / 60, best_step=best,
-            best_metrics=best_metrics, post_sft=extra, test=test,
-            best_checkpoint=str(self.keeper.step_directory(best)) if best is not None else None,
-            learning_curve=png, exported=exported, budget=budget,
-            extra_tests=tuple(self.c.extra_tests))
-        if self.main:
-            print(summary_of(result, len(self.c.test_tasks)), flush=True)
-        return result
-
     def _restored(self, step: int):
         """Checkpoint `step`'s train state, restored into a fresh state's layout (the
         fresh one is dropped first: each is a whole copy of the parameters and moments)."""
         layout = abstract_like(self.init_state([nnx.split(m)[1] for m in self.c.models]))
         return self.keeper.restore(step, target={"train": layout}).state["train"]
 
-    def test(self, step: int) -> dict[str, float]:
-        """The test split, evaluated once for the checkpoint validation chose (`step`);
-        written to test.json. Nothing reads it back to choose anything."""
+    def test(self, step: int, provenance: dict, file: str = "test.json") -> dict[str, float]:
+        """The test splits, evaluated once for checkpoint `step` (the one validation
+        chose; the last one into test_last.json); written to `file` with the run's
+        provenance. Nothing reads it back to choose anything."""
         state = self._restored(step)
         self.set_policy(state)
         metrics = {}
@@ -384,9 +365,9 @@ class Trainer:
             metrics.update(self.evaluate(step, name))
         sizes = {f"{name}_num_tasks": len(tasks) for name, tasks in self.c.extra_tests.items()}
         if self.main:
-            (self.workdir / "test.json").write_text(json.dumps(
-                {"step": step, "num_tasks": len(self.c.test_tasks), **sizes, **metrics},
-                indent=2))
+            (self.workdir / file).write_text(json.dumps(
+                {"step": step, "num_tasks": len(self.c.test_tasks), **sizes, **metrics,
+                 "provenance": provenance}, indent=2))
         return metrics
 
     def export(self, step: int) -> str:
