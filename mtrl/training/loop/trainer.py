@@ -4,7 +4,7 @@ evaluation and best-checkpoint selection (DESIGN.md section 1).
 Per step s (keys: named streams folded with s, keys.py, so a resumed run repeats an
 uninterrupted one), the stages of `run`, top to bottom:
   grow        tasks[s·P : (s+1)·P] of a seeded per-epoch permutation of the train
-              split (curriculum.py), rolled out as a tree (sampler with KV reuse; the
+              split (grow/curriculum.py), rolled out as a tree (sampler with KV reuse; the
               environment of env.name);
   score       IGPO's answer log-probs (rl_step.Learner.score);
   advantages  the tree and its rows as one StepRollout, its loss mask through the
@@ -39,24 +39,24 @@ from mtrl.rollout import rollout
 from mtrl.rollout.sampler_backend import SamplerBackend
 from mtrl.sampling.buckets import BucketPolicy
 from mtrl.sampling.sampler import Sampler
-from mtrl.training.run.async_rollout import OffPolicyRollouts, SerializedBackend
+from mtrl.training.grow.async_rollout import OffPolicyRollouts, SerializedBackend
 from mtrl.training.loop.budget import Budget
 from mtrl.training.run.build import Components, build_components
 from mtrl.training.checkpoints.checkpointing import CheckpointKeeper, abstract_like
-from mtrl.training.loop.distributed_eval import evaluate_across_processes
-from mtrl.training.loop.evaluation import evaluate
+from mtrl.training.evaluate.distributed_eval import evaluate_across_processes
+from mtrl.training.evaluate.evaluation import evaluate
 from mtrl.training.run.interrupts import stop_point, stop_requested
 from mtrl.training.run.keys import RunKeys
 from mtrl.training.update.memory import check_step_memory, packed_step_guard
-from mtrl.training.credit_stage.answer_probs import scores_answers
-from mtrl.training.credit_stage.methods import CREDIT_ESTIMATORS
+from mtrl.training.score.answer_probs import scores_answers
+from mtrl.training.advantages.estimators import CREDIT_ESTIMATORS
 from mtrl.training.checkpoints.hf_export import export_agents, model_report
 from mtrl.training.logging import Progress, write_transcripts
 from mtrl.training.checkpoints.run_record import rollout_metrics
 from mtrl.training.update.optim import make_optimizer, make_schedule
 from mtrl.training.loop.process_roles import open_metrics
-from mtrl.training.credit_stage.curriculum import StepTasks
-from mtrl.training.credit_stage.recipe import apply_recipe
+from mtrl.training.grow.curriculum import StepTasks
+from mtrl.training.score.recipe import apply_recipe
 from mtrl.training.loop.rl_step import Learner
 from mtrl.training.config import RunConfig, parse
 from mtrl.training.run.run_config import check_resumable, prepare_workdir, write_config
@@ -156,7 +156,7 @@ class Trainer:
     def _grow(self, step: int, backend) -> Any:
         """Step `step`'s tree: its tasks rolled out with `backend` (and reward.recipe)."""
         c = self.c
-        tasks = self.step_tasks.choose(step)  # curriculum.py (learnable band)
+        tasks = self.step_tasks.choose(step)  # grow/curriculum.py (learnable band)
         first_group = None
         if is_multiprocess():  # this process's share; keys as one process's env groups
             tasks, index = local_tasks(tasks)

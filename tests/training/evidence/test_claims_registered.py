@@ -13,7 +13,7 @@ from ml_collections import config_flags
 from mtrl.config import as_dict, build
 from mtrl.training.evidence.arm_runs import suite_config
 from mtrl.training.evidence.claims import CLAIMS_DIR, load_claim
-from mtrl.training.credit_stage.methods import CreditConfig
+from mtrl.training.advantages.estimators import CreditConfig
 
 NAMES = sorted(p.stem for p in CLAIMS_DIR.glob("*.py") if not p.stem.startswith("_"))
 

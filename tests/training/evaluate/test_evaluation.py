@@ -5,7 +5,7 @@ import numpy as np
 
 from mtrl.rollout.environment import StepResult
 from mtrl.rollout import RolloutConfig
-from mtrl.training.loop.evaluation import chain_success, evaluate
+from mtrl.training.evaluate.evaluation import chain_success, evaluate
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend, ScriptedEnv
 
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from mtrl.rollout import StepRollout
-from mtrl.training.credit_stage.curriculum import CurriculumConfig
-from mtrl.training.credit_stage.filters import FilterConfig, shape_rollout
-from tests.training.credit_stage.test_filters import scripted
+from mtrl.training.grow.curriculum import CurriculumConfig
+from mtrl.training.advantages.penalties import FilterConfig, shape_rollout
+from tests.training.advantages.test_penalties import scripted
 
 CASES = {  # name: (tcod, steps_per_stage, step, void_turns)
     "off": ("", 10, 1, False),

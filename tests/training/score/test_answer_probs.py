@@ -15,10 +15,10 @@ from mtrl.envs.math import MathEnv, MathEnvConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.rollout import PlainFormat, RolloutConfig, StepRollout, rollout
 from mtrl.tokenizers import load_tokenizer
-from mtrl.training.credit_stage.answer_probs import (ANSWER_INSTRUCTION, ANSWER_PREFIX,
+from mtrl.training.score.answer_probs import (ANSWER_INSTRUCTION, ANSWER_PREFIX,
                                                      answer_queries, derived_info_keys,
                                                      fill_answer_logprobs, scores_answers)
-from mtrl.training.credit_stage.methods import (CREDIT_ESTIMATORS, CreditConfig, check_method,
+from mtrl.training.advantages.estimators import (CREDIT_ESTIMATORS, CreditConfig, check_method,
                                                 token_advantages)
 from tests.rollout.scripted import ScriptedBackend
 

@@ -42,7 +42,7 @@ from mtrl.credit.turn_level import LAMBDA_PLACEMENTS
 from mtrl.losses import POLICY_LOSSES
 from mtrl.registry import Registry
 from mtrl.rollout.step_rollout import StepRollout
-from mtrl.training.credit_stage.tree_paths import TaskPaths, info_array, paths_to_dense, tree_paths
+from mtrl.rollout.tree_paths import TaskPaths, info_array, paths_to_dense, tree_paths
 
 BASELINES = ("mean", "rloo", "max", "raw")
 # Older configs named the baseline as the estimator: still accepted, as magrpo.
@@ -311,7 +311,7 @@ def check_method(credit: CreditConfig, loss: str, num_generations: int, env,
         raise ValueError(f"config.loss.kl_in: 'reward' penalizes tree returns; estimators "
                          f"{', '.join(tree_estimators())} take it, not {credit.estimator!r}")
     needs = estimator.needs
-    from mtrl.training.credit_stage.answer_probs import derived_info_keys  # what the trainer adds
+    from mtrl.training.score.answer_probs import derived_info_keys  # what the trainer adds
     reported = frozenset(getattr(env, "info_keys", ()))
     missing = sorted(needs - reported - derived_info_keys(reported))
     if missing:

@@ -25,8 +25,8 @@ from mtrl.config.fields import check_bool, check_int
 from mtrl.credit import dapo_overlong_penalty
 from mtrl.rollout.batch import RolloutBatch
 from mtrl.rollout.step_rollout import StepRollout
-from mtrl.training.credit_stage.loss_mask import filter_loss_mask
-from mtrl.training.credit_stage.reward_kl import reward_kl_penalty, rows_to_turns
+from mtrl.training.advantages.loss_mask import filter_loss_mask
+from mtrl.training.advantages.reference_pass import reward_kl_penalty, rows_to_turns
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,7 @@ import numpy as np
 from mtrl.config.fields import check_bool, check_int
 from mtrl.credit.curriculum import (BandFilterConfig, LearnableBandFilter,
                                     back_to_front_turn_mask, front_to_back_turn_mask)
-from mtrl.training.credit_stage.tree_paths import tree_paths
+from mtrl.rollout.tree_paths import tree_paths
 
 TCOD_SCHEDULES = ("", "front_to_back", "back_to_front")
 

@@ -22,9 +22,9 @@ from mtrl.data.gsm8k import MathTask
 from mtrl.envs.math import MathEnv, MathEnvConfig
 from mtrl.rollout import RolloutConfig, StepRollout, rollout
 from mtrl.tokenizers import load_tokenizer
-from mtrl.training.credit_stage.methods import CREDIT_ESTIMATORS, CreditConfig, method_advantages
-from mtrl.training.credit_stage.recipe import apply_recipe
-from mtrl.training.credit_stage.tree_paths import tree_paths
+from mtrl.training.advantages.estimators import CREDIT_ESTIMATORS, CreditConfig, method_advantages
+from mtrl.training.score.recipe import apply_recipe
+from mtrl.rollout.tree_paths import tree_paths
 from tests.rollout.scripted import TextPolicy
 
 TASK = MathTask("t/0", "What is 2 + 5?", "7")

@@ -18,11 +18,11 @@ from mtrl.losses import (AGGREGATIONS, POLICY_LOSSES, PolicyLoss, PolicyObjectiv
                          PPOClipConfig, ReinforceConfig, ppo_loss, reinforce_loss)
 from mtrl.models import Transformer
 from mtrl.training.config.loss import build_objective
-from mtrl.training.credit_stage.methods import (CREDIT_ESTIMATORS, ESTIMATOR_KINDS, CreditConfig,
+from mtrl.training.advantages.estimators import (CREDIT_ESTIMATORS, ESTIMATOR_KINDS, CreditConfig,
                                                 Estimator, check_method, tree_estimators)
 from mtrl.training.update.packing import pack_rows
 from mtrl.training.config.root import check_episode_end
-from mtrl.training.credit_stage.row_groups import group_size
+from mtrl.training.update.row_groups import group_size
 from mtrl.training.update.train_state import init_train_state
 from mtrl.training.update.train_step import make_train_step, zero_advantage_is_exact
 from tests.training.config.test_objective_build import config_for

@@ -13,7 +13,7 @@ from mtrl.models import PRESETS, Transformer
 from mtrl.rollout import RolloutConfig, make_batch, rollout
 from mtrl.training.config.loss import build_objective, build_reward_kl
 from mtrl.training.config import base_config
-from mtrl.training.credit_stage.reward_kl import reward_kl_penalty, rows_to_turns
+from mtrl.training.advantages.reference_pass import reward_kl_penalty, rows_to_turns
 from mtrl.training.update.train_state import init_train_state
 from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend

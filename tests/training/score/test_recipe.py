@@ -8,7 +8,7 @@ from mtrl.credit import RewardRecipe
 from mtrl.rollout import RolloutConfig, rollout
 from mtrl.training.config import base_config
 from mtrl.training.config.readers import reward_recipe
-from mtrl.training.credit_stage.recipe import apply_recipe
+from mtrl.training.score.recipe import apply_recipe
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend
 from tests.training.signal_env import SignalEnv
 

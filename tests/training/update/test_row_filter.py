@@ -13,8 +13,8 @@ from flax import nnx
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.training.update.minibatch import PolicyMinibatch
-from mtrl.training.credit_stage import row_groups
-from mtrl.training.credit_stage.row_filter import informative_rows, keep_informative_groups
+from mtrl.training.update import row_groups
+from mtrl.training.update.row_filter import informative_rows, keep_informative_groups
 from mtrl.training.update.train_state import init_train_state
 from mtrl.training.update.train_step import make_train_step
 

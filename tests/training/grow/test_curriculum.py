@@ -9,7 +9,7 @@ import pytest
 
 from mtrl.training.config import base_config
 from mtrl.training.config.readers import curriculum_config
-from mtrl.training.credit_stage.curriculum import (BandSampler, CurriculumConfig, StepTasks,
+from mtrl.training.grow.curriculum import (BandSampler, CurriculumConfig, StepTasks,
                                                    seeded_order, tcod_turn_mask)
 from mtrl.training.loop.trainer import Trainer
 from tests.training.loop.test_compile_count import small_config

@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from mtrl.parallel.process_rollout import allgather, is_multiprocess
-from mtrl.training.loop.evaluation import EvalResult
+from mtrl.training.evaluate.evaluation import EvalResult
 
 
 def evaluate_across_processes(tasks: Sequence, key: jax.Array,

@@ -11,7 +11,7 @@ import pytest
 from mtrl.credit import (GROUP_ADVANTAGES, gigpo_advantages, grpo_advantages,
                          igpo_advantages, mt_grpo_advantages, ufo_reward)
 from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
-from mtrl.training.credit_stage.methods import CREDIT_ESTIMATORS, CreditConfig, token_advantages
+from mtrl.training.advantages.estimators import CREDIT_ESTIMATORS, CreditConfig, token_advantages
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend
 from tests.training.signal_env import SignalEnv
 
@@ -176,7 +176,7 @@ def test_unknown_names_are_one_line_errors(field, value):
 
 @pytest.mark.parametrize("name, message", [("igpo", "answer_logprob"), ("gigpo", "anchor_id")])
 def test_estimator_needs_are_checked_against_the_environment(name, message):
-    from mtrl.training.credit_stage.methods import check_method
+    from mtrl.training.advantages.estimators import check_method
     from tests.rollout.scripted import ScriptedEnv
     with pytest.raises(ValueError, match=message) as error:
         check_method(CreditConfig(estimator=name), "reinforce", 2, ScriptedEnv(2))
@@ -188,12 +188,12 @@ def test_estimator_needs_are_checked_against_the_environment(name, message):
                                                  (CreditConfig(normalize_std=True), 4),
                                                  (CreditConfig(), 3)])
 def test_refuel_needs_even_siblings_and_unscaled_returns(credit, generations):
-    from mtrl.training.credit_stage.methods import check_method
+    from mtrl.training.advantages.estimators import check_method
     with pytest.raises(ValueError, match="refuel"):
         check_method(credit, "refuel", generations, SignalEnv(2))
 
 
 def test_code_env_reports_what_ufo_reads():
     from mtrl.envs.code import CodeEnv
-    from mtrl.training.credit_stage.methods import CREDIT_ESTIMATORS
+    from mtrl.training.advantages.estimators import CREDIT_ESTIMATORS
     assert CREDIT_ESTIMATORS.get("ufo").needs <= CodeEnv.info_keys

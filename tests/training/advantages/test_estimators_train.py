@@ -12,7 +12,7 @@ from flax import nnx
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
-from mtrl.training.credit_stage.methods import CREDIT_ESTIMATORS, CreditConfig, token_advantages
+from mtrl.training.advantages.estimators import CREDIT_ESTIMATORS, CreditConfig, token_advantages
 from mtrl.training.update.minibatch import policy_minibatch
 from mtrl.training.update.optim import OptimConfig, make_optimizer
 from mtrl.training.update.ppo_epochs import ppo_update

@@ -7,8 +7,8 @@ import pytest
 
 from mtrl.credit import row_advantages
 from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
-from mtrl.training.credit_stage.filters import FilterConfig, completion_lengths, overlong_penalty
-from mtrl.training.credit_stage.loss_mask import void_keep_mask
+from mtrl.training.advantages.penalties import FilterConfig, completion_lengths, overlong_penalty
+from mtrl.training.advantages.loss_mask import void_keep_mask
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend, digest
 from tests.training.signal_env import SignalEnv
 

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mtrl.rollout.step_rollout import StepRollout
-from mtrl.training.credit_stage.curriculum import tcod_turn_mask
+from mtrl.training.grow.curriculum import tcod_turn_mask
 
 
 @dataclasses.dataclass(frozen=True)
