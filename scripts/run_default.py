@@ -2,6 +2,14 @@
 
     python scripts/run_default.py --out default.json                 # seed 0
     python scripts/run_default.py --seeds 0,1,2 --out default.json   # three seeds
+    python scripts/run_default.py --seeds 1,2 --adopt 0=DIR --out d.json   # seed 0 ran before
+
+`--adopt S=DIR` takes seed S from a finished run of the main command in DIR (its
+summary.json) instead of running it (`--seeds ""` runs none: a record of finished runs,
+e.g. seeds run in a snapshot worktree at a pinned commit). Every run of the record,
+run now or adopted, must have run under one code state (provenance: commit, dirty
+flag, changes) and one config, seed aside (config.json): anything else is refused in
+one line naming the seed.
 
 Each seed is the README's main command (`python -m mtrl.train`, embedded default
 config) in its own process and workdir (`--workdir-root/seed<S>`), so seeds cannot
@@ -27,6 +35,7 @@ repeats that seed's keys, so `--out` reads the same as the trainer's own `--out`
 
 from __future__ import annotations
 
+import json
 import pathlib
 import sys
 
@@ -37,6 +46,7 @@ from mtrl.training.evidence.paired_ci import t_interval  # noqa: E402
 from mtrl.training.evidence.seed_runs import (  # noqa: E402
     parse_seed_run_args, run_curve, run_trainer, step_time_split, write_seed_summary)
 from mtrl.training.evidence.seed_stats import stats_over_seeds  # noqa: E402
+from mtrl.training.run.provenance import same_origin  # noqa: E402
 
 NUMBERS = ("minutes", "steps", "post_sft_success", "final_best_success", "gain",
            "turn1_success", "turn2_success", "final_turn_success", "post_sft_test_success",
@@ -48,16 +58,50 @@ INTERVALS = ("test_gain", "last_test_gain")
 
 def run_seed(seed: int, root: pathlib.Path, overrides: list[str]) -> dict:
     run = run_trainer(seed, root, overrides, cwd=ROOT)
-    result = run.summary
+    result = seed_result(run.summary, run.workdir, seed)
     result["wall_minutes_with_startup"] = run.wall_minutes
+    return result
+
+
+def seed_result(summary: dict, workdir: pathlib.Path, seed: int) -> dict:
+    """One seed's record: the trainer's summary plus gains, step times and its curve."""
+    result = dict(summary)
+    result["workdir"] = str(workdir)
     result["gain"] = result["final_best_success"] - result["post_sft_success"]
     for name, test in (("test_gain", "test_success"), ("last_test_gain", "last_test_success")):
         if result.get(test) is not None and result.get("post_sft_test_success") is not None:
             result[name] = result[test] - result["post_sft_test_success"]
-    result.update(step_time_split(read_metrics(run.workdir)))
-    result.update(run_curve(run.workdir))
+    result.update(step_time_split(read_metrics(workdir)))
+    result.update(run_curve(workdir))
     result["seed"] = seed
     return result
+
+
+def adopt(spec: str) -> dict:
+    """`S=DIR`: seed S's finished run in DIR (checked with the others by check_one_origin)."""
+    seed, _, directory = spec.partition("=")
+    workdir = pathlib.Path(directory)
+    if not seed.isdigit() or not (workdir / "summary.json").exists():
+        raise SystemExit(f"--adopt {spec}: need SEED=DIR with a finished run (DIR/summary.json)")
+    summary = json.loads((workdir / "summary.json").read_text())
+    return seed_result(summary, workdir, int(seed))
+
+
+def check_one_origin(runs: list[dict]) -> None:
+    """SystemExit (one line) unless every run ran under one code state, with one config
+    seed aside, and with the seed it is filed under."""
+    first = runs[0]
+    for run in runs:
+        config = json.loads((pathlib.Path(run["workdir"]) / "config.json").read_text())
+        base = json.loads((pathlib.Path(first["workdir"]) / "config.json").read_text())
+        why = same_origin(run.get("provenance"), {"code": (first.get("provenance") or {})
+                                                   .get("code") or {"commit": None}})
+        if why is None and {**config, "seed": None} != {**base, "seed": None}:
+            why = f"its config differs from seed {first['seed']}'s (seed aside)"
+        if why is None and config.get("seed") != run["seed"]:
+            why = f"it ran seed {config.get('seed')}"
+        if why is not None:
+            raise SystemExit(f"seed {run['seed']} ({run['workdir']}): {why}")
 
 
 def over_seeds(runs: list[dict]) -> dict:
@@ -76,10 +120,16 @@ def over_seeds(runs: list[dict]) -> dict:
 
 
 def main() -> None:
-    args = parse_seed_run_args(__doc__.splitlines()[0], workdir_root="workdir/run_default")
-    seeds = [int(s) for s in args.seeds.split(",")]
+    args = parse_seed_run_args(__doc__.splitlines()[0], workdir_root="workdir/run_default",
+                               adopt=True)
+    seeds = [int(s) for s in args.seeds.split(",") if s]
     root = pathlib.Path(args.workdir_root).resolve()
     runs = [run_seed(seed, root, args.override) for seed in seeds]
+    runs = sorted(runs + [adopt(spec) for spec in args.adopt], key=lambda r: r["seed"])
+    if not runs or len({r["seed"] for r in runs}) != len(runs):
+        raise SystemExit("--seeds / --adopt: need at least one run and each seed once")
+    check_one_origin(runs)
+    seeds = [r["seed"] for r in runs]
     stats = over_seeds(runs)
     test_ci = stats["ci95"].get("test_gain")
     summary = {"seeds": seeds, "runs": runs, "over_seeds": stats["stats"],

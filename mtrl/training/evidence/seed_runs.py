@@ -23,10 +23,12 @@ STEP_TIME_SPLIT = {"step_rollout_s": "time/rollout_s", "step_env_s": "time/env_s
 
 
 def parse_seed_run_args(description: str, workdir_root: str,
-                        argv: Sequence[str] | None = None) -> argparse.Namespace:
+                        argv: Sequence[str] | None = None,
+                        adopt: bool = False) -> argparse.Namespace:
     """--seeds (comma-separated, default "0"), --out (required), --workdir-root
-    (default `workdir_root`) and --override (repeatable extra trainer flags), parsed
-    from `argv` (None: sys.argv)."""
+    (default `workdir_root`) and --override (repeatable extra trainer flags), and with
+    `adopt` --adopt (repeatable SEED=DIR: a finished run to take instead of running
+    that seed), parsed from `argv` (None: sys.argv)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--seeds", default="0", help="comma-separated seeds, run in order")
     parser.add_argument("--out", required=True, help="JSON output file")
@@ -34,6 +36,9 @@ def parse_seed_run_args(description: str, workdir_root: str,
                         help="each seed writes to <root>/seed<S> (emptied first)")
     parser.add_argument("--override", action="append", default=[],
                         help="extra trainer flag, e.g. --override=--config.train.steps=10")
+    if adopt:
+        parser.add_argument("--adopt", action="append", default=[],
+                            help="SEED=DIR: that seed's finished run, checked, not re-run")
     return parser.parse_args(argv)
 
 
