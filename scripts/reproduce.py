@@ -1,8 +1,8 @@
 """Reproduces one registered claim (experiments/claims/<NAME>.py) on several seeds and
 records it: JSON and a row of the reproduction table in BENCHMARKS.md.
 
-    python scripts/reproduce.py --claim multi_vs_single_turn --seeds 0,1,2 \\
-        --out docs/reproductions/multi_vs_single_turn.json
+    python scripts/reproduce.py --claim multi_vs_single_turn \\
+        --out docs/reproductions/multi_vs_single_turn.json     # the claim's own seeds
     python scripts/reproduce.py --claim ... --dry-run     # print the commands only
 
 Per seed one SFT-only warm start is shared by the claim's two arms (the arm runner of
@@ -38,7 +38,8 @@ from mtrl.training.evidence.claims import claim_record, load_claim  # noqa: E402
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--claim", required=True, help="a file stem in experiments/claims")
-    parser.add_argument("--seeds", default="0,1,2", help="comma-separated, >= 2 for an interval")
+    parser.add_argument("--seeds", default="", help="comma-separated, >= 2 for an interval "
+                        "(default: the claim file's seeds; others are recorded under scale)")
     parser.add_argument("--out", default="", help="JSON record (default "
                         "docs/reproductions/<claim>.json)")
     parser.add_argument("--table", default=str(ROOT / "BENCHMARKS.md"),
@@ -59,7 +60,7 @@ def main(argv=None) -> dict | None:
     args = parse_args(argv)
     claim = load_claim(args.claim)
     try:
-        seeds = [int(s) for s in args.seeds.split(",")]
+        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else list(claim.seeds)
     except ValueError:
         raise SystemExit(f"--seeds: comma-separated integers, got {args.seeds!r}") from None
     steps = args.steps or claim.steps
@@ -82,11 +83,13 @@ def main(argv=None) -> dict | None:
         return None
     scale = {"suite": claim.suite, "steps": steps, "claim_steps": claim.steps,
              "common_overrides": list(claim.common), "extra_overrides": list(args.override),
-             "full_size": steps == claim.steps and not args.override}
+             "claim_seeds": list(claim.seeds),
+             "full_size": (steps == claim.steps and not args.override
+                           and seeds == list(claim.seeds))}
     # This invocation's time plus the trainer's own time of each arm run it reused.
     minutes = (time.perf_counter() - started) / 60 + sum(
         r.get("minutes") or 0.0 for r in runs if r.get("reused"))
-    record = claim_record(claim, seeds, runs, minutes, scale)
+    record = claim_record(claim, seeds, runs, minutes, scale, code=plan.code)
     out = pathlib.Path(args.out or ROOT / "docs" / "reproductions" / f"{claim.name}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")

@@ -69,7 +69,7 @@ LONG_FIRST = (
     "tests/parallel/test_multiprocess.py",
     "tests/sampling/test_sampler.py",
     "tests/parallel/test_mesh_equality.py",
-    "tests/training/credit_stage/test_methods.py",
+    "tests/training/advantages/test_estimators.py",
     "tests/training/loop/test_methods_trainer.py",
     "tests/training/loop/test_resume_windows.py",
     "tests/training/loop/test_resume.py",

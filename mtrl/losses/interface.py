@@ -86,7 +86,7 @@ class PolicyLoss:
                         (train_step.zero_advantage_is_exact).
       group_size        consecutive rows that form one unit of the loss (REFUEL: 2,
                         a pair of siblings); they are shuffled, filtered and split
-                        into minibatches together (training/credit_stage/row_groups.py).
+                        into minibatches together (training/update/row_groups.py).
     """
 
     fn: Callable[[PolicyLossInputs, Any], PolicyLossOutput]

@@ -4,14 +4,19 @@ checkpointing, logging, pictures, and the trainer loop (mtrl.training.loop.train
 One subpackage per concern, each importing only those below it (docs/design.md
 section 5):
 
-  loop/          the trainer and its RL stages (Learner), evaluation, budget, roles
+  loop/          the trainer and its RL stages (Learner), budget, roles
   evidence/      claims and what backs them: seeds, arms, paired intervals, table
   config/        the experiment config: parse(ConfigDict) -> RunConfig
   sft/           the SFT warm start: steps, data kinds, its checkpoints
   run/           what every stage shares: sections, chat format, components (build),
-                 random streams, stop points, the workdir's config, rollout producer
-  credit_stage/  rollout tree/batch -> per-token advantages and the loss mask
-  update/        the jitted RL update: rows, packing, log-probs, optimizer, PPO epochs
+                 random streams, stop points, the workdir's config
+  grow/          the grow stage: the task choice (band sampler), the rollout producer
+  score/         the score stage: reward recipe, IGPO's answer probabilities
+  advantages/    the advantages stage: estimators, penalties, the loss-mask pipeline,
+                 the reference pass
+  update/        the jitted RL update: rows (their groups and filter), packing,
+                 log-probs, optimizer, PPO epochs
+  evaluate/      held-out evaluation, and its reduction across processes
   checkpoints/   RL checkpoints, typed keys in them, HF export, the run's record
   logging/       metrics, progress, summaries, transcripts, the learning curve
 
@@ -29,7 +34,7 @@ _EXPORTS = {
     "logging": ("HELDOUT_SUCCESS", "HELDOUT_SUCCESS_TURN", "KL", "REWARD_MEAN", "STEP_TIME",
                 "MetricsLogger", "Progress", "read_metrics", "summary", "write_transcripts"),
     "logging.plots": ("best_step_of", "plot_learning_curve"),
-    "loop.evaluation": ("EvalResult", "chain_success", "evaluate"),
+    "evaluate.evaluation": ("EvalResult", "chain_success", "evaluate"),
     "update.optim": ("SCHEDULES", "OptimConfig", "make_optimizer", "make_schedule"),
     "sft.sft": ("SFTConfig", "SFTExamples", "SFTStep", "make_sft_step", "masked_nll", "run_sft",
                 "sft_batches", "sft_examples", "sft_loss"),

@@ -21,8 +21,8 @@ def test_dapo_overlong_is_linear_inside_the_cache_window():
 
 
 def test_the_sample_filters_have_one_implementation_the_one_that_runs():
-    # The void-turn filter and the zero-advantage filter live in mtrl/training/ (filters.py,
-    # row_filter.py), tested there; credit/ keeps no second, never-called copy.
+    # The void-turn filter and the zero-advantage filter live in mtrl/training/ (advantages/penalties.py,
+    # update/row_filter.py), tested there; credit/ keeps no second, never-called copy.
     for name in ("void_turns", "void_turn_keep_mask", "dynamic_sampling_keep"):
         assert not hasattr(mtrl.credit, name), name
 

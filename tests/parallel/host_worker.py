@@ -30,8 +30,8 @@ def main() -> None:
     import numpy as np
 
     from mtrl.parallel.process_rollout import gather_rows, local_tasks, mean_over_processes
-    from mtrl.training.loop.distributed_eval import evaluate_across_processes
-    from mtrl.training.loop.evaluation import EvalResult
+    from mtrl.training.evaluate.distributed_eval import evaluate_across_processes
+    from mtrl.training.evaluate.evaluation import EvalResult
 
     p = jax.process_index()
     count = p + 2  # rows of this process: 2, 3, ...

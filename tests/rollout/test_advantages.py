@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
-from mtrl.training.credit_stage.methods import CreditConfig, token_advantages
+from mtrl.training.advantages.estimators import CreditConfig, token_advantages
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend, ScriptedEnv
 
 

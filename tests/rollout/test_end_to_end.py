@@ -13,7 +13,7 @@ from mtrl.envs.code.task import CodeTask
 from mtrl.envs.sandbox import SandboxPool
 from mtrl.models import PRESETS, Transformer
 from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
-from mtrl.training.credit_stage.methods import CreditConfig, token_advantages
+from mtrl.training.advantages.estimators import CreditConfig, token_advantages
 from mtrl.rollout.sampler_backend import SamplerBackend
 from mtrl.sampling import SamplingConfig
 from mtrl.sampling.sampler import Sampler

@@ -11,6 +11,7 @@ from mtrl.training.evidence import arm_runs
 from mtrl.training.evidence.claim_table import BEGIN, END, update_table
 from mtrl.training.evidence.claims import CLAIMS_DIR, load_claim
 from mtrl.training.config import module_from_file
+from mtrl.training.run.provenance import code_state, run_provenance, write_provenance
 
 PATH = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "reproduce.py"
 reproduce = module_from_file(PATH)
@@ -22,8 +23,11 @@ SUCCESS = {("single_turn", 0): 0.2, ("single_turn", 1): 0.1, ("single_turn", 2):
            ("level_feedback", 1): 0.3}
 
 
-def fake_trainer(commands):
-    """Stands in for `python -m mtrl.train`: writes summary.json and metrics.jsonl."""
+def fake_trainer(commands, code=None):
+    """Stands in for `python -m mtrl.train`: writes summary.json, metrics.jsonl and
+    provenance.json (this checkout's code state, or `code`; warm digest "warm<seed>")."""
+    code = code or code_state()
+
     def run(command, log):
         commands.append(command)
         flags = dict(arg[2:].split("=", 1) for arg in command if arg.startswith("--"))
@@ -41,6 +45,9 @@ def fake_trainer(commands):
             (workdir / "metrics.jsonl").write_text("\n".join(json.dumps(
                 {"step": s, "step_time_s": 1.0, "rollout/generated_samples": 120.0})
                 for s in (1, 2)) + "\n")
+        provenance = run_provenance({"seed": seed}, {"digest": f"warm{seed}"}, None, code=code)
+        summary["provenance"] = provenance
+        write_provenance(workdir, provenance)
         (workdir / "summary.json").write_text(json.dumps(summary))
         log.write_text("ok\n")
         return 0
@@ -172,3 +179,30 @@ def test_reuse_keeps_arms_that_finished_with_the_same_command(tmp_path, monkeypa
     commands.clear()
     reproduce.main([*argv, "--reuse", "--steps", "3", "--out", str(tmp_path / "fourth.json")])
     assert len(commands) == 4 and all("--config.train.steps=3" in c for c in commands)
+
+
+def test_reuse_refuses_runs_of_other_code_or_another_warm_start(tmp_path, monkeypatch):
+    commands = []
+    monkeypatch.setattr(arm_runs, "run_process", fake_trainer(commands))
+    argv = ["--claim", "multi_vs_single_turn", "--seeds", "0,1", "--table",
+            str(tmp_path / "B.md"), "--root", str(tmp_path / "runs"), "--steps", "2",
+            "--out", str(tmp_path / "r.json")]
+    reproduce.main(argv)
+    first = json.loads((tmp_path / "r.json").read_text())
+    run = first["runs"][0]
+    assert run["provenance"]["code"] == code_state() and len(run["metrics_sha256"]) == 64
+    assert [p["step"] for p in run["curve"]] == [1, 2]
+    # The same command under other code: the warm starts are refused in one line.
+    other = dict(code_state(), commit="0" * 40)
+    monkeypatch.setattr(arm_runs, "code_state", lambda: other)
+    with pytest.raises(SystemExit, match=r"warm_seed0 cannot be reused: its commit differs"):
+        reproduce.main(argv)
+    monkeypatch.undo()
+    monkeypatch.setattr(arm_runs, "run_process", fake_trainer(commands))
+    # An arm that started from another warm start is refused under --reuse.
+    arm = tmp_path / "runs" / "multi_vs_single_turn" / "multi_turn" / "seed1"
+    recorded = json.loads((arm / "provenance.json").read_text())
+    recorded["warm_start"] = {"digest": "another"}
+    write_provenance(arm, recorded)
+    with pytest.raises(SystemExit, match="seed1 cannot be reused: it started from another"):
+        reproduce.main([*argv, "--reuse"])

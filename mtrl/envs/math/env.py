@@ -16,7 +16,7 @@ A step, for a batch of branches (one joint action each):
 
 Step info (docs/methods.md): `correct` (UFO, reward recipe), `answer_id` (UFO's
 repeat penalty), `void` per agent (no answer found: SimpleTIR's filter), `truth`
-(the ground-truth answer text: the trainer scores it for IGPO, answer_probs.py),
+(the ground-truth answer text: the trainer scores it for IGPO, training/score/answer_probs.py),
 plus `answers`, `team_answer` for transcripts.
 """
 

@@ -18,11 +18,16 @@ def run_record(*, steps: int, minutes: float, invocation_minutes: float,
                post_sft: Mapping[str, Any], test: Mapping[str, float],
                best_checkpoint: str | None, learning_curve, exported: str | None,
                budget, extra_tests: tuple[str, ...] = (),
+               last_test: Mapping[str, float] | None = None,
+               provenance: Mapping[str, Any] | None = None,
                updates: tuple[int, int, int] = (0, 0, 0)) -> dict[str, Any]:
     """The summary dict. post_sft: the step-0 record (`post_sft_*` numbers); test: the
     chosen checkpoint's test metrics ({} without a test split); extra_tests: the
     suite's extra test splits, reported as <name>_success beside test_success;
-    updates: update_counts of the run's steps."""
+    last_test: the last checkpoint's test metrics (the chosen one's when it is the
+    last), reported as last_<name>_success; provenance: the code, config hash and warm
+    start the numbers came from (mtrl/training/run/provenance.py); updates:
+    update_counts of the run's steps."""
     result = {
         "steps": steps, "minutes": minutes, "invocation_minutes": invocation_minutes,
         "best_step": best_step, "final_best_success": best_metrics.get("heldout_success"),
@@ -43,6 +48,10 @@ def run_record(*, steps: int, minutes: float, invocation_minutes: float,
     for name in extra_tests:  # e.g. ood_test_success beside test_success
         result[f"{name}_success"] = test.get(f"{name}_success")
         result[f"post_sft_{name}_success"] = post_sft.get(f"post_sft_{name}_success")
+    if last_test is not None:
+        for name in ("test", *extra_tests):
+            result[f"last_{name}_success"] = last_test.get(f"{name}_success")
+    result["provenance"] = dict(provenance) if provenance is not None else None
     return result
 
 

@@ -40,7 +40,7 @@ def base_config() -> ml_collections.ConfigDict:
                      max_context=288, temperature=1.0, top_p=1.0, top_k=0,
                      max_nodes_per_turn=4096, agent_params="separate",
                      env_groups=1)
-    # credit / loss: fields of training/credit_stage/methods.py CreditConfig and config/loss.py build_objective
+    # credit / loss: fields of training/advantages/estimators.py CreditConfig and config/loss.py build_objective
     # (docs/methods.md); eps_* unset means the chosen loss's own default.
     c.credit = dict(estimator="magrpo", baseline="mean", credit="sum", normalize_std=False,
                     turn_coef=1.0, lambda_on="turn", igpo_gain="prob",
@@ -50,18 +50,18 @@ def base_config() -> ml_collections.ConfigDict:
     c.loss = dict(policy_loss="reinforce", aggregation=placeholder(str),
                   kl_estimator="k3", kl_coef=0.0, eps_low=placeholder(float),
                   eps_high=placeholder(float), dual_clip=0.0, refuel_eta=1.0, kl_in="loss")
-    c.filters = dict(overlong_cache=0, void_turns=False)  # training/credit_stage/filters.py
-    # training/credit_stage/curriculum.py: TCOD turn schedule and the learnable-band task sampler.
+    c.filters = dict(overlong_cache=0, void_turns=False)  # training/advantages/penalties.py
+    # training/grow/curriculum.py: TCOD turn schedule and the learnable-band task sampler.
     c.curriculum = dict(tcod="", steps_per_stage=10, learnable_band=False, band_low=0.1,
                         band_high=0.9, band_window=16, band_min_attempts=1)
-    # reward: "env" (the environment's rewards) or "recipe" (training/credit_stage/recipe.py).
+    # reward: "env" (the environment's rewards) or "recipe" (training/score/recipe.py).
     c.reward = dict(recipe="env", success_reward=1.0, failure_reward=-1.0, step_penalty=0.01,
                     invalid_tool_penalty=0.05, progress_coef=0.0, on_dominance="raise")
     c.optim = dict(learning_rate=1e-4, warmup_steps=5, schedule="constant",
                    weight_decay=0.0, max_grad_norm=1.0)
     c.train = dict(steps=300, tasks_per_step=3, ppo_epochs=1, minibatches=1,
                    eval_interval=20, save_interval=20, keep_best=2, eval_samples=0,
-                   num_transcripts=2, drop_zero_advantage=False, export_best=True,
+                   num_transcripts=2, eval_turns=0, drop_zero_advantage=False, export_best=True,
                    restore="latest", budget_minutes=0.0, init_from="", packing="tree",
                    remat="none", pack_budget=0, off_policy=0, wandb_project="")
     c.sft = dict(enabled=True, steps=400, batch_size=32, learning_rate=2e-3,

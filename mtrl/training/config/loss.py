@@ -11,7 +11,7 @@ from __future__ import annotations
 from mtrl.config.fields import build
 from mtrl.losses import (AGGREGATIONS, KL_ESTIMATORS, KLPenaltyConfig, POLICY_LOSSES,
                          PolicyObjectiveConfig, check_kl_placement)
-from mtrl.training.credit_stage.reward_kl import KL_PLACES
+from mtrl.training.advantages.reference_pass import KL_PLACES
 
 
 # PPO's clip range when the config sets none: DAPO's clip-higher (the default so far).
@@ -59,7 +59,7 @@ def build_objective(config) -> PolicyObjectiveConfig:
 
 def kl_place(config) -> str:
     """config.loss.kl_in: "loss" (β·k per token in the loss) or "reward" (β·KL_i off
-    each completion's return, training/credit_stage/reward_kl.py)."""
+    each completion's return, training/advantages/reference_pass.py)."""
     if config.loss.kl_in not in KL_PLACES:
         raise ValueError(f"config.loss.kl_in: unknown {config.loss.kl_in!r}; valid: "
                          f"{', '.join(KL_PLACES)}")

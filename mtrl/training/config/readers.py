@@ -4,8 +4,8 @@ config.<section>.<field>; root.parse calls each once (the `loss` section's reade
 are loss.py). The dataclasses live with the code that takes them typed:
 
   train, sft, model   training/run/sections.py        data     data/suite.py DataConfig
-  chat                training/run/chat.py            credit   training/credit_stage/methods.py
-  filters             training/credit_stage/filters.py         curriculum  training/credit_stage/curriculum.py
+  chat                training/run/chat.py            credit   training/advantages/estimators.py
+  filters             training/advantages/penalties.py         curriculum  training/grow/curriculum.py
   reward              credit/reward_recipe.py RewardRecipe
   env                 envs/registry.py EnvSection  mesh    parallel/mesh.py MeshConfig
 """
@@ -18,9 +18,9 @@ from mtrl.data.suite import DataConfig
 from mtrl.envs.registry import EnvSection
 from mtrl.parallel.mesh import MeshConfig
 from mtrl.training.run.chat import ChatSection
-from mtrl.training.credit_stage.curriculum import CurriculumConfig
-from mtrl.training.credit_stage.filters import FilterConfig
-from mtrl.training.credit_stage.methods import CreditConfig
+from mtrl.training.grow.curriculum import CurriculumConfig
+from mtrl.training.advantages.penalties import FilterConfig
+from mtrl.training.advantages.estimators import CreditConfig
 from mtrl.training.run.sections import ModelSection, SFTSection, TrainConfig
 from mtrl.training.logging.wandb_sink import check_wandb_installed
 

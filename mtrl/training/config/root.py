@@ -35,12 +35,12 @@ from mtrl.training.config.readers import (chat_section, credit_config, curriculu
                                           mesh_config, model_config, reward_recipe,
                                           sft_config, train_config)
 from mtrl.training.config.record import config_record
-from mtrl.training.credit_stage.curriculum import CurriculumConfig
-from mtrl.training.credit_stage.filters import FilterConfig
-from mtrl.training.credit_stage.methods import (CREDIT_ESTIMATORS, CreditConfig, check_group_size,
+from mtrl.training.grow.curriculum import CurriculumConfig
+from mtrl.training.advantages.penalties import FilterConfig
+from mtrl.training.advantages.estimators import (CREDIT_ESTIMATORS, CreditConfig, check_group_size,
                                                 tree_estimators)
 from mtrl.training.update.optim import OptimConfig
-from mtrl.training.credit_stage.row_groups import group_size
+from mtrl.training.update.row_groups import group_size
 from mtrl.training.run.sections import ModelSection, SFTSection, TrainConfig
 from mtrl.training.sft.sft_data import first_phase_kinds
 

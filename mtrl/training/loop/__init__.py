@@ -2,8 +2,6 @@
 
   trainer.py           Trainer: SFT warm start, then per step grow, learn, evaluate, save
   rl_step.py           Learner: one step's score -> advantages -> update over its tree
-  evaluation.py        held-out episodic success within T turns
-  distributed_eval.py  that evaluation split across processes and reduced
   budget.py            the run's time budget: reported and warned about, never enforced
   process_roles.py     what differs between the processes of a multi-process run
 """

@@ -10,8 +10,8 @@ the tree and the rows laid out from it, passed together as one value.
 
 The trainer grows the tree before (on-policy, or taken from the background rollout)
 and evaluates and saves after (trainer.py `run`). Each stage is one call here, so the
-step reads top to bottom; what a stage does lives in its own module (answer_probs.py,
-filters.py and methods.py, row_groups.py and ppo_epochs.py).
+step reads top to bottom; what a stage does lives in its own package (score/answer_probs.py,
+advantages/penalties.py and estimators.py, update/row_groups.py and ppo_epochs.py).
 """
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ import jax
 
 from mtrl.parallel.process_rollout import gather_rows, is_multiprocess
 from mtrl.rollout import StepRollout
-from mtrl.training.credit_stage.answer_probs import fill_answer_logprobs
+from mtrl.training.score.answer_probs import fill_answer_logprobs
 from mtrl.training.run.build import Components
 from mtrl.training.run.sections import TrainConfig
-from mtrl.training.credit_stage.filters import shape_rollout
+from mtrl.training.advantages.penalties import shape_rollout
 from mtrl.training.run.keys import RunKeys
-from mtrl.training.credit_stage.methods import token_advantages
+from mtrl.training.advantages.estimators import token_advantages
 from mtrl.training.update.minibatch import policy_minibatch
 from mtrl.training.update.ppo_epochs import ppo_update
-from mtrl.training.credit_stage.row_filter import informative_rows
-from mtrl.training.credit_stage.row_groups import check_groups, group_size, keep_informative_groups
+from mtrl.training.update.row_filter import informative_rows
+from mtrl.training.update.row_groups import check_groups, group_size, keep_informative_groups
 from mtrl.training.update.step_metrics import check_finite
 
 
@@ -68,7 +68,7 @@ class Learner:
     scores_answers: bool  # IGPO on an environment that reports the truth
 
     def score(self, tree, policies: list):
-        """IGPO's answer log-probs under the current policies (answer_probs.py)."""
+        """IGPO's answer log-probs under the current policies (score/answer_probs.py)."""
         if not self.scores_answers:
             return tree
         return fill_answer_logprobs(tree, self.graphdef, policies, self.c.tokenizer,

@@ -4,7 +4,7 @@ evaluation and best-checkpoint selection (DESIGN.md section 1).
 Per step s (keys: named streams folded with s, keys.py, so a resumed run repeats an
 uninterrupted one), the stages of `run`, top to bottom:
   grow        tasks[s·P : (s+1)·P] of a seeded per-epoch permutation of the train
-              split (curriculum.py), rolled out as a tree (sampler with KV reuse; the
+              split (grow/curriculum.py), rolled out as a tree (sampler with KV reuse; the
               environment of env.name);
   score       IGPO's answer log-probs (rl_step.Learner.score);
   advantages  the tree and its rows as one StepRollout, its loss mask through the
@@ -14,7 +14,8 @@ uninterrupted one), the stages of `run`, top to bottom:
               packed by train.packing ("tree": each shared prefix once, packing.py);
   evaluate    every eval_interval steps: held-out evaluation, a checkpoint ranked by
   / save      held-out success; every save_interval steps: the latest checkpoint.
-The end: the test split for the chosen checkpoint, the summary (run_record.py).
+The end: the test splits for the chosen and the last checkpoint, the provenance, the
+summary (finish.py, run_record.py).
 """
 
 from __future__ import annotations
@@ -38,31 +39,29 @@ from mtrl.rollout import rollout
 from mtrl.rollout.sampler_backend import SamplerBackend
 from mtrl.sampling.buckets import BucketPolicy
 from mtrl.sampling.sampler import Sampler
-from mtrl.training.run.async_rollout import OffPolicyRollouts, SerializedBackend
+from mtrl.training.grow.async_rollout import OffPolicyRollouts, SerializedBackend
 from mtrl.training.loop.budget import Budget
 from mtrl.training.run.build import Components, build_components
 from mtrl.training.checkpoints.checkpointing import CheckpointKeeper, abstract_like
-from mtrl.training.loop.distributed_eval import evaluate_across_processes
-from mtrl.training.loop.evaluation import evaluate
+from mtrl.training.evaluate.distributed_eval import evaluate_across_processes
+from mtrl.training.evaluate.evaluation import evaluate
 from mtrl.training.run.interrupts import stop_point, stop_requested
 from mtrl.training.run.keys import RunKeys
 from mtrl.training.update.memory import check_step_memory, packed_step_guard
-from mtrl.training.credit_stage.answer_probs import scores_answers
-from mtrl.training.credit_stage.methods import CREDIT_ESTIMATORS
+from mtrl.training.score.answer_probs import scores_answers
+from mtrl.training.advantages.estimators import CREDIT_ESTIMATORS
 from mtrl.training.checkpoints.hf_export import export_agents, model_report
 from mtrl.training.logging import Progress, write_transcripts
-from mtrl.training.checkpoints.run_record import (read_run_seconds, rollout_metrics,
-                                                  run_record, summary_of, update_counts,
-                                                  write_run_seconds)
-from mtrl.training.logging.metrics import read_metrics
+from mtrl.training.checkpoints.run_record import read_run_seconds, rollout_metrics
 from mtrl.training.update.optim import make_optimizer, make_schedule
-from mtrl.training.logging.plots import plot_learning_curve
 from mtrl.training.loop.process_roles import open_metrics
-from mtrl.training.credit_stage.curriculum import StepTasks
-from mtrl.training.credit_stage.recipe import apply_recipe
+from mtrl.training.grow.curriculum import StepTasks
+from mtrl.training.score.recipe import apply_recipe
 from mtrl.training.loop.rl_step import Learner
 from mtrl.training.config import RunConfig, parse
 from mtrl.training.run.run_config import check_resumable, prepare_workdir, write_config
+from mtrl.training.run.provenance import code_state, warm_start_record
+from mtrl.training.loop.finish import finish_run
 from mtrl.training.sft.sft_data import first_phase_kinds
 from mtrl.parallel.shardings import committed
 from mtrl.training.update.train_state import agent_params, init_train_state
@@ -157,7 +156,7 @@ class Trainer:
     def _grow(self, step: int, backend) -> Any:
         """Step `step`'s tree: its tasks rolled out with `backend` (and reward.recipe)."""
         c = self.c
-        tasks = self.step_tasks.choose(step)  # curriculum.py (learnable band)
+        tasks = self.step_tasks.choose(step)  # grow/curriculum.py (learnable band)
         first_group = None
         if is_multiprocess():  # this process's share; keys as one process's env groups
             tasks, index = local_tasks(tasks)
@@ -175,8 +174,10 @@ class Trainer:
         tasks, prefix = ((self.c.eval_tasks, "heldout") if split == "validation"
                          else (self.c.test_splits()[split], split))
         key = self.keys.eval(step) if split == "validation" else self.keys.test(step)
+        episode = (dataclasses.replace(self.c.rollout, num_turns=cfg.eval_turns)
+                   if cfg.eval_turns else self.c.rollout)
         result = evaluate_across_processes(tasks, key, lambda tasks, key: evaluate(
-            tasks, self.c.env, self.eval_backend, self.c.tokenizer, self.c.rollout, key,
+            tasks, self.c.env, self.eval_backend, self.c.tokenizer, episode, key,
             sampled_backend=self.backend if cfg.eval_samples else None,
             num_samples=cfg.eval_samples, num_transcripts=cfg.num_transcripts,
             turn_format=self.c.turn_format, prefix=prefix))
@@ -228,8 +229,8 @@ class Trainer:
         if self.ahead is not None:
             self.ahead.close()
         self.keeper.wait()
-        state = tree = rolled_out = advantages = update = None  # _finish restores its own
-        result = self._finish(step, started, extra, budget, before_s, logger)
+        state = tree = rolled_out = advantages = update = None  # finish_run restores its own
+        result = finish_run(self, step, started, extra, budget, before_s, logger)
         logger.close()
         return result
 
@@ -275,7 +276,8 @@ class Trainer:
         # SFT time includes what earlier invocations spent before its checkpoint.
         sft_s = self.starter.seconds_before + time.perf_counter() - started
         extra = {"step": 0, "sft_minutes": sft_s / 60, "run_seconds": sft_s,
-                 "config": self.config_record}
+                 "config": self.config_record, "code_at_start": code_state(),
+                 "warm_start": warm_start_record(params, self.train_config.init_from)}
         self.set_policy(state)
         metrics = self.evaluate(0)
         extra["post_sft_success"] = metrics["heldout_success"]
@@ -349,42 +351,16 @@ class Trainer:
             self.keeper.wait()
             stop_point(f"RL step {step}")
 
-    def _finish(self, step: int, started: float, extra: dict, budget: "Budget",
-                before_s: float, logger) -> dict[str, Any]:
-        best = self.keeper.best_step()
-        best_metrics = self.keeper.metrics(best) if best is not None else {}
-        png = plot_learning_curve(self.workdir, self.workdir / "learning_curve.png",
-                                  best_step=best) if self.main else None
-        exported = None
-        if self.c.from_hf and self.train_config.export_best and best is not None:
-            exported = self.export(best)
-        test = self.test(best) if best is not None and self.c.test_tasks else {}
-        if test:
-            logger.write_reported(best, test)  # not in metrics.jsonl: chooses nothing
-        updates = update_counts(read_metrics(self.workdir)) if self.main else (0, 0, 0)
-        total_s = before_s + time.perf_counter() - started
-        result = run_record(
-            steps=step, minutes=total_s / 60,
-            invocation_minutes=(time.perf_counter() - started) / 60, best_step=best,
-            best_metrics=best_metrics, post_sft=extra, test=test,
-            best_checkpoint=str(self.keeper.step_directory(best)) if best is not None else None,
-            learning_curve=png, exported=exported, budget=budget,
-            extra_tests=tuple(self.c.extra_tests), updates=updates)
-        if self.main:
-            write_run_seconds(self.workdir, step, total_s)
-            print(summary_of(result, len(self.c.test_tasks), tuple(self.c.extra_tests)),
-                  flush=True)
-        return result
-
     def _restored(self, step: int):
         """Checkpoint `step`'s train state, restored into a fresh state's layout (the
         fresh one is dropped first: each is a whole copy of the parameters and moments)."""
         layout = abstract_like(self.init_state([nnx.split(m)[1] for m in self.c.models]))
         return self.keeper.restore(step, target={"train": layout}).state["train"]
 
-    def test(self, step: int) -> dict[str, float]:
-        """The test split, evaluated once for the checkpoint validation chose (`step`);
-        written to test.json. Nothing reads it back to choose anything."""
+    def test(self, step: int, provenance: dict, file: str = "test.json") -> dict[str, float]:
+        """The test splits, evaluated once for checkpoint `step` (the one validation
+        chose; the last one into test_last.json); written to `file` with the run's
+        provenance. Nothing reads it back to choose anything."""
         state = self._restored(step)
         self.set_policy(state)
         metrics = {}
@@ -392,9 +368,9 @@ class Trainer:
             metrics.update(self.evaluate(step, name))
         sizes = {f"{name}_num_tasks": len(tasks) for name, tasks in self.c.extra_tests.items()}
         if self.main:
-            (self.workdir / "test.json").write_text(json.dumps(
-                {"step": step, "num_tasks": len(self.c.test_tasks), **sizes, **metrics},
-                indent=2))
+            (self.workdir / file).write_text(json.dumps(
+                {"step": step, "num_tasks": len(self.c.test_tasks), **sizes, **metrics,
+                 "provenance": provenance}, indent=2))
         return metrics
 
     def export(self, step: int) -> str:

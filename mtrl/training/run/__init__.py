@@ -9,5 +9,4 @@ sections and the chat format from here; the loop and the warm start take the res
   keys.py           the run's named random streams, split once from the root key
   interrupts.py     SIGINT/SIGTERM stop at a safe point
   run_config.py     the resolved config in the workdir, compared on resume
-  async_rollout.py  the rollout producer: on-policy, or one step off
 """

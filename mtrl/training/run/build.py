@@ -24,9 +24,9 @@ from mtrl.training.run.sections import ModelSection
 from mtrl.training.run.chat import build_turn_format
 from mtrl.training.run.keys import RunKeys
 from mtrl.credit import RewardRecipe
-from mtrl.training.credit_stage.curriculum import CurriculumConfig
-from mtrl.training.credit_stage.filters import FilterConfig
-from mtrl.training.credit_stage.methods import CreditConfig, check_method
+from mtrl.training.grow.curriculum import CurriculumConfig
+from mtrl.training.advantages.penalties import FilterConfig
+from mtrl.training.advantages.estimators import CreditConfig, check_method
 from mtrl.training.update.optim import OptimConfig
 
 

@@ -26,6 +26,11 @@ RESUMABLE_CHANGES = frozenset({
 })
 
 
+# Fields added after runs were made, with the default that reproduces those runs: a
+# saved config.json without one resumes as if it held the default.
+ADDED_FIELDS = {"train.eval_turns": 0}
+
+
 def flatten_record(record: dict, prefix: str = "") -> dict[str, Any]:
     """{"section.field": value} of a nested record (an empty dict is a value)."""
     out = {}
@@ -45,6 +50,8 @@ def differences(saved: dict, current: dict) -> list[tuple[str, Any, Any]]:
     out = []
     for path in sorted(set(a) | set(b)):
         old, new = a.get(path, missing), b.get(path, missing)
+        if old is missing and path in ADDED_FIELDS and new == ADDED_FIELDS[path]:
+            continue
         if old != new and path not in RESUMABLE_CHANGES:
             out.append((path, None if old is missing else old, None if new is missing else new))
     return out

@@ -3,6 +3,8 @@
   train_state.py   parameters, optimizer state and reference parameters of N agents
   optim.py         global-norm clipping, then AdamW on a warmup schedule
   minibatch.py     the [N, B, L] rows one train step consumes
+  row_groups.py    rows that must travel together: a loss's groups, REFUEL's pairs
+  row_filter.py    train.drop_zero_advantage: only rows that carry a gradient
   packing.py       rows packed into fixed-budget sequences, shared prefixes once
   logprobs.py      per-token log-probabilities of rows under a policy
   train_step.py    the jitted step: log-probs, loss, gradient, optimizer, NaN guard

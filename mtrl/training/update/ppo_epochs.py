@@ -30,7 +30,7 @@ def ppo_update(step_fn: TrainStep, state: TrainState, batch_arrays: PolicyMiniba
     With epochs = minibatches = 1 and old log-probs from the current parameters, the
     first update is exactly on-policy (ratio 1).
 
-    group_size > 1 (REFUEL's pairs, training/credit_stage/row_groups.py): rows (k·s .. k·s+s−1) form
+    group_size > 1 (REFUEL's pairs, training/update/row_groups.py): rows (k·s .. k·s+s−1) form
     a group that is permuted and dealt as one unit, so it stays consecutive and whole
     in its minibatch; with 1 this is the row-wise shuffle above, bit for bit.
 

@@ -6,7 +6,7 @@ import pytest
 
 from mtrl.envs.code.env import CodeEnv, CodeEnvConfig
 from mtrl.envs.registry import EnvSection, ends_on_success
-from mtrl.training.credit_stage.methods import CreditConfig
+from mtrl.training.advantages.estimators import CreditConfig
 from mtrl.training.config.root import check_episode_end
 from tests.envs.code.conftest import ADD
 from tests.rollout.scripted import chain, chain_outcome, solve_at

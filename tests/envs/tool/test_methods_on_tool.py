@@ -13,8 +13,8 @@ from mtrl.envs.tool import ToolEnv, ToolEnvConfig
 from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
 from mtrl.rollout.backend import Contexts, PolicyBackend, Samples
 from mtrl.tokenizers import load_tokenizer
-from mtrl.training.credit_stage.loss_mask import void_keep_mask
-from mtrl.training.credit_stage.recipe import apply_recipe
+from mtrl.training.advantages.loss_mask import void_keep_mask
+from mtrl.training.score.recipe import apply_recipe
 
 # [turn][g]: sample 0 makes an invalid call then answers right; sample 1 writes
 # neither code nor an answer (void) then answers wrong.

@@ -42,7 +42,7 @@ def test_one_generation_with_a_group_relative_estimator(tmp_path, no_work, credi
 
 def test_one_generation_with_raw_returns_is_accepted():
     from mtrl.training.config.readers import credit_config
-    from mtrl.training.credit_stage.methods import check_group_size
+    from mtrl.training.advantages.estimators import check_group_size
     c = small_config()
     c.rollout.num_generations, c.credit.baseline = 1, "raw"
     check_group_size(credit_config(c), num_generations=1)  # no baseline: R itself

@@ -1,0 +1,100 @@
+"""The RL loss mask's one pipeline: an ordered tuple of named filters, each a rule
+`mask -> mask` on the step's [N, C, L] loss mask, applied in order by filter_loss_mask
+(the credit stage's one call, from filters.py shape_rollout, before any return penalty or
+advantage reads the mask).
+
+The mask starts as rollout/batch.py makes it: the sampled tokens of rows that were not
+truncated. Each filter only clears tokens (it ANDs a keep mask) and returns the mask
+unchanged when its config is off, so the pipeline never puts a token back:
+
+  tcod_turns  curriculum.tcod (curriculum.py): tokens outside the turns the step trains
+  void_turns  filters.void_turns (SimpleTIR): void completions and every row of the
+              subtree that continues from one
+
+The only other edit is after the rows of the update are gathered: row_filter.py's
+padding rows (copies of a kept group) get an all-false mask, the train step's padding
+convention. The train step and the reward KL read the mask and never write it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mtrl.rollout.step_rollout import StepRollout
+from mtrl.training.grow.curriculum import tcod_turn_mask
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskInputs:
+    """What the filters read besides the mask: the run's components (curriculum, filters,
+    rollout sections), the step's rollout (its tree's infos; its batch's rows' turn,
+    node, sample and each token's turn), and the 1-based RL step."""
+
+    components: Any
+    rollout: StepRollout
+    step: int
+
+
+def void_keep_mask(rollout: StepRollout) -> np.ndarray:
+    """[N, C] bool: rows that stay in the loss under the void-turn filter."""
+    tree, batch = rollout.tree, rollout.batch
+    joint = tree.joint_actions
+    void, dead = set(), set()  # (turn, node, agent, g); (turn, node) below a void completion
+    for _, record, _, node, j, info in tree.joint_steps():
+        if "void" not in info:
+            raise ValueError("filters.void_turns: the environment's step info lacks "
+                             "'void' (docs/methods.md)")
+        flags = tuple(bool(v) for v in info["void"])
+        for a, is_void in enumerate(flags):
+            if is_void:
+                void.add((record.turn, node, a, int(tree.joint_index[j, a])))
+        if any(flags) or (record.turn, node) in dead:
+            dead.add((record.turn + 1, node * joint + j))
+    turn, node, sample = (np.asarray(x) for x in (batch.row_turn, batch.row_node,
+                                                  batch.row_sample))
+    keep = np.ones((batch.num_agents, batch.num_rows), bool)
+    for c in np.flatnonzero(turn > 0):
+        t, n, g = int(turn[c]), int(node[c]), int(sample[c])
+        for a in range(batch.num_agents):
+            keep[a, c] = (t, n) not in dead and (t, n, a, g) not in void
+    return keep
+
+
+def tcod_turns(mask: jax.Array, inputs: MaskInputs) -> jax.Array:
+    """TCOD (curriculum.tcod): a token stays only when its turn is one the schedule trains
+    at this step (curriculum.py tcod_turn_mask); tcod off: unchanged."""
+    c = inputs.components
+    curriculum = getattr(c, "curriculum", None)
+    if curriculum is None or not curriculum.tcod:
+        return mask
+    return mask & tcod_turn_mask(curriculum, inputs.rollout.batch.turn_index, inputs.step,
+                                 c.rollout.num_turns)
+
+
+def void_turns(mask: jax.Array, inputs: MaskInputs) -> jax.Array:
+    """SimpleTIR's void-turn filter (filters.void_turns): a row leaves the loss when its
+    own completion is void or a completion on the way from the root to its node was
+    (void_keep_mask); off: unchanged."""
+    if not inputs.components.filters.void_turns:
+        return mask
+    keep = jnp.asarray(void_keep_mask(inputs.rollout))
+    return mask & keep[:, :, None]
+
+
+LOSS_MASK_FILTERS = (tcod_turns, void_turns)  # in order; each names its rule
+
+
+def filter_loss_mask(components, rollout: StepRollout, step: int,
+                     filters=LOSS_MASK_FILTERS) -> StepRollout:
+    """The rollout with its loss mask through `filters` in order (the rollout itself
+    when no filter changed the mask)."""
+    inputs = MaskInputs(components, rollout, step)
+    mask = rollout.batch.loss_mask
+    for rule in filters:
+        mask = rule(mask, inputs)
+    return rollout if mask is rollout.batch.loss_mask else rollout.with_loss_mask(mask)

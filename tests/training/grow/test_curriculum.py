@@ -1,0 +1,108 @@
+"""The curriculum section: TCOD's trained turns per step, the learnable-band task
+sampler (seeded order, band exclusion, state round trip) and both wired into training
+(metrics, the band's record in the checkpoint, exact task order on resume)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from mtrl.training.config import base_config
+from mtrl.training.config.readers import curriculum_config
+from mtrl.training.grow.curriculum import (BandSampler, CurriculumConfig, StepTasks,
+                                                   seeded_order, tcod_turn_mask)
+from mtrl.training.loop.trainer import Trainer
+from tests.training.loop.test_compile_count import small_config
+
+TURNS = np.array([[1, 1, 2, 2, 0], [2, 0, 0, 0, 0]], np.int32)
+
+
+def test_front_to_back_grows_the_trained_turns_per_stage():
+    c = CurriculumConfig(tcod="front_to_back", steps_per_stage=10)
+    first = np.asarray(tcod_turn_mask(c, TURNS, 1, 2))
+    assert first.tolist() == [[True, True, False, False, False], [False] * 5]
+    assert np.asarray(tcod_turn_mask(c, TURNS, 10, 2)).tolist() == first.tolist()
+    later = np.asarray(tcod_turn_mask(c, TURNS, 11, 2))
+    assert later.tolist() == (TURNS > 0).tolist()
+
+
+def test_back_to_front_starts_at_the_last_turn():
+    c = CurriculumConfig(tcod="back_to_front", steps_per_stage=3)
+    first = np.asarray(tcod_turn_mask(c, TURNS, 1, 2))
+    assert first.tolist() == [[False, False, True, True, False], [True] + [False] * 4]
+    assert np.asarray(tcod_turn_mask(c, TURNS, 4, 2)).tolist() == (TURNS > 0).tolist()
+    assert tcod_turn_mask(CurriculumConfig(), TURNS, 1, 2) is None
+
+
+def test_plain_order_is_the_seeded_permutation_per_epoch():
+    tasks = list(range(5))
+    chooser = StepTasks(tasks, 2, seed=3, config=CurriculumConfig())
+    drawn = chooser.choose(1) + chooser.choose(2) + chooser.choose(3)
+    first_epoch = np.random.default_rng([3, 7, 0]).permutation(5).tolist()
+    assert drawn[:5] == first_epoch
+    assert drawn[5] == seeded_order(5, 3, 5)
+    assert chooser.record(1, None) == {}
+
+
+def test_band_skips_solved_and_unsolvable_tasks_and_round_trips():
+    config = CurriculumConfig(learnable_band=True, band_window=4)
+    band = BandSampler(6, seed=0, config=config)
+    ids = band.next_ids(6)
+    assert sorted(ids) == list(range(6))  # nothing recorded: every task is kept
+    # task ids[0] always solved, ids[1] never, ids[2] half the time.
+    band.record(ids[:3], [[True] * 4, [False] * 4, [True, False, True, False]])
+    saved = band.state()
+    later = band.next_ids(8)
+    assert ids[0] not in later and ids[1] not in later and ids[2] in later
+    assert band.in_band_fraction() == pytest.approx(4 / 6)
+    again = BandSampler(6, seed=0, config=config)
+    again.restore(json.loads(json.dumps(saved)))
+    assert again.next_ids(8) == later
+    with pytest.raises(ValueError, match="window changed"):
+        BandSampler(6, 0, CurriculumConfig(learnable_band=True, band_window=5)).restore(saved)
+
+
+def test_everything_outside_the_band_falls_back_to_the_plain_order():
+    band = BandSampler(3, seed=1, config=CurriculumConfig(learnable_band=True))
+    band.record([0, 1, 2], [[True], [True], [True]])
+    assert len(band.next_ids(4)) == 4
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("tcod", "sideways", "config.curriculum: tcod"),
+    ("steps_per_stage", 0, "config.curriculum: steps_per_stage"),
+    ("band_low", 0.95, "config.curriculum: need 0 <= low <= high"),
+    ("band_window", 0, "config.curriculum: window must be >= 1"),
+])
+def test_bad_curriculum_is_one_line(field, value, match):
+    c = base_config()
+    c.curriculum[field] = value
+    with pytest.raises(ValueError, match=match) as error:
+        curriculum_config(c)
+    assert "\n" not in str(error.value)
+
+
+def test_training_with_band_and_tcod_records_and_resumes_the_band(tmp_path):
+    c = small_config()
+    c.data.num_train = 4
+    c.curriculum.update(tcod="back_to_front", steps_per_stage=1, learnable_band=True,
+                        band_window=2)
+    c.train.steps, c.train.eval_interval, c.train.save_interval = 2, 2, 1
+    trainer = Trainer(c, tmp_path, show_progress=False)
+    try:
+        trainer.run()
+        band_after = trainer.step_tasks.band.state()
+    finally:
+        trainer.close()
+    records = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in records if "curriculum/in_band_fraction" in r]
+    assert [r["step"] for r in steps] == [1, 2]
+    assert sum(band_after["attempts"]) > 0
+    c.train.steps = 3  # resume from step 2: the band's record comes back with it
+    resumed = Trainer(c, tmp_path, show_progress=False)
+    try:
+        resumed.c.curriculum  # noqa: B018 (built)
+        restored = resumed.keeper.restore("latest", target=None)
+        assert restored.extra["band"]["attempts"] == band_after["attempts"]
+    finally:
+        resumed.close()
