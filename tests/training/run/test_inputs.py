@@ -93,7 +93,7 @@ def test_the_launcher_stops_before_any_work_and_leaves_no_workdir(tmp_path):
     workdir = tmp_path / "runs" / "smollm2"
     result = subprocess.run(
         [sys.executable, "-m", "mtrl.train", "--config=experiments/configs/smollm2_mbpp.py",
-         f"--config.model.hf_checkpoint={tmp_path / 'none'}",
+         f"--config.model.hf_checkpoint={tmp_path / 'none'}", f"--config.data.path={tmp_path}",
          f"--config.data.options.train_ids_file={tmp_path / 'band.json'}",
          f"--workdir={workdir}", "--smoke"],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
