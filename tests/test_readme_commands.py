@@ -106,7 +106,7 @@ def servers_for(config: str):
         yield {}
         return
     from tests.envs.openenv.servers import free_port, serving
-    [command] = SERVE.findall((ROOT / "README.md").read_text())
+    command = SERVE.findall((ROOT / "README.md").read_text())[0]  # the section's, in order
     port = free_port()
     args = [a for a in shlex.split(command)[1:] if not a.startswith("--port=")]
     with serving([*args, f"--port={port}"], port) as (url, _):
