@@ -172,8 +172,10 @@ class Trainer:
         tasks, prefix = ((self.c.eval_tasks, "heldout") if split == "validation"
                          else (self.c.test_splits()[split], split))
         key = self.keys.eval(step) if split == "validation" else self.keys.test(step)
+        episode = (dataclasses.replace(self.c.rollout, num_turns=cfg.eval_turns)
+                   if cfg.eval_turns else self.c.rollout)
         result = evaluate_across_processes(tasks, key, lambda tasks, key: evaluate(
-            tasks, self.c.env, self.eval_backend, self.c.tokenizer, self.c.rollout, key,
+            tasks, self.c.env, self.eval_backend, self.c.tokenizer, episode, key,
             sampled_backend=self.backend if cfg.eval_samples else None,
             num_samples=cfg.eval_samples, num_transcripts=cfg.num_transcripts,
             turn_format=self.c.turn_format, prefix=prefix))
