@@ -206,6 +206,7 @@ SUITE_MODULES = {
     "gsm8k": "mtrl.data.gsm8k_suite",
     "textworld": "mtrl.data.textworld_suite",
     "calc": "mtrl.data.calc_suite",
+    "arith": "mtrl.data.arith_suite",
 }
 
 
