@@ -58,9 +58,11 @@ def get_config():
     # A short SFT warm start on train questions -> their sums (first turn only, no
     # revision: what the second turn does with the feedback is left to RL). The base
     # model answers 2-digit sums in prose, right 5-12% of the time (BENCHMARKS.md).
-    c.sft = dict(c.sft.to_dict(), enabled=True, steps=40, batch_size=16,
+    # One SFT checkpoint, at the end: saving one mid-way (orbax) lifted the process to
+    # 8.2 GB and the shared machine's OOM killer stopped it.
+    c.sft = dict(c.sft.to_dict(), enabled=True, steps=32, batch_size=16,
                  learning_rate=5e-5, max_len=64, revision_fraction=0.0,
-                 checkpoint_every=20)
+                 checkpoint_every=32)
     # RL: 8 steps of 4 tasks (what this shared 2-core machine allowed per seed), a
     # learning rate twice the other SmolLM2 configs' (few steps).
     c.optim.learning_rate = 2e-5
