@@ -71,5 +71,6 @@ def get_config():
     c.train.eval_interval = 4
     c.train.save_interval = 4
     c.train.eval_samples = 0
+    c.train.test_last = True  # the last checkpoint's test beside the chosen one's
     c.train.remat = "full"  # memory: the shared machine OOM-killed a run at 8.2 GB
     return c

@@ -61,7 +61,8 @@ def base_config() -> ml_collections.ConfigDict:
                    weight_decay=0.0, max_grad_norm=1.0)
     c.train = dict(steps=300, tasks_per_step=3, ppo_epochs=1, minibatches=1,
                    eval_interval=20, save_interval=20, keep_best=2, eval_samples=0,
-                   num_transcripts=2, eval_turns=0, drop_zero_advantage=False, export_best=True,
+                   num_transcripts=2, eval_turns=0, test_last=False,
+                   drop_zero_advantage=False, export_best=True,
                    restore="latest", budget_minutes=0.0, init_from="", packing="tree",
                    remat="none", pack_budget=0, off_policy=0, wandb_project="")
     c.sft = dict(enabled=True, steps=400, batch_size=32, learning_rate=2e-3,

@@ -357,6 +357,11 @@ class Trainer:
         test = self.test(best) if best is not None and self.c.test_tasks else {}
         if test:
             logger.write_reported(best, test)  # not in metrics.jsonl: chooses nothing
+        last, last_test = self.keeper.latest_step(), {}
+        if self.train_config.test_last and test and last is not None:
+            # The last checkpoint's test beside the chosen one's (the same numbers when
+            # validation chose the last): reported, never used to choose.
+            last_test = test if last == best else self.test_of(last, "test_last.json")
         result = run_record(
             steps=step, minutes=(before_s + time.perf_counter() - started) / 60,
             invocation_minutes=(time.perf_counter() - started) / 60, best_step=best,
@@ -364,6 +369,9 @@ class Trainer:
             best_checkpoint=str(self.keeper.step_directory(best)) if best is not None else None,
             learning_curve=png, exported=exported, budget=budget,
             extra_tests=tuple(self.c.extra_tests))
+        if last_test:
+            result.update(last_step=last, last_test_metrics=last_test,
+                          last_test_success=last_test.get("test_success"))
         if self.main:
             print(summary_of(result, len(self.c.test_tasks)), flush=True)
         return result
@@ -377,6 +385,10 @@ class Trainer:
     def test(self, step: int) -> dict[str, float]:
         """The test split, evaluated once for the checkpoint validation chose (`step`);
         written to test.json. Nothing reads it back to choose anything."""
+        return self.test_of(step, "test.json")
+
+    def test_of(self, step: int, file: str) -> dict[str, float]:
+        """The test splits evaluated for checkpoint `step`, written to `file`."""
         state = self._restored(step)
         self.set_policy(state)
         metrics = {}
@@ -384,7 +396,7 @@ class Trainer:
             metrics.update(self.evaluate(step, name))
         sizes = {f"{name}_num_tasks": len(tasks) for name, tasks in self.c.extra_tests.items()}
         if self.main:
-            (self.workdir / "test.json").write_text(json.dumps(
+            (self.workdir / file).write_text(json.dumps(
                 {"step": step, "num_tasks": len(self.c.test_tasks), **sizes, **metrics},
                 indent=2))
         return metrics

@@ -31,6 +31,8 @@ class TrainConfig:
       transcripts written per evaluation. eval_turns: turns of every evaluation
       episode, validation and test (0: rollout.num_turns); a run trained on one
       turn is then tested with the same second attempt as a two-turn one.
+    test_last: also test the last checkpoint when validation chose another
+      (test_last.json; the summary's last_test_success), reported beside it.
     drop_zero_advantage: train only on rows with a non-zero advantage on some loss
       token (REFUEL: whole pairs; row_filter.py). Not DAPO's dynamic sampling, which
       over-samples until every group's accuracy lies strictly between 0 and 1.
@@ -60,6 +62,7 @@ class TrainConfig:
     eval_samples: int = 0
     num_transcripts: int = 2
     eval_turns: int = 0
+    test_last: bool = False
     drop_zero_advantage: bool = False
     export_best: bool = True
     restore: str = "latest"
@@ -77,7 +80,7 @@ class TrainConfig:
                       eval_turns=0)
         for name, least in counts.items():
             check_int(name, getattr(self, name), least)
-        for name in ("drop_zero_advantage", "export_best"):
+        for name in ("drop_zero_advantage", "export_best", "test_last"):
             check_bool(name, getattr(self, name))
         if self.restore not in RESTORE_MODES:
             raise ValueError(f"restore must be one of {RESTORE_MODES}, got {self.restore!r}")

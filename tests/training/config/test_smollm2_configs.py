@@ -99,6 +99,7 @@ def test_arith_config_trains_one_turn_and_tests_two(tmp_path, chat_checkpoint):
     c.rollout.num_generations = 2
     c.rollout.max_new_tokens = 4
     c.rollout.max_context = 1024  # the test tokenizer's BPE knows few merges
+    c.sft.steps, c.sft.batch_size, c.sft.max_len = 2, 2, 512  # (ditto)
     trainer = Trainer(c, tmp_path / "run", show_progress=False)
     try:
         result = trainer.run()
@@ -106,6 +107,12 @@ def test_arith_config_trains_one_turn_and_tests_two(tmp_path, chat_checkpoint):
         trainer.close()
     metrics = result["test_metrics"]
     assert {"test_success_turn1", "test_success_turn2"} <= set(metrics)
+    # train.test_last: the last checkpoint's test beside the chosen one's.
+    assert result["last_step"] == 1 and result["last_test_success"] is not None
+    if result["best_step"] == 1:
+        assert result["last_test_metrics"] == metrics
+    else:
+        assert (tmp_path / "run" / "test_last.json").exists()
     assert "test_success_turn3" not in metrics
     transcript = next((tmp_path / "run").glob("transcripts/*test*"))
     assert "is too " in transcript.read_text() or "No number" in transcript.read_text()
