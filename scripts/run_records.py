@@ -23,6 +23,7 @@ import pathlib
 import subprocess
 
 SUMMARY_KEYS = ("test_success", "post_sft_test_success", "best_step", "steps", "minutes",
+                "last_step", "last_test_success",
                 "final_best_success", "test_metrics")
 
 
