@@ -158,6 +158,13 @@ class TrainStep:
             minibatch, packed = self.shardings.shard_batch((minibatch, packed))
         return _with_ref_params(program, state, minibatch, packed)
 
+    def lower(self, state: TrainState, minibatch: PolicyMinibatch,
+              packed: PackedRows | None = None):
+        """The one-device program lowered for these (possibly abstract) arguments, e.g.
+        for XLA's memory analysis (`.compile().memory_analysis()`)."""
+        return self._jitted.lower(state.replace(ref_params=None), state.ref_params, minibatch,
+                                  packed)
+
     @property
     def num_compiles(self) -> int:
         return self.traces.total
