@@ -106,6 +106,9 @@ def main() -> None:
     parser.add_argument("--split", default="test")
     parser.add_argument("--turns", type=int, default=0, help="0: the config's num_turns")
     parser.add_argument("--limit", type=int, default=0, help="first N tasks (0: all)")
+    parser.add_argument("--data_option", action="append", default=[],
+                        help="key=value into data.options (an int when it reads as one), "
+                             "e.g. kind=mul1x2 for another arith kind")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
@@ -113,6 +116,11 @@ def main() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     torch.set_num_threads(args.threads)
     c = module_from_file(args.config).get_config()
+    options = dict(c.data.options)
+    for item in args.data_option:
+        key, value = item.split("=", 1)
+        options[key] = int(value) if value.lstrip("-").isdigit() else value
+    c.data.options = options
     suite, env = suite_and_env(c)
     tasks = suite.tasks(args.split)[:args.limit or None]
     tokenizer = AutoTokenizer.from_pretrained(args.model)
@@ -123,6 +131,7 @@ def main() -> None:
     solved_at, transcripts = play(model, tokenizer, env, tasks, system, turns,
                                   c.rollout.max_new_tokens)
     record = {"model": args.model, "config": args.config, "split": args.split,
+              "data_options": options,
               "tasks": len(tasks), "turns": turns,
               "torch": torch.__version__, "seconds": round(time.perf_counter() - started, 1)}
     for t in range(1, turns + 1):
