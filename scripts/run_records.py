@@ -1,7 +1,8 @@
 """Provenance of finished runs (issue 38; issue 37's record fields): for each run
 directory, the commit and dirty state of the checkout that ran it, the resolved
 config's hash, the warm start it started from (train.init_from) with its checkpoint
-digest, and the numbers its summary reports, written as one JSON file.
+digest, the Hugging Face weights it loaded (model.hf_checkpoint) with their digest,
+and the numbers its summary reports, written as one JSON file.
 
 The commit is read at the time this script runs from the checkout named by
 --checkout (the pinned snapshot the runs ran in); the config hash is the sha256 of
@@ -62,6 +63,11 @@ def run_record(workdir: pathlib.Path) -> dict:
     if init_from:
         manifest = latest_manifest(pathlib.Path(init_from))
         record["warm_start_manifest_sha256"] = digest(manifest) if manifest else None
+    checkpoint = (config.get("model") or {}).get("hf_checkpoint") or ""
+    weights = pathlib.Path(checkpoint) / "model.safetensors"
+    if checkpoint and weights.exists():  # the weights it started from (an SFT export)
+        record["hf_checkpoint"] = checkpoint
+        record["hf_checkpoint_weights_sha256"] = digest(weights)
     summary = workdir / "summary.json"
     if summary.exists():
         values = json.loads(summary.read_text())

@@ -28,6 +28,14 @@ def test_run_record_names_config_hash_and_warm_start_digest(tmp_path):
     assert record["warm_start"] == str(warm)
     assert record["warm_start_manifest_sha256"] == hashlib.sha256(b"w  state\n").hexdigest()
     assert run_record(warm)["warm_start"] is None  # an SFT run names no warm start
+    # A run that loaded Hugging Face weights names them and their digest.
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "model.safetensors").write_bytes(b"weights")
+    config = json.loads((run / "config.json").read_text())
+    config["model"] = {"hf_checkpoint": str(tmp_path / "hf")}
+    (run / "config.json").write_text(json.dumps(config))
+    assert run_record(run)["hf_checkpoint_weights_sha256"] == hashlib.sha256(
+        b"weights").hexdigest()
 
 
 def test_checkout_state_reads_commit_and_dirty_diff(tmp_path):
