@@ -14,6 +14,10 @@ values of the claim's metric, the paired difference treatment − baseline over 
 with its 95% t interval (mtrl/training/evidence/paired_ci.py) and the verdict by the rule
 stated there, beside the prediction the claim file carried before the run.
 
+`--arms multi_turn` runs only the named arms, in that order (one process per seed
+and arm can then share a machine's cores), and writes no record: the full command
+with `--reuse` afterwards reads the finished runs and writes it.
+
 A smaller scale than the claim's (--steps, --override, e.g. fewer SFT updates) is
 allowed and written into the record's `scale`, so a record never passes for a
 full-size run it was not.
@@ -50,6 +54,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--root", default="workdir/reproduce", help="workdirs go here")
     parser.add_argument("--minutes", type=float, default=0.0, help="each run's budget")
     parser.add_argument("--dry-run", action="store_true", help="print the commands only")
+    parser.add_argument("--arms", default="", help="comma-separated arm names to run, in "
+                        "this order; no record is written (default: every arm, then the record)")
     parser.add_argument("--reuse", action="store_true",
                         help="keep arm runs that finished with the same command (a stopped "
                              "claim run resumes at its first unfinished arm)")
@@ -73,13 +79,22 @@ def main(argv=None) -> dict | None:
                    eval_interval=min(claim.eval_interval, steps), minutes=args.minutes,
                    overrides=overrides, dry_run=args.dry_run, warm_root=warm_root,
                    reuse=args.reuse)
+    arms = claim.arms
+    if args.arms:
+        by_name = {arm.name: arm for arm in claim.arms}
+        unknown = [name for name in args.arms.split(",") if name not in by_name]
+        if unknown:
+            raise SystemExit(f"--arms: unknown {unknown}; the claim's arms: {list(by_name)}")
+        arms = tuple(by_name[name] for name in args.arms.split(","))
     started = time.perf_counter()
     runs = []
     for seed in seeds:
         warm = warm_start(plan, seed)
-        for arm in claim.arms:
+        for arm in arms:
             runs.append(run_arm(plan, arm.name, arm.overrides, seed, warm))
-    if args.dry_run:
+    if args.dry_run or args.arms:
+        if args.arms and not args.dry_run:
+            print("--arms: no record written; run without --arms, with --reuse, for it")
         return None
     scale = {"suite": claim.suite, "steps": steps, "claim_steps": claim.steps,
              "common_overrides": list(claim.common), "extra_overrides": list(args.override),

@@ -207,6 +207,7 @@ SUITE_MODULES = {
     "textworld": "mtrl.data.textworld_suite",
     "calc": "mtrl.data.calc_suite",
     "openenv": "mtrl.data.openenv_suite",
+    "arith": "mtrl.data.arith_suite",
 }
 
 

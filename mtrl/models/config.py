@@ -26,6 +26,8 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from mtrl.models.lora import LoRAConfig
+
 FAMILIES = ("llama", "qwen2", "qwen3")
 _ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
                   "qwen3": "Qwen3ForCausalLM"}
@@ -100,6 +102,9 @@ class ModelConfig:
     (cuDNN on a GPU where it can, else "chunked": query blocks, memory linear in the
     length), "chunked", "xla" / "cudnn" (jax.nn.dot_product_attention) or "reference"
     (the explicit einsum). Not part of the checkpoint.
+    lora: low-rank adapters on the attention and MLP projections (mtrl/models/lora.py;
+    build an adapted model from a base one with adapters.adapt), or None. Not part of
+    the Hugging Face config: an export holds merged weights.
     """
 
     vocab_size: int
@@ -126,6 +131,7 @@ class ModelConfig:
     pad_token_id: int | None = None
     initializer_range: float = 0.02
     attention: str = "auto"
+    lora: LoRAConfig | None = None
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -164,6 +170,10 @@ class ModelConfig:
         if self.attention not in ATTENTION:
             raise ValueError(f"attention must be one of {ATTENTION}, got {self.attention!r}")
         self._check_family()
+        if self.lora is not None and not isinstance(self.lora, LoRAConfig):
+            raise ValueError(f"lora must be a LoRAConfig or None, got {self.lora!r}")
+        if self.lora is not None and not self.lora.enabled:
+            set_("lora", None)  # rank 0: no adapters
         for name in ("bos_token_id", "pad_token_id"):
             value = _token_ids(getattr(self, name), name)
             if isinstance(value, tuple):

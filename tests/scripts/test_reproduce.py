@@ -206,3 +206,28 @@ def test_reuse_refuses_runs_of_other_code_or_another_warm_start(tmp_path, monkey
     write_provenance(arm, recorded)
     with pytest.raises(SystemExit, match="seed1 cannot be reused: it started from another"):
         reproduce.main([*argv, "--reuse"])
+
+
+def test_arms_runs_the_named_arms_in_order_and_the_reuse_run_writes_the_record(
+        tmp_path, monkeypatch):
+    commands = []
+    monkeypatch.setattr(arm_runs, "run_process", fake_trainer(commands))
+    table = tmp_path / "BENCHMARKS.md"
+    table.write_text("# Benchmarks\n")
+    out = tmp_path / "rec.json"
+    argv = ["--claim", "multi_vs_single_turn", "--table", str(table), "--out", str(out),
+            "--root", str(tmp_path / "runs"), "--steps", "2"]
+    for seed in ("0", "1"):  # one process per seed, treatment first
+        reproduce.main([*argv, "--seeds", seed, "--arms", "multi_turn,single_turn"])
+    arms = [pathlib.Path(dict(a[2:].split("=", 1) for a in c if a.startswith("--"))
+                         ["workdir"]).parent.name for c in commands
+            if "--config.train.steps=0" not in c]
+    assert arms == ["multi_turn", "single_turn"] * 2
+    assert not out.exists() and BEGIN not in table.read_text()  # no record from --arms
+    commands.clear()
+    reproduce.main([*argv, "--seeds", "0,1", "--reuse"])
+    assert commands == []  # every run reused
+    record = json.loads(out.read_text())
+    assert record["arms"]["multi_turn"]["values"] == [0.5, 0.3]
+    with pytest.raises(SystemExit, match="--arms: unknown \\['two_turn'\\]"):
+        reproduce.main([*argv, "--seeds", "0", "--arms", "two_turn"])

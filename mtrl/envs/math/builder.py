@@ -1,6 +1,6 @@
 """`env.name = "math"`: the math environment over a math suite (gsm8k).
 
-Reads env.num_agents, env.feedback_mode (unary | correctness | plain),
+Reads env.num_agents, env.feedback_mode (unary | correctness | plain | direction),
 env.history_mode (full | last) and env.templates ("default"); env.options may set
 `max_completion_chars`. It runs no sandbox."""
 

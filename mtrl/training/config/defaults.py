@@ -68,6 +68,11 @@ def base_config() -> ml_collections.ConfigDict:
                  schedule="cosine", adam_b2=0.95, fraction=1.0, revision_fraction=0.1,
                  first_guess="", resubmit_fraction=0.0, first_phase="first_turn",
                  first_phase_steps=0, max_len=256, checkpoint_every=50)
+    # LoRA (mtrl/models/lora.py): rank 0 trains every weight; rank r >= 1 trains
+    # adapters of scale alpha / r on `targets` ("all" | "attention" | "mlp" or
+    # comma-separated projections, e.g. "q_proj,v_proj") over the frozen base, which is
+    # also the KL reference; SFT and RL both train the adapters.
+    c.lora = dict(rank=0, alpha=16.0, targets="all")
     # The device mesh (mtrl/parallel): "auto" = every device on data, or "d,f,t" over
     # the data, fsdp and tensor axes (docs: BUILD.md, "Scale-out").
     c.mesh = dict(shape="auto")

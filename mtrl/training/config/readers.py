@@ -8,6 +8,7 @@ are loss.py). The dataclasses live with the code that takes them typed:
   filters             training/advantages/penalties.py         curriculum  training/grow/curriculum.py
   reward              credit/reward_recipe.py RewardRecipe
   env                 envs/registry.py EnvSection  mesh    parallel/mesh.py MeshConfig
+  lora                models/lora.py LoRAConfig
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from mtrl.config.fields import as_dict, build, known_fields, resolve_path
 from mtrl.credit import RewardRecipe
 from mtrl.data.suite import DataConfig
 from mtrl.envs.registry import EnvSection
+from mtrl.models.lora import LoRAConfig
 from mtrl.parallel.mesh import MeshConfig
 from mtrl.training.run.chat import ChatSection
 from mtrl.training.grow.curriculum import CurriculumConfig
@@ -54,6 +56,13 @@ def model_config(config) -> ModelSection:
     values = known_fields(ModelSection, config.model, "model")
     values["overrides"] = dict(as_dict(values.get("overrides", {})))
     return build(ModelSection, "model", **values)
+
+
+def lora_config(config) -> LoRAConfig:
+    """The validated `lora` section (rank 0: full fine-tuning); a config without one
+    trains every weight."""
+    section = config.get("lora", {})
+    return build(LoRAConfig, "lora", **known_fields(LoRAConfig, section, "lora"))
 
 
 def chat_section(config) -> ChatSection:

@@ -24,6 +24,7 @@ from mtrl.data.demonstrations import per_agent
 from mtrl.data.suite import DataConfig
 from mtrl.envs.registry import EnvSection, check_env_fields, ends_on_success
 from mtrl.losses import KLPenaltyConfig, PolicyObjectiveConfig
+from mtrl.models.lora import LoRAConfig
 from mtrl.parallel.mesh import MeshConfig
 from mtrl.parallel.process_rollout import check_supported
 from mtrl.rollout import RolloutConfig
@@ -32,8 +33,8 @@ from mtrl.training.run.chat import ChatSection
 from mtrl.training.config.loss import build_objective, build_reward_kl, kl_place
 from mtrl.training.config.readers import (chat_section, credit_config, curriculum_config,
                                           data_config, env_section, filter_config,
-                                          mesh_config, model_config, reward_recipe,
-                                          sft_config, train_config)
+                                          lora_config, mesh_config, model_config,
+                                          reward_recipe, sft_config, train_config)
 from mtrl.training.config.record import config_record
 from mtrl.training.grow.curriculum import CurriculumConfig
 from mtrl.training.advantages.penalties import FilterConfig
@@ -52,6 +53,7 @@ class RunConfig:
     seed: int
     tokenizer: str  # "byte", or a Hugging Face tokenizer directory
     model: ModelSection
+    lora: LoRAConfig  # rank 0: full fine-tuning
     chat: ChatSection
     data: DataConfig
     env: EnvSection
@@ -109,7 +111,7 @@ def parse(config) -> RunConfig:
                     tasks_per_step=train.tasks_per_step)
     return RunConfig(
         seed=config.seed, tokenizer=config.tokenizer, model=model_config(config),
-        chat=chat_section(config), data=data_config(config), env=env, rollout=rollout,
+        lora=lora_config(config), chat=chat_section(config), data=data_config(config), env=env, rollout=rollout,
         objective=objective, kl_in=kl_in, reward_kl=build_reward_kl(config), credit=credit,
         filters=filters, recipe=reward_recipe(config, rollout.num_turns),  # dominance here
         curriculum=curriculum_config(config),

@@ -34,6 +34,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 # Summary keys a run record copies from the trainer's --out (beside test metrics).
 SUMMARY_KEYS = ("minutes", "steps", "best_step", "over_budget", "post_sft_test_success",
+                "last_step", "last_test_success",
                 "post_sft_ood_test_success", "ood_test_success")
 
 

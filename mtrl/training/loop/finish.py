@@ -47,6 +47,7 @@ def finish_run(trainer, step: int, started: float, extra: dict, budget, before_s
         learning_curve=png, exported=exported, budget=budget,
         extra_tests=tuple(t.c.extra_tests), last_test=last, provenance=provenance,
         updates=updates)
+    result["last_step"] = step
     if t.main:
         write_run_seconds(t.workdir, step, total_s)  # a rerun adds to the whole run's time
         print(summary_of(result, len(t.c.test_tasks), tuple(t.c.extra_tests)), flush=True)

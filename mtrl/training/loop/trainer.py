@@ -30,6 +30,7 @@ from typing import Any
 import jax
 from flax import nnx
 
+from mtrl.models.adapters import lora_report
 from mtrl.parallel.distributed import is_main_process
 from mtrl.parallel.process_rollout import (check_supported, is_multiprocess, local_params,
                                            local_sampler_plan, local_tasks,
@@ -64,7 +65,9 @@ from mtrl.training.run.provenance import code_state, warm_start_record
 from mtrl.training.loop.finish import finish_run
 from mtrl.training.sft.sft_data import first_phase_kinds
 from mtrl.parallel.shardings import committed
-from mtrl.training.update.train_state import agent_params, init_train_state
+from mtrl.training.checkpoints.base_record import EXTRA_KEY, base_record, on_checked_base
+from mtrl.training.update.train_state import (agent_merged, agent_policy, base_layout,
+                                              init_train_state)
 from mtrl.training.update.train_step import make_train_step
 from mtrl.training.sft.warm_start import WarmStarter
 
@@ -94,16 +97,28 @@ class Trainer:
         self.first_phase = first_phase_kinds(run.sft.first_phase, self.num_agents)
         c.suite.check_sft(run.sft, self.num_agents)
         self.shared = c.rollout.agent_params == "shared"
-        self.graphdef = nnx.split(c.models[0])[0]
+        # The policy's graph (LoRA: the adapted model's; the export's is the base's).
+        self.graphdef = c.policy_graphdef()
         # The device mesh (config.mesh, mtrl/parallel): None on a single device.
         self.plan = plan_for(run.mesh, c.models[0].config)
+        self.lora = c.lora
+        # LoRA: the frozen base laid out as the train state holds it (also the KL
+        # reference and, with the adapters, the sampler's policy: one copy), and its
+        # name and digest, which every checkpoint carries (base_record.py).
+        self.base, self.base_record = None, None
+        if self.lora is not None:
+            base = base_layout(c.base_states(), self.shared)
+            self.base = committed(base) if self.plan is None else self.plan.shard_tree(base)
+            self.base_record = base_record(c.base_states(), f"hf:{c.from_hf}" if c.from_hf
+                                           else f"preset:{run.model.preset}")
+            print(lora_report(self.lora, c.adapters[0], c.models[0].config), flush=True)
+        states = c.initial_policies()
         # The sampler runs on this process's devices (its own tasks), the step on all.
-        self.sampler = Sampler(c.models[0], buckets=sampler_buckets,
+        self.sampler = Sampler(nnx.merge(self.graphdef, states[0]), buckets=sampler_buckets,
                                shardings=local_sampler_plan(self.plan, c.models[0].config))
         tok = c.tokenizer
         self.sampling = c.rollout.sampling_config(stop_token_ids=(tok.eos_id,), pad_id=tok.pad_id)
         greedy = dataclasses.replace(self.sampling, greedy=True)
-        states = [nnx.split(m)[1] for m in c.models]
         self.backend = SamplerBackend(self.sampler, states, self.sampling)
         self.eval_backend = SamplerBackend(self.sampler, states, greedy)
         self.optimizer = make_optimizer(c.optim)
@@ -124,7 +139,8 @@ class Trainer:
         self.starter = WarmStarter(c, run.sft, run.seed, self.train_config.init_from,
                                    self.workdir, self.graphdef, self.optimizer, self.keys,
                                    self.num_agents, self.shared, self.first_phase,
-                                   main=self.main, show_progress=self.show_progress)
+                                   main=self.main, show_progress=self.show_progress,
+                                   base=self.base, base_record=self.base_record)
         self.learner = Learner(c, self.train_config, self.graphdef, self.step_fn, self.keys,
                                self.scores_answers)
         # train.off_policy: the next tree grows in a thread; backends take turns on the sampler.
@@ -137,16 +153,29 @@ class Trainer:
                 SamplerBackend(self.sampler, params, self.sampling), lock))
 
     def init_state(self, params: list):
-        """A step-0 TrainState; shared mode holds the one policy for all N agents."""
+        """A step-0 TrainState; shared mode holds the one policy for all N agents
+        (params: each policy's trained parameters; LoRA: adapters over self.base)."""
         per_agent = params * self.num_agents if self.shared else params
         state = init_train_state(per_agent, self.optimizer, shared=self.shared,
                                  keep_reference=self.c.objective.kl.coef > 0
-                                 or self.c.reward_kl is not None)
+                                 or self.c.reward_kl is not None,
+                                 lora=self.lora, base=self.base)
         # A mesh lays it out per its rules; one device commits it as a restore would.
         return committed(state) if self.plan is None else self.plan.shard_tree(state)
 
     def policy_states(self, state) -> list:
-        return [agent_params(state, a) for a in range(1 if self.shared else self.num_agents)]
+        """Each policy in self.graphdef (LoRA: base + adapters, unmerged, as trained)."""
+        return [agent_policy(state, a) for a in range(1 if self.shared else self.num_agents)]
+
+    def _target(self) -> dict:
+        """A restore's target (abstract: no memory): what a checkpoint holds of a
+        train state, `checkpointed()` (LoRA: without the base, named in extra)."""
+        return {"train": abstract_like(self.init_state(self.c.initial_params()).checkpointed())}
+
+    def _with_base(self, restored) -> Any:
+        """The restored train state (LoRA: its base checked and put back)."""
+        return on_checked_base(restored.state["train"], restored.extra, self.base,
+                               self.base_record, self.keeper.step_directory(restored.step))
 
     def set_policy(self, state) -> None:
         states = local_params(self.policy_states(state))  # whole on every process
@@ -241,15 +270,15 @@ class Trainer:
         cfg, c = self.train_config, self.c
         restored = None
         if cfg.restore in ("latest", "best") and self.keeper.latest_step() is not None:
-            # The restore's target layout; not kept (a second state would hold another
-            # copy of the parameters, the reference and the Adam moments).
-            fresh = {"train": self.init_state([nnx.split(m)[1] for m in c.models])}
+            # The restore's target layout, abstract: a second state would hold another
+            # copy of the parameters, the reference and the Adam moments.
+            fresh = self._target()
             # A corrupt latest step is set aside and the previous whole one used.
             restored = (self.keeper.restore_newest_whole(fresh) if cfg.restore == "latest"
                         else self.keeper.restore(cfg.restore, target=fresh))
             del fresh
         if restored is not None:
-            state, extra = restored.state["train"], dict(restored.extra)
+            state, extra = self._with_base(restored), dict(restored.extra)
             start = int(extra["step"])
             if self.main:
                 print(f"resuming from RL step {start} "
@@ -278,6 +307,8 @@ class Trainer:
         extra = {"step": 0, "sft_minutes": sft_s / 60, "run_seconds": sft_s,
                  "config": self.config_record, "code_at_start": code_state(),
                  "warm_start": warm_start_record(params, self.train_config.init_from)}
+        if self.base_record is not None:  # the base the adapters belong to
+            extra[EXTRA_KEY] = self.base_record
         self.set_policy(state)
         metrics = self.evaluate(0)
         extra["post_sft_success"] = metrics["heldout_success"]
@@ -288,7 +319,7 @@ class Trainer:
             logger.write_reported(0, test)
         logger.write(0, metrics)
         logger.flush()
-        self.keeper.save_eval(0, {"train": state}, metrics, extra)
+        self.keeper.save_eval(0, {"train": state.checkpointed()}, metrics, extra)
         return state, 0, extra, logger, False
 
     def _grow_step(self, step: int, state):
@@ -339,23 +370,22 @@ class Trainer:
         logger.write(step, metrics)
         logger.flush()
         if evaluated:
-            self.keeper.save_eval(step, {"train": state}, metrics, extra)
+            self.keeper.save_eval(step, {"train": state.checkpointed()}, metrics, extra)
         if step % cfg.save_interval == 0 or last:
-            self.keeper.save_latest(step, {"train": state}, extra)
+            self.keeper.save_latest(step, {"train": state.checkpointed()}, extra)
 
     def _stop_if_requested(self, step: int, state, extra: dict) -> None:
         """After step `step` (0: the warm start): on Ctrl-C or SIGTERM, save it (unless
         saved already) and raise Interrupted (interrupts.py)."""
         if stop_requested():
-            self.keeper.save_latest(step, {"train": state}, extra)
+            self.keeper.save_latest(step, {"train": state.checkpointed()}, extra)
             self.keeper.wait()
             stop_point(f"RL step {step}")
 
     def _restored(self, step: int):
-        """Checkpoint `step`'s train state, restored into a fresh state's layout (the
-        fresh one is dropped first: each is a whole copy of the parameters and moments)."""
-        layout = abstract_like(self.init_state([nnx.split(m)[1] for m in self.c.models]))
-        return self.keeper.restore(step, target={"train": layout}).state["train"]
+        """Checkpoint `step`'s train state, restored into a fresh state's abstract layout
+        (each is a whole copy of the parameters and moments); LoRA: on the base."""
+        return self._with_base(self.keeper.restore(step, target=self._target()))
 
     def test(self, step: int, provenance: dict, file: str = "test.json") -> dict[str, float]:
         """The test splits, evaluated once for checkpoint `step` (the one validation
@@ -374,9 +404,11 @@ class Trainer:
         return metrics
 
     def export(self, step: int) -> str:
-        """Writes the best step's parameters as Hugging Face checkpoints, one per agent."""
+        """Writes the best step's parameters as Hugging Face checkpoints, one per agent
+        (LoRA: the adapters merged into the base's weights, in the base's graph)."""
         state = self._restored(step)
-        return export_agents(self.graphdef, local_params(self.policy_states(state)),
+        merged = [agent_merged(state, a) for a in range(1 if self.shared else self.num_agents)]
+        return export_agents(nnx.graphdef(self.c.models[0]), local_params(merged),
                              self.c.tokenizer, self.workdir / "export", write=self.main)
 
     def close(self) -> None:

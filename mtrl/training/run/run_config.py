@@ -26,9 +26,10 @@ RESUMABLE_CHANGES = frozenset({
 })
 
 
-# Fields added after runs were made, with the default that reproduces those runs: a
-# saved config.json without one resumes as if it held the default.
-ADDED_FIELDS = {"train.eval_turns": 0}
+# Fields added after runs were recorded without them, with the value that does what
+# the code did before they existed: a saved record lacking one equals it, so such a
+# run still resumes (any other value is a difference).
+ADDED_FIELDS = {"train.eval_turns": 0, "lora.rank": 0, "lora.alpha": 16.0, "lora.targets": "all"}
 
 
 def flatten_record(record: dict, prefix: str = "") -> dict[str, Any]:

@@ -11,6 +11,11 @@ MAGRPO's exact update is objective PolicyObjectiveConfig(loss="reinforce",
 aggregation="seq-mean-token-sum") with KL coefficient 0 and no reference: its gradient is
 −mean_b A_b Σ_t ∇log π(y_bt) over the rows with at least one loss token.
 
+LoRA (TrainState.lora): params are the adapters and ref_params the frozen base, so the
+gradient, the clipping norm and the optimizer see the adapters alone while the forward
+runs base + adapters (log π_θ) and, for the KL term, the base alone (log π_ref);
+ref_params is read by the jitted step, never donated or differentiated.
+
 NaN guard: the step applies the update only when every agent's loss and gradient norm
 are finite; otherwise it returns the parameters and optimizer state unchanged (all
 agents, bit for bit, and `step` is not advanced) and flags it in the metrics
@@ -48,6 +53,7 @@ from flax import nnx
 
 from mtrl.config.fields import check_int
 from mtrl.losses import POLICY_LOSSES, PolicyLossInputs, PolicyObjectiveConfig, policy_objective
+from mtrl.models.lora import LoRAConfig
 from mtrl.models.remat import check_remat
 from mtrl.sampling.tracing import TraceCounter
 from mtrl.training.update.agent_map import map_agents, uses_cudnn
@@ -55,14 +61,18 @@ from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
 from mtrl.training.update.minibatch import PolicyMinibatch, host_rows
 from mtrl.training.update.packing import PackedRows, check_mode, pack_rows, packed_logprobs
 from mtrl.training.update.step_metrics import flatten_metrics
-from mtrl.training.update.train_state import TrainState
+from mtrl.training.update.train_state import TrainState, policy_params, reference_params
 
 
 def _agent_objective(graphdef, objective, params, ref_params, rows: PolicyMinibatch,
-                     packed: PackedRows | None = None, remat: str = "none"):
+                     packed: PackedRows | None = None, remat: str = "none",
+                     lora: LoRAConfig | None = None, reference: bool = False):
     """(J_a, metrics) for one agent's rows ([B, L] fields); with `packed` (that agent's
     packed layout of the same rows) the log-probabilities come from the packed forward
-    and are laid back out as [B, L], so the loss sees the same rows either way."""
+    and are laid back out as [B, L], so the loss sees the same rows either way. The
+    gradient is taken with respect to `params` (LoRA: the adapters; the base in
+    ref_params is read, never differentiated); the reference's log-probs are computed
+    when `reference` (train_state.py: policy_params, reference_params)."""
     if packed is None:
         def row_logprobs(p):
             return sequence_logprobs(graphdef, p, rows.tokens, rows.token_mask, remat=remat)
@@ -75,10 +85,11 @@ def _agent_objective(graphdef, objective, params, ref_params, rows: PolicyMiniba
             logp = packed_logprobs(model, packed, remat=remat)
             return jnp.where(packed.predicted, logp, jax.lax.stop_gradient(rows.old_logprobs))
         predicted = predicted_mask(rows.token_mask)
-    logp = row_logprobs(params)
+    logp = row_logprobs(policy_params(lora, params, ref_params))
     ref_logp = None
-    if ref_params is not None:
-        ref_logp = jax.lax.stop_gradient(row_logprobs(ref_params))
+    if reference:
+        ref_logp = jax.lax.stop_gradient(row_logprobs(reference_params(lora, params,
+                                                                       ref_params)))
     mask = rows.loss_mask & predicted
     inputs = PolicyLossInputs(
         logp=logp, old_logp=rows.old_logprobs, advantages=rows.advantages, mask=mask,
@@ -109,7 +120,7 @@ class TrainStep:
         self.skip_zero_advantage = skip_zero_advantage
         self.traces = TraceCounter()
         self.shardings = shardings  # a mtrl.parallel.ShardingPlan, or None: one device
-        self._fn = self.traces.wrap("train_step", fn)
+        self._fn = self.traces.wrap("train_step", _reading_ref_params(fn))
         self._jitted = jax.jit(self._fn, donate_argnums=0)
         self._sharded: dict[Any, Callable] = {}
         self.last_packing: dict[str, float] = {}
@@ -119,9 +130,10 @@ class TrainStep:
         and moments per the rules, metrics replicated), so a step never gathers them."""
         if self.shardings is None:
             return self._jitted
-        structure = jax.tree.structure(state)
+        trained = state.replace(ref_params=None)
+        structure = jax.tree.structure(trained)
         if structure not in self._sharded:
-            out = (self.shardings.tree_shardings(state), self.shardings.replicated)
+            out = (self.shardings.tree_shardings(trained), self.shardings.replicated)
             self._sharded[structure] = jax.jit(self._fn, donate_argnums=0, out_shardings=out)
         return self._sharded[structure]
 
@@ -131,7 +143,7 @@ class TrainStep:
         if self.packing == "none":
             if self.shardings is not None:
                 minibatch = self.shardings.shard_batch(minibatch)
-            return program(state, minibatch, None)
+            return _with_ref_params(program, state, minibatch, None)
         minibatch.validate(self.num_agents)
         host = host_rows(minibatch)
         skip = None
@@ -144,11 +156,34 @@ class TrainStep:
             self.memory_guard(*packed.tokens.shape[1:])
         if self.shardings is not None:
             minibatch, packed = self.shardings.shard_batch((minibatch, packed))
-        return program(state, minibatch, packed)
+        return _with_ref_params(program, state, minibatch, packed)
+
+    def lower(self, state: TrainState, minibatch: PolicyMinibatch,
+              packed: PackedRows | None = None):
+        """The one-device program lowered for these (possibly abstract) arguments, e.g.
+        for XLA's memory analysis (`.compile().memory_analysis()`)."""
+        return self._jitted.lower(state.replace(ref_params=None), state.ref_params, minibatch,
+                                  packed)
 
     @property
     def num_compiles(self) -> int:
         return self.traces.total
+
+
+def _reading_ref_params(fn: Callable) -> Callable:
+    """fn(state, ...) as program(state without ref_params, ref_params, ...): the first
+    argument is donated, ref_params only read (a LoRA base is the model's own weights,
+    which the sampler and the next step still use), and not returned."""
+    def program(trained: TrainState, ref_params, minibatch, packed):
+        new_state, metrics = fn(trained.replace(ref_params=ref_params), minibatch, packed)
+        return new_state.replace(ref_params=None), metrics
+    return program
+
+
+def _with_ref_params(program: Callable, state: TrainState, minibatch, packed):
+    new_state, metrics = program(state.replace(ref_params=None), state.ref_params, minibatch,
+                                 packed)
+    return new_state.replace(ref_params=state.ref_params), metrics
 
 
 def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
@@ -159,7 +194,8 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
     """The jitted update of the module docstring.
 
     Args:
-      graphdef: the model's graph (nnx.split(model)[0]).
+      graphdef: the policy's graph (nnx.split(model)[0]; LoRA: the adapted model's,
+        mtrl.models.adapters.adapted_graphdef).
       objective: loss, aggregation and KL term (a KL coefficient > 0 needs a state
         built with keep_reference=True).
       optimizer: applied per agent (separate) or once (shared), e.g. make_optimizer.
@@ -189,20 +225,25 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
                          f"got {type(objective).__name__}")
     check_int("num_agents", num_agents, 1)
 
-    def objective_fn(params, ref_params, rows, packed):
-        return _agent_objective(graphdef, objective, params, ref_params, rows, packed, remat)
-
     def step(state: TrainState, minibatch: PolicyMinibatch, packed: PackedRows | None):
         minibatch.validate(num_agents)
         if state.num_agents != num_agents or state.shared != shared:
             raise ValueError(f"state has num_agents={state.num_agents}, shared={state.shared}; "
                              f"the step was built for {num_agents}, {shared}")
-        if objective.kl.coef > 0 and state.ref_params is None:
+        if objective.kl.coef > 0 and not (state.reference and state.ref_params is not None):
             raise ValueError("the objective has a KL term but the state holds no reference "
                              "parameters (init_train_state(..., keep_reference=True))")
+
+        def objective_fn(params, ref_params, rows, packed):
+            return _agent_objective(graphdef, objective, params, ref_params, rows, packed,
+                                    remat, state.lora, state.reference)
+
         # cuDNN attention cannot be vmapped over agents with tree masks (agent_map.py).
-        one_agent = state.params if shared else jax.tree.map(lambda x: x[0], state.params)
-        sequential = uses_cudnn(graphdef, one_agent)
+        def first_agent(tree):
+            return tree if shared or tree is None else jax.tree.map(lambda x: x[0], tree)
+
+        sequential = uses_cudnn(graphdef, policy_params(state.lora, first_agent(state.params),
+                                                        first_agent(state.ref_params)))
         if shared:
             def mean_objective(params):
                 losses, metrics = map_agents(objective_fn, (None, None, 0, 0), params,
