@@ -21,6 +21,9 @@ SUCCESS = {("single_turn", 0): 0.2, ("single_turn", 1): 0.1, ("single_turn", 2):
            ("multi_turn", 0): 0.5, ("multi_turn", 1): 0.3, ("multi_turn", 2): 0.7,
            ("plain", 0): 0.2, ("plain", 1): 0.1, ("level_feedback", 0): 0.5,
            ("level_feedback", 1): 0.3}
+# The shared warm start's test success per seed: multi_turn (the positive control) gains
+# 0.4, 0.3, 0.4 over it, an interval above 0, so the verdict can speak.
+POST_SFT = {0: 0.1, 1: 0.0, 2: 0.3}
 
 
 def fake_trainer(commands, code=None):
@@ -40,7 +43,7 @@ def fake_trainer(commands, code=None):
         else:
             success = SUCCESS[(arm, seed)]
             summary = {"steps": 2, "minutes": 0.1, "best_step": 2, "over_budget": False,
-                       "final_best_success": success, "post_sft_test_success": 0.1,
+                       "final_best_success": success, "post_sft_test_success": POST_SFT[seed],
                        "test_metrics": {"test_success": success}}
             (workdir / "metrics.jsonl").write_text("\n".join(json.dumps(
                 {"step": s, "step_time_s": 1.0, "rollout/generated_samples": 120.0})
@@ -78,9 +81,10 @@ def test_reproduce_end_to_end_writes_record_and_table_row(tmp_path, monkeypatch)
     assert record["metric"] == "test_success" and record["seeds"] == [0, 1, 2]
     assert record["metric_on"] == "test split"
     assert record["arms"]["single_turn"]["values"] == [0.2, 0.1, 0.3]
-    assert record["arms"]["multi_turn"]["overrides"] == []
+    assert record["arms"]["multi_turn"]["overrides"] == ["train.eval_turns=2"]
     assert record["arms"]["single_turn"]["overrides"] == ["rollout.num_turns=1",
-                                                          "rollout.num_generations=20"]
+                                                          "rollout.num_generations=20",
+                                                          "train.eval_turns=2"]
     d = record["difference"]
     assert d["mean"] == pytest.approx(0.3) and len(d["ci95"]) == 2
     # d = (0.3, 0.2, 0.4): s = 0.1, t_{0.975,2} = 4.3027 -> half width 0.2484.
