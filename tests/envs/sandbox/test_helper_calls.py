@@ -32,12 +32,13 @@ def test_a_call_in_dead_code_counts_nothing(pool):
 
 def test_top_level_calls_and_helper_failures(pool):
     # A call while main loads is relayed too (not a test's); a helper that does not
-    # load makes main's call a NameError, counted, since main did call it.
+    # load makes main's call a NameError, and (issue 39) counts nothing: only calls
+    # that returned a value count.
     loaded = _run(pool, "BASE = aux(0, 0)\ndef add(a, b):\n    return aux(a, b) + BASE\n")
     assert loaded.passed and loaded.helper_calls == 3, loaded
     broken = _run(pool, "def add(a, b):\n    return aux(a, b)\n", helper="def aux(a, b)\n")
     assert [t.error_type for t in broken.tests] == ["NameError"] * 3, broken.tests
-    assert broken.helper_calls == 3
+    assert broken.helper_calls == 0
 
 
 def test_main_cannot_answer_for_its_helper(pool):
