@@ -1,25 +1,35 @@
 """Which system calls honest candidates make: the measurement behind allowlist.py.
 
     python scripts/audit_seccomp.py --out audit.json [--from-empty] [--corpus NAME ...]
-    python scripts/audit_seccomp.py --out audit.json --pytest tests/envs/sandbox
+    python scripts/audit_seccomp.py --out derive.json --derive
+    python scripts/audit_seccomp.py --out audit.json --pytest tests/envs/sandbox \
+        [--calls-from derive.json]
 
 Runs honest corpora in a SandboxPool whose candidates run under the audit filter
 (seccomp.build_filter(audit=True)): the allowlist's calls are allowed as usual,
 every other call is allowed too but logged by the kernel (SECCOMP_RET_LOG, audit
 record type 1326 in the kernel log), except the calls and arguments refused on
 purpose, which stay refused. --from-empty starts from an empty allowlist, so every
-call a candidate makes is logged: the list's derivation. The corpora:
+call a candidate makes is logged. --derive is the list's derivation: it starts from
+the empty list, adds what a run of every corpus logged, and runs again until a run
+logs nothing and loses nothing (a program that makes one call in a tight loop can
+overrun the kernel's log in the first rounds; later rounds allow it, so the rare
+calls come through); it reports what each round added and how the result compares
+with allowlist.CALLS. The corpora:
 
   humaneval  the 164 HumanEval canonical solutions and a wrong completion each
   mbpp       the 974 MBPP reference solutions with their tests and challenge tests
              (read from --mbpp, default ../shared/data/mbpp/mbpp.jsonl)
-  tests      the honest programs of tests/envs/sandbox (imported from them) and a
-             few more an honest program may be: two agents, threads calling the
-             helper, a subprocess (max_processes > 0), asyncio, sqlite, tempfile
+  tests      the honest programs of tests/envs/sandbox (imported from them:
+             tests/envs/sandbox/honest.py holds those written for this audit:
+             asyncio, tempfile and shutil, threads and queues, file descriptors,
+             two agents whose threads call the helper, a subprocess)
 
 With --pytest the given test paths run in this process under the audit filter,
 and each logged call is attributed to the test that was running (hostile tests
 make refused and unlisted calls on purpose: their records say what attacks try).
+--calls-from takes the allowed calls from a --derive report instead of the list:
+the tests' calls beyond the corpora's.
 
 Needs root: the kernel log (/dev/kmsg) and kernel.printk_ratelimit_burst, which
 is raised for the run (audit records reach the log through printk's rate limit,
@@ -157,68 +167,45 @@ def mbpp(path: str) -> list[tuple[Program, Limits | None]]:
     return out
 
 
-_MORE = {
-    "asyncio": ("import asyncio\nasync def twice(x):\n    await asyncio.sleep(0.001)\n"
-                "    return 2 * x\ndef f(xs):\n    async def main():\n"
-                "        return await asyncio.gather(*(twice(x) for x in xs))\n"
-                "    return asyncio.run(main())\n", "assert f([1, 2]) == [2, 4]"),
-    "tempfile_shutil": ("import tempfile, shutil, os, pathlib, glob\ndef f():\n"
-                        "    d = tempfile.mkdtemp()\n    p = pathlib.Path(d, 'a.txt')\n"
-                        "    p.write_text('x')\n    shutil.copy(p, os.path.join(d, 'b.txt'))\n"
-                        "    shutil.copytree(d, d + '2')\n    os.rename(d + '2', d + '3')\n"
-                        "    n = len(glob.glob(d + '3/*'))\n    shutil.rmtree(d)\n"
-                        "    shutil.rmtree(d + '3')\n    return n\n", "assert f() == 2"),
-    "sqlite_file_free": ("import sqlite3\ndef f():\n    db = sqlite3.connect(':memory:')\n"
-                         "    db.execute('create table t (x)')\n"
-                         "    return db.execute('select count(*) from t').fetchone()[0]\n",
-                         "assert f() == 0"),
-    "random_time": ("import random, time, os, datetime, hashlib, uuid\ndef f():\n"
-                    "    random.seed(1)\n    time.sleep(0.001)\n    os.urandom(4)\n"
-                    "    hashlib.sha256(b'x').hexdigest()\n    uuid.uuid4()\n"
-                    "    datetime.datetime.now()\n    return random.randint(1, 1)\n",
-                    "assert f() == 1"),
-    "threads_and_locks": ("import threading, queue, concurrent.futures as cf\ndef f(n):\n"
-                          "    q, lock, out = queue.Queue(), threading.Lock(), []\n"
-                          "    def work(i):\n        with lock:\n            out.append(i)\n"
-                          "        q.put(i)\n    with cf.ThreadPoolExecutor(4) as pool:\n"
-                          "        list(pool.map(work, range(n)))\n"
-                          "    return sorted(out) == sorted(q.get() for _ in range(n))\n",
-                          "assert f(16)"),
-    "stdin_and_prints": ("import sys\ndef f():\n    data = sys.stdin.read()\n"
-                         "    print('x' * 10000)\n    sys.stdout.flush()\n    return data\n",
-                         "assert f() == ''"),
-}
-_SUBPROCESS = ("import subprocess, sys\ndef f():\n"
-               "    return subprocess.run([sys.executable, '-c', 'print(6 * 7)'],\n"
-               "                          capture_output=True, text=True).stdout.strip()\n")
-_TWO_AGENTS_THREADS = ("import threading\ndef f(xs):\n    out = [None] * len(xs)\n"
-                       "    def work(i):\n        out[i] = aux(xs[i])\n"
-                       "    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(xs))]\n"
-                       "    for t in threads:\n        t.start()\n    for t in threads:\n        t.join()\n"
-                       "    return sum(out)\n")
-
-
 def honest_test_programs() -> list[tuple[Program, Limits | None]]:
-    from tests.envs.sandbox import (hostile, test_adversarial_controls, test_candidate_tmpfs,
-                                    test_helper_calls)
-    roomy = Limits(wall_s_per_test=60.0, wall_s_total=90.0, cpu_s=6.0, memory_bytes=1 << 30,
-                   file_size_bytes=128 << 20)
+    """The honest programs of tests/envs/sandbox (imported from the tests)."""
+    from tests.envs.sandbox import (honest, hostile, test_adversarial_controls,
+                                    test_candidate_tmpfs, test_helper_calls)
     out: list[tuple[Program, Limits | None]] = [(p, None) for p in hostile.BASELINE]
-    for table in (test_adversarial_controls.HONEST, test_candidate_tmpfs.HONEST, _MORE):
-        out += [(Program(code, (test,)), roomy) for code, test in table.values()]
+    for table in (test_adversarial_controls.HONEST, test_candidate_tmpfs.HONEST):
+        out += [(Program(code, (test,)), honest.ROOMY) for code, test in table.values()]
     out.append((Program(test_adversarial_controls.THREADS, ("assert f(8)[1][-1] == 49",)),
                 None))
-    helper = test_helper_calls.HELPER
     for main in ("def add(a, b):\n    return aux(a, b) + aux(0, 0)\n",
                  "BASE = aux(0, 0)\ndef add(a, b):\n    return aux(a, b) + BASE\n"):
-        out.append((Program(main, hostile.ADD_TESTS, helper_code=helper,
+        out.append((Program(main, hostile.ADD_TESTS, helper_code=test_helper_calls.HELPER,
                             helper_names=("aux",)), None))
-    out.append((Program(_TWO_AGENTS_THREADS, ("assert f([1, 2, 3, 4]) == 20",),
-                        helper_code="def aux(x):\n    return x * 2\n", helper_names=("aux",)),
-                None))
-    out.append((Program(_SUBPROCESS, ("assert f() == '42'",)),
-                Limits(wall_s_per_test=20.0, wall_s_total=30.0, max_processes=4)))
-    return out
+    return out + honest.programs()
+
+
+def derive(makers: dict, log: KernelLog) -> dict:
+    """Rounds from the empty list until nothing is logged or lost (see --derive)."""
+    calls: set[str] = set()
+    rounds = []
+    while True:
+        logged: collections.Counter = collections.Counter()
+        lost_before = len(log.lost)
+        with audit_filters({name: "m" for name in calls}):
+            for name, make in makers.items():
+                logged.update(run_corpus(make(), log)["logged"])
+        lost = len(log.lost) - lost_before
+        rounds.append({"allowed": len(calls), "added": sorted(set(logged) - calls),
+                       "lost_records": lost})
+        print(json.dumps(rounds[-1]), flush=True)
+        if not logged and not lost:
+            break
+        if len(rounds) >= 10 or not set(logged) - calls and lost:
+            raise SystemExit("the derivation does not converge: " + json.dumps(rounds))
+        calls |= set(logged)
+    marked = {name for name, why in allowlist.CALLS.items() if why == "m" or why.startswith("m (")}
+    return {"rounds": rounds, "measured": sorted(calls),
+            "measured_not_marked": sorted(calls - marked),
+            "marked_not_measured": sorted(marked - calls)}
 
 
 def run_corpus(programs, log: KernelLog) -> dict:
@@ -254,26 +241,35 @@ def main() -> int:
     parser.add_argument("--corpus", nargs="*", default=["humaneval", "mbpp", "tests"])
     parser.add_argument("--mbpp", default=os.path.join(os.path.dirname(__file__), "..", "..",
                                                        "shared", "data", "mbpp", "mbpp.jsonl"))
+    parser.add_argument("--derive", action="store_true",
+                        help="derive the list: rounds from the empty list until a run is clean")
     parser.add_argument("--pytest", nargs="*", help="test paths to run under the audit filter")
+    parser.add_argument("--calls-from", help="allow the calls a --derive report measured")
     args = parser.parse_args()
     calls = {} if args.from_empty else allowlist.CALLS
+    if args.calls_from:
+        with open(args.calls_from, encoding="utf-8") as handle:
+            calls = {name: "m" for name in json.load(handle)["derivation"]["measured"]}
     report: dict = {"from_empty": args.from_empty, "kernel": os.uname().release,
                     "python": sys.version.split()[0], "corpora": {}}
     with printk_burst(1 << 20), audit_filters(calls):
         log = KernelLog()
         try:
-            if args.pytest:
+            makers = {"humaneval": humaneval, "mbpp": lambda: mbpp(args.mbpp),
+                      "tests": honest_test_programs}
+            makers = {name: makers[name] for name in args.corpus}
+            if args.derive:
+                report["derivation"] = derive(makers, log)
+            elif args.pytest:
                 import pytest
                 plugin = _Attribution(log)
                 report["pytest_exit"] = int(pytest.main(["-q", "-p", "no:cacheprovider",
                                                          *args.pytest], plugins=[plugin]))
                 report["by_test"] = plugin.by_test
             else:
-                makers = {"humaneval": humaneval, "mbpp": lambda: mbpp(args.mbpp),
-                          "tests": honest_test_programs}
-                for name in args.corpus:
+                for name, make in makers.items():
                     start = time.perf_counter()
-                    report["corpora"][name] = run_corpus(makers[name](), log)
+                    report["corpora"][name] = run_corpus(make(), log)
                     report["corpora"][name]["seconds"] = time.perf_counter() - start
                     print(name, json.dumps(report["corpora"][name]), flush=True)
         finally:
@@ -288,6 +284,12 @@ def main() -> int:
     with open(args.out, "w", encoding="utf-8") as handle:
         json.dump(report, handle, indent=2)
     print("logged outside the list:", ", ".join(sorted(union)) or "nothing")
+    if args.derive:
+        derivation = report["derivation"]
+        print(f"derived in {len(derivation['rounds'])} rounds: {len(derivation['measured'])} "
+              f"calls; measured but not marked 'm': {derivation['measured_not_marked']}; "
+              f"marked 'm' but not measured: {derivation['marked_not_measured']}")
+        return 0
     if log.lost:
         print("the kernel dropped records:", log.lost[:3])
         return 1

@@ -8,14 +8,17 @@ every honest corpus (HumanEval and MBPP canonical solutions, the honest programs
 of tests/envs/sandbox, the project's sandbox tests) ran under the audit filter
 (seccomp.build_filter(audit=True): this list allowed, every other call allowed
 but logged by the kernel) until a run logged nothing (scripts/audit_seccomp.py).
-CALLS marks each name as measured ("m": a corpus made it) or added, with why.
+CALLS marks each name as measured ("m", "t") or added, with why. The argument
+values of fcntl and ioctl were read with strace from the same programs (the
+kernel's audit record names the call, not its arguments).
 Names this architecture lacks (aarch64 has no open, stat, fork, ...) are skipped.
 """
 
 from __future__ import annotations
 
-# name -> where it comes from: "m" measured (a corpus made the call under the
-# audit filter); otherwise why it is added (a stdlib function an honest program
+# name -> where it comes from: "m" measured in the honest corpora (audit_seccomp.py
+# --derive), "t" measured in the project's sandbox tests beyond those (--pytest
+# --calls-from); otherwise why it is added (a stdlib function an honest program
 # may call that maps to it, or the older or *at form of a measured call).
 CALLS: dict[str, str] = {
     # Memory.
@@ -24,15 +27,15 @@ CALLS: dict[str, str] = {
     "read": "m", "write": "m", "pread64": "m", "pwrite64": "os.pwrite",
     "readv": "os.readv", "writev": "os.writev", "lseek": "m", "close": "m",
     "close_range": "m", "openat": "m", "newfstatat": "m", "fstat": "os.fstat",
-    "statfs": "m", "fstatfs": "os.fstatvfs", "getdents64": "m", "getcwd": "m",
-    "chdir": "m", "fchdir": "os.fchdir", "mkdir": "m", "mkdirat": "mkdir's *at form",
+    "statfs": "t", "fstatfs": "os.fstatvfs", "getdents64": "m", "getcwd": "m",
+    "chdir": "t", "fchdir": "os.fchdir", "mkdir": "m", "mkdirat": "mkdir's *at form",
     "rmdir": "m", "unlink": "m", "unlinkat": "m", "rename": "m",
     "renameat": "rename's *at form", "renameat2": "os.rename's *at form",
     "readlink": "m", "readlinkat": "readlink's *at form", "access": "m",
     "faccessat": "access's *at form", "faccessat2": "os.access(follow_symlinks=False)",
     "chmod": "m", "fchmod": "os.fchmod", "fchmodat": "chmod's *at form",
-    "utimensat": "m", "umask": "m", "ftruncate": "file.truncate",
-    "truncate": "os.truncate", "fsync": "os.fsync", "fdatasync": "os.fdatasync",
+    "utimensat": "m", "umask": "t", "ftruncate": "m",
+    "truncate": "os.truncate", "fsync": "m", "fdatasync": "os.fdatasync",
     "sendfile": "m", "dup": "os.dup", "dup2": "m", "dup3": "os.dup2(inheritable=False)",
     "pipe2": "m", "fcntl": "m (commands: FCNTL_COMMANDS)",
     "ioctl": "m (requests: IOCTL_REQUESTS)",
@@ -46,34 +49,34 @@ CALLS: dict[str, str] = {
     # Threads and signals, within the candidate's own PID namespace.
     "clone": "m (flags: seccomp.py)", "set_robust_list": "m", "rseq": "m",
     "set_tid_address": "m", "exit": "m", "exit_group": "m", "gettid": "m",
-    "getpid": "m", "getppid": "m", "getuid": "m", "geteuid": "m", "getgid": "m",
+    "getpid": "m", "getppid": "t", "getuid": "m", "geteuid": "m", "getgid": "m",
     "getegid": "m", "getrandom": "m", "rt_sigaction": "m", "rt_sigprocmask": "m",
-    "rt_sigreturn": "m", "sigaltstack": "m", "kill": "m", "tgkill": "signal.raise_signal",
+    "rt_sigreturn": "t", "sigaltstack": "t", "kill": "t", "tgkill": "signal.raise_signal",
     "alarm": "signal.alarm", "setitimer": "signal.setitimer",
     "getitimer": "signal.getitimer", "prlimit64": "m", "getrusage": "resource.getrusage",
-    "times": "os.times", "sched_getaffinity": "m (read only)", "uname": "m", "sysinfo": "m",
+    "times": "os.times", "sched_getaffinity": "t (read only)", "uname": "m", "sysinfo": "m",
     # Unix sockets (socket/socketpair: AF_UNIX only, seccomp.py); no sendmsg.
-    "socket": "m (AF_UNIX)", "socketpair": "m (AF_UNIX)", "bind": "m", "listen": "m",
-    "connect": "m", "accept4": "socket.accept", "sendto": "m", "recvfrom": "m",
-    "shutdown": "socket.shutdown", "getsockname": "m", "getpeername": "m",
+    "socket": "t (AF_UNIX)", "socketpair": "m (AF_UNIX)", "bind": "t", "listen": "t",
+    "connect": "t", "accept4": "socket.accept", "sendto": "m", "recvfrom": "m",
+    "shutdown": "socket.shutdown", "getsockname": "m", "getpeername": "t",
     "getsockopt": "socket.getsockopt", "setsockopt": "socket.setsockopt",
     # Processes, for candidates whose Limits allow them (the no-process filter
     # answers fork, vfork and clone without CLONE_THREAD with EAGAIN).
     "vfork": "m", "fork": "os.fork", "execve": "m", "wait4": "m",
-    "waitid": "os.waitid", "arch_prctl": "m", "setsid": "m", "setpgid": "os.setpgid",
+    "waitid": "os.waitid", "arch_prctl": "m", "setsid": "t", "setpgid": "os.setpgid",
     "getpgrp": "os.getpgrp", "getpgid": "os.getpgid", "getsid": "os.getsid",
 }
 
 # fcntl commands (argument 1, low 32 bits): descriptor flags, status flags and
 # duplication. Locks, leases, dnotify, ownership and signals stay refused.
 FCNTL_COMMANDS: dict[str, int] = {
-    "F_DUPFD_CLOEXEC": 1030, "F_GETFD": 1, "F_SETFD": 2, "F_GETFL": 3,  # measured
+    "F_DUPFD_CLOEXEC": 1030, "F_GETFD": 1, "F_SETFD": 2, "F_GETFL": 3,  # measured (strace)
     "F_DUPFD": 0, "F_SETFL": 4,  # fcntl.fcntl(fd, F_SETFL, os.O_NONBLOCK) and the like
 }
 # ioctl requests (argument 1, low 32 bits): "is this a terminal", blocking mode,
 # close-on-exec. No terminal control, no device ioctls.
 IOCTL_REQUESTS: dict[str, int] = {
-    "TCGETS": 0x5401, "FIONBIO": 0x5421, "FIOCLEX": 0x5451,  # measured
+    "TCGETS": 0x5401, "FIONBIO": 0x5421, "FIOCLEX": 0x5451,  # measured (strace)
     "FIONCLEX": 0x5450,  # os.set_inheritable(fd, True)
 }
 # Extended attributes: answered "not supported" (ENOTSUP) rather than refused, so

@@ -14,8 +14,8 @@ from mtrl.envs.sandbox.types import Limits
 CPU_LIMIT_EXIT = 128 + signal.SIGXCPU
 # A candidate the sandbox could not set up (mounts, credentials, filter) exits
 # with this status before any of its code runs: the verdict is the sandbox's
-# failure, never cached. A candidate that exits so itself gains nothing by it: no
-# test passes, and only the cache misses it.
+# failure, never cached. Only before it has said it is set up (SET_UP below): the
+# same status from a candidate's own code is an ordinary exit (issue 39).
 SETUP_FAILED_EXIT = 121
 SETUP_FAILED = ["error", "SandboxError", "the sandbox could not set up the candidate process"]
 # What a candidate's set-up writes back on its bootstrap socket once it is done,

@@ -18,7 +18,8 @@ so the slot, a child subreaper, adopts it.
 Candidate set-up order, all before the candidate's code: new session, stdio,
 mounts, working directory, then credentials (own uid or no capabilities, no new
 privileges), then the program arrives, then parent-death signal, rlimits and the
-seccomp filter (seccomp.py), then candidate.serve.
+seccomp filter (seccomp.py), then it tells the slot it is set up
+(lifecycle.SET_UP, on its bootstrap socket), then candidate.serve.
 """
 
 from __future__ import annotations
