@@ -6,8 +6,10 @@
 update   One RL update (MAGRPO's objective, AdamW, one agent, --rows rows of --length
          tokens with completions on the second half, packing "none", no remat): full
          fine-tuning against LoRA (rank --rank, alpha 2·rank, every projection), compiled
-         first, then called alternately --repeats times each; median seconds, and their
-         ratio. Both start from the same base weights and see the same rows.
+         first, then called alternately --repeats times each; median wall seconds and
+         median CPU seconds of this process (every thread: the steadier number on a
+         shared machine), and their ratios. Both start from the same base weights and
+         see the same rows.
 memory   XLA's compiled memory analysis of each update (argument, output, temporaries,
          aliased: peak = argument + output + temporaries - aliased) and the exact bytes of
          what each holds between steps: the parameters, Adam's moments, the base (LoRA)
@@ -15,7 +17,8 @@ memory   XLA's compiled memory analysis of each update (argument, output, tempor
 sampler  Decode throughput at batch 1 and --sample-batch: the policy the trainer publishes
          under LoRA (base + adapters, unmerged: the adapters' matmuls run in every step)
          against the same function merged into the base's weights (the program full
-         fine-tuning's sampler runs), greedy, alternated; tokens must agree.
+         fine-tuning's sampler runs), greedy, alternated (wall and CPU seconds);
+         the tokens must agree.
 
 The model: smollm2-135m's shape (30 layers, d 576, MLP 1536, 9 heads over 3 kv heads,
 49152-token vocabulary, tied embeddings) in --dtype (float32: storage and compute).
@@ -91,10 +94,13 @@ def held_bytes(state) -> dict:
 
 
 def timed_step(step, state, rows):
-    start = time.perf_counter()
+    """(state, wall seconds, CPU seconds of this process, loss) of one update. The CPU
+    time (every thread's) is the steadier number on a shared machine: other processes
+    stretch the wall time, not the work done."""
+    start, cpu = time.perf_counter(), time.process_time()
     state, metrics = step(state, rows)
     jax.block_until_ready(metrics)
-    return state, time.perf_counter() - start, float(metrics["loss"])
+    return state, time.perf_counter() - start, time.process_time() - cpu, float(metrics["loss"])
 
 
 def bench_update(config, base, lora, rows, repeats) -> dict:
@@ -116,19 +122,24 @@ def bench_update(config, base, lora, rows, repeats) -> dict:
         print(name, "memory", json.dumps(out[name]), flush=True)
     states = {name: state for name, (_, state) in arms.items()}
     for name, (step, _) in arms.items():  # compile (and the first call)
-        states[name], seconds, loss = timed_step(step, states[name], rows)
+        states[name], seconds, _, loss = timed_step(step, states[name], rows)
         out[name].update(first_call_s=seconds, first_loss=loss)
     times = {name: [] for name in arms}
+    cpu = {name: [] for name in arms}
     for _ in range(repeats):
         for name, (step, _) in arms.items():
-            states[name], seconds, _ = timed_step(step, states[name], rows)
+            states[name], seconds, cpu_seconds, _ = timed_step(step, states[name], rows)
             times[name].append(seconds)
-        print("update seconds", {k: [round(t, 2) for t in v] for k, v in times.items()},
+            cpu[name].append(cpu_seconds)
+        print("update wall / cpu seconds", {k: [f"{t:.1f}/{c:.1f}" for t, c in
+                                                zip(times[k], cpu[k])] for k in arms},
               flush=True)
     for name in arms:
         out[name].update(update_s=statistics.median(times[name]), times_s=times[name],
+                         update_cpu_s=statistics.median(cpu[name]), cpu_times_s=cpu[name],
                          compiles=arms[name][0].num_compiles)
     out["full_over_lora_time"] = out["full"]["update_s"] / out["lora"]["update_s"]
+    out["full_over_lora_cpu_time"] = out["full"]["update_cpu_s"] / out["lora"]["update_cpu_s"]
     out["full_over_lora_peak_memory"] = (out["full"]["memory"]["peak"]
                                          / out["lora"]["memory"]["peak"])
     out["full_over_lora_held"] = out["full"]["held"]["total"] / out["lora"]["held"]["total"]
@@ -155,22 +166,26 @@ def bench_sampler(config, lora_state, batches, prompt_len, new_tokens, repeats) 
     rng = np.random.default_rng(0)
     for batch in batches:
         prompts = [list(rng.integers(0, config.vocab_size, prompt_len)) for _ in range(batch)]
-        tokens, times = {}, {name: [] for name in samplers}
+        tokens = {}
+        times, cpu = {name: [] for name in samplers}, {name: [] for name in samplers}
         for name, sampler in samplers.items():  # compile
             tokens[name] = np.asarray(sampler.generate(prompts, jax.random.key(0), sampling)
                                       .output.tokens)
         for _ in range(repeats):
             for name, sampler in samplers.items():
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), time.process_time()
                 gen = sampler.generate(prompts, jax.random.key(0), sampling)
                 jax.block_until_ready(gen.output.tokens)
                 times[name].append(time.perf_counter() - start)
+                cpu[name].append(time.process_time() - cpu_start)
         row = {name: {"seconds": statistics.median(t), "times_s": t,
+                      "cpu_s": statistics.median(cpu[name]), "cpu_times_s": cpu[name],
                       "tokens_per_s": batch * new_tokens / statistics.median(t)}
                for name, t in times.items()}
         row["same_tokens"] = bool(np.array_equal(tokens["lora_unmerged"], tokens["merged"]))
         row["merged_over_unmerged_speed"] = (row["lora_unmerged"]["seconds"]
                                              / row["merged"]["seconds"])
+        row["merged_over_unmerged_cpu"] = row["lora_unmerged"]["cpu_s"] / row["merged"]["cpu_s"]
         out[f"batch_{batch}"] = row
         print("sampler batch", batch, json.dumps(row), flush=True)
     return out
@@ -221,7 +236,7 @@ def main() -> None:
     save()
     u = result["update"]
     print(f"update: full {u['full']['update_s']:.2f} s, LoRA {u['lora']['update_s']:.2f} s "
-          f"({u['full_over_lora_time']:.2f}x); compiled peak {u['full']['memory']['peak'] / 1e9:.2f}"
+          f"({u['full_over_lora_time']:.2f}x; CPU {u['full_over_lora_cpu_time']:.2f}x); compiled peak {u['full']['memory']['peak'] / 1e9:.2f}"
           f" vs {u['lora']['memory']['peak'] / 1e9:.2f} GB; held {u['full']['held']['total'] / 1e9:.2f}"
           f" vs {u['lora']['held']['total'] / 1e9:.2f} GB; checkpoint "
           f"{u['full']['held']['checkpoint'] / 1e6:.1f} vs {u['lora']['held']['checkpoint'] / 1e6:.1f} MB",

@@ -170,3 +170,17 @@ def test_merged_export_loads_in_transformers_with_the_adapted_logits(hf_checkpoi
     scale = np.abs(expected).max()
     assert np.abs(got - expected).max() <= 1e-4 * scale, family
     assert np.abs(base_logits - expected).max() > 1e-2 * scale  # the adapters showed
+
+
+def test_a_bfloat16_base_keeps_float32_adapters():
+    """The factors are their own float32 master copy; the base and a merge keep bf16."""
+    config = CONFIG.replace(dtype="bfloat16", param_dtype="bfloat16")
+    lora = LoRAConfig(rank=2)
+    base_model = Transformer(config, rngs=nnx.Rngs(0))
+    adapted = adapt(base_model, lora, jax.random.key(0))
+    adapters, base = split_adapters(nnx.split(adapted)[1])
+    assert {x.dtype for x in jax.tree.leaves(adapters)} == {jnp.dtype(jnp.float32)}
+    assert {x.dtype for x in jax.tree.leaves(base)} == {jnp.dtype(jnp.bfloat16)}
+    np.testing.assert_array_equal(np.asarray(adapted(TOKENS)), np.asarray(base_model(TOKENS)))
+    merged = merged_state(base, noisy(adapters), lora)
+    assert {x.dtype for x in jax.tree.leaves(merged)} == {jnp.dtype(jnp.bfloat16)}
