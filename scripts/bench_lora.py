@@ -103,18 +103,21 @@ def timed_step(step, state, rows):
     return state, time.perf_counter() - start, time.process_time() - cpu, float(metrics["loss"])
 
 
-def bench_update(config, base, lora, rows, repeats) -> dict:
-    """Full fine-tuning and LoRA updates, compiled, then alternated `repeats` times."""
+def bench_update(config, base, lora, rows, repeats, save=lambda out: None) -> dict:
+    """Full fine-tuning and LoRA updates, compiled, then alternated `repeats` times
+    (`save(partial result)` after each round: a killed run keeps what it measured)."""
     graphdef = nnx.graphdef(nnx.eval_shape(lambda: Transformer(config, rngs=nnx.Rngs(0))))
     optimizer = make_optimizer(OPTIM)
+    # One policy in the shared layout (no agent axis): LoRA's base is `base` itself, as
+    # in a trainer; full fine-tuning trains a copy of it.
     arms = {
-        "full": (make_train_step(graphdef, MAGRPO, optimizer, num_agents=1, shared=False),
-                 init_train_state([base], optimizer, shared=False, keep_reference=False)),
+        "full": (make_train_step(graphdef, MAGRPO, optimizer, num_agents=1, shared=True),
+                 init_train_state([base], optimizer, shared=True, keep_reference=False)),
         "lora": (make_train_step(adapted_graphdef(config, lora), MAGRPO, optimizer,
-                                 num_agents=1, shared=False),
+                                 num_agents=1, shared=True),
                  init_train_state([init_adapters(config, lora, jax.random.key(1))], optimizer,
-                                  shared=False, keep_reference=False, lora=lora,
-                                  base=base_layout([base], shared=False))),
+                                  shared=True, keep_reference=False, lora=lora,
+                                  base=base_layout([base], shared=True))),
     }
     out = {}
     for name, (step, state) in arms.items():
@@ -134,6 +137,7 @@ def bench_update(config, base, lora, rows, repeats) -> dict:
         print("update wall / cpu seconds", {k: [f"{t:.1f}/{c:.1f}" for t, c in
                                                 zip(times[k], cpu[k])] for k in arms},
               flush=True)
+        save(dict(out, times_s=times, cpu_times_s=cpu))
     for name in arms:
         out[name].update(update_s=statistics.median(times[name]), times_s=times[name],
                          update_cpu_s=statistics.median(cpu[name]), cpu_times_s=cpu[name],
@@ -145,6 +149,7 @@ def bench_update(config, base, lora, rows, repeats) -> dict:
     out["full_over_lora_held"] = out["full"]["held"]["total"] / out["lora"]["held"]["total"]
     out["full_over_lora_checkpoint"] = (out["full"]["held"]["checkpoint"]
                                         / out["lora"]["held"]["checkpoint"])
+    del arms, states["full"]  # the sampler part runs without full fine-tuning's state
     return out, states["lora"]
 
 
@@ -152,8 +157,7 @@ def bench_sampler(config, lora_state, batches, prompt_len, new_tokens, repeats) 
     """Greedy decode of the published LoRA policy (unmerged) vs its merged weights."""
     lora = lora_state.lora
     base_graph = nnx.graphdef(nnx.eval_shape(lambda: Transformer(config, rngs=nnx.Rngs(0))))
-    base = jax.tree.map(lambda x: x[0], lora_state.ref_params)
-    adapters = jax.tree.map(lambda x: x[0], lora_state.params)
+    base, adapters = lora_state.ref_params, lora_state.params
     # The trained adapters' B is still ~0 after a few small steps; give B values so the
     # merged and unmerged programs compute a visibly adapted function.
     adapters = jax.tree.map(lambda x: x + 0.02 * jax.random.normal(jax.random.key(2), x.shape),
@@ -225,7 +229,11 @@ def main() -> None:
     result["lora"]["trained_params"] = adapter_count(init_adapters(config, lora,
                                                                    jax.random.key(1)))
     rows = rows_of(args.rows, args.length, config.vocab_size)
-    update, lora_state = bench_update(config, base, lora, rows, args.repeats)
+    def save_update(partial):
+        result["update"] = partial
+        save()
+
+    update, lora_state = bench_update(config, base, lora, rows, args.repeats, save_update)
     result["update"] = update
     result["load_after_update"] = os.getloadavg()
     save()
