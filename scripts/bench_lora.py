@@ -11,7 +11,9 @@ update   One RL update (MAGRPO's objective, AdamW, one agent, --rows rows of --l
          shared machine), and their ratios. Both start from the same base weights and
          see the same rows.
 memory   XLA's compiled memory analysis of each update (argument, output, temporaries,
-         aliased: peak = argument + output + temporaries - aliased) and the exact bytes of
+         aliased: peak = argument + output + temporaries - aliased), each update's
+         weight-matmul FLOPs (matmul_flops: what the time ratio can reach at most, but
+         for the optimizer), and the exact bytes of
          what each holds between steps: the parameters, Adam's moments, the base (LoRA)
          and what a checkpoint writes (TrainState.checkpointed()).
 sampler  Decode throughput at batch 1 and --sample-batch: the policy the trainer publishes
@@ -76,11 +78,30 @@ def rows_of(count: int, length: int, vocab: int, seed: int = 0) -> PolicyMinibat
 
 
 def memory_analysis(step, state, rows) -> dict:
+    """XLA's compiled memory analysis of the update (bytes)."""
     analysis = step.lower(state, rows, None).compile().memory_analysis()
     out = {name: int(getattr(analysis, f"{name}_size_in_bytes"))
            for name in ("argument", "output", "temp", "alias")}
     out["peak"] = out["argument"] + out["output"] + out["temp"] - out["alias"]
     return out
+
+
+def matmul_flops(config, tokens: int, adapters: int | None) -> float:
+    """The update's weight-matmul FLOPs (attention scores, norms and the optimizer
+    left out: the same in both arms but for Adam over every weight in full fine-tuning).
+    P = the layers' projection weights, V·D the tied output projection, whose logits
+    the chunked log-probabilities compute twice (forward, and again in the backward):
+
+        full:  T · (2P fwd + 2P dX + 2P dW + 3 · 2VD + 2VD dW of the table)
+        LoRA:  T · (2P fwd + 2P dX + 3 · 2VD + 6 · adapters)     (no dW of the base)
+    """
+    d, f, hd = config.hidden_size, config.intermediate_size, config.head_dim
+    q, kv = config.num_heads * hd, config.num_kv_heads * hd
+    projections = config.num_layers * (d * (q + 2 * kv) + q * d + 3 * d * f)
+    head = 3 * 2 * config.vocab_size * d  # forward, recomputed forward, dX (tied: no dW)
+    if adapters is None:
+        return float(tokens * (6 * projections + head + 2 * config.vocab_size * d))
+    return float(tokens * (4 * projections + head + 6 * adapters))
 
 
 def held_bytes(state) -> dict:
@@ -146,6 +167,11 @@ def bench_update(config, base, lora, rows, repeats, save=lambda out: None) -> di
     out["full_over_lora_cpu_time"] = out["full"]["update_cpu_s"] / out["lora"]["update_cpu_s"]
     out["full_over_lora_peak_memory"] = (out["full"]["memory"]["peak"]
                                          / out["lora"]["memory"]["peak"])
+    tokens = int(rows.tokens.size)
+    adapters = adapter_count(arms["lora"][1].params)
+    out["full"]["matmul_gflop"] = matmul_flops(config, tokens, None) / 1e9
+    out["lora"]["matmul_gflop"] = matmul_flops(config, tokens, adapters) / 1e9
+    out["full_over_lora_matmul_flops"] = out["full"]["matmul_gflop"] / out["lora"]["matmul_gflop"]
     out["full_over_lora_held"] = out["full"]["held"]["total"] / out["lora"]["held"]["total"]
     out["full_over_lora_checkpoint"] = (out["full"]["held"]["checkpoint"]
                                         / out["lora"]["held"]["checkpoint"])
