@@ -6,16 +6,21 @@
 update   One RL update (MAGRPO's objective, AdamW, one agent, --rows rows of --length
          tokens with completions on the second half, packing "none", no remat): full
          fine-tuning against LoRA (rank --rank, alpha 2·rank, every projection), compiled
-         first, then called alternately --repeats times each; median seconds, and their
-         ratio. Both start from the same base weights and see the same rows.
+         first, then called alternately --repeats times each; median wall seconds and
+         median CPU seconds of this process (every thread: the steadier number on a
+         shared machine), and their ratios. Both start from the same base weights and
+         see the same rows.
 memory   XLA's compiled memory analysis of each update (argument, output, temporaries,
-         aliased: peak = argument + output + temporaries - aliased) and the exact bytes of
+         aliased: peak = argument + output + temporaries - aliased), each update's
+         weight-matmul FLOPs (matmul_flops: what the time ratio can reach at most, but
+         for the optimizer), and the exact bytes of
          what each holds between steps: the parameters, Adam's moments, the base (LoRA)
          and what a checkpoint writes (TrainState.checkpointed()).
 sampler  Decode throughput at batch 1 and --sample-batch: the policy the trainer publishes
          under LoRA (base + adapters, unmerged: the adapters' matmuls run in every step)
          against the same function merged into the base's weights (the program full
-         fine-tuning's sampler runs), greedy, alternated; tokens must agree.
+         fine-tuning's sampler runs), greedy, alternated (wall and CPU seconds);
+         the tokens must agree.
 
 The model: smollm2-135m's shape (30 layers, d 576, MLP 1536, 9 heads over 3 kv heads,
 49152-token vocabulary, tied embeddings) in --dtype (float32: storage and compute).
@@ -73,11 +78,30 @@ def rows_of(count: int, length: int, vocab: int, seed: int = 0) -> PolicyMinibat
 
 
 def memory_analysis(step, state, rows) -> dict:
+    """XLA's compiled memory analysis of the update (bytes)."""
     analysis = step.lower(state, rows, None).compile().memory_analysis()
     out = {name: int(getattr(analysis, f"{name}_size_in_bytes"))
            for name in ("argument", "output", "temp", "alias")}
     out["peak"] = out["argument"] + out["output"] + out["temp"] - out["alias"]
     return out
+
+
+def matmul_flops(config, tokens: int, adapters: int | None) -> float:
+    """The update's weight-matmul FLOPs (attention scores, norms and the optimizer
+    left out: the same in both arms but for Adam over every weight in full fine-tuning).
+    P = the layers' projection weights, V·D the tied output projection, whose logits
+    the chunked log-probabilities compute twice (forward, and again in the backward):
+
+        full:  T · (2P fwd + 2P dX + 2P dW + 3 · 2VD + 2VD dW of the table)
+        LoRA:  T · (2P fwd + 2P dX + 3 · 2VD + 6 · adapters)     (no dW of the base)
+    """
+    d, f, hd = config.hidden_size, config.intermediate_size, config.head_dim
+    q, kv = config.num_heads * hd, config.num_kv_heads * hd
+    projections = config.num_layers * (d * (q + 2 * kv) + q * d + 3 * d * f)
+    head = 3 * 2 * config.vocab_size * d  # forward, recomputed forward, dX (tied: no dW)
+    if adapters is None:
+        return float(tokens * (6 * projections + head + 2 * config.vocab_size * d))
+    return float(tokens * (4 * projections + head + 6 * adapters))
 
 
 def held_bytes(state) -> dict:
@@ -91,24 +115,30 @@ def held_bytes(state) -> dict:
 
 
 def timed_step(step, state, rows):
-    start = time.perf_counter()
+    """(state, wall seconds, CPU seconds of this process, loss) of one update. The CPU
+    time (every thread's) is the steadier number on a shared machine: other processes
+    stretch the wall time, not the work done."""
+    start, cpu = time.perf_counter(), time.process_time()
     state, metrics = step(state, rows)
     jax.block_until_ready(metrics)
-    return state, time.perf_counter() - start, float(metrics["loss"])
+    return state, time.perf_counter() - start, time.process_time() - cpu, float(metrics["loss"])
 
 
-def bench_update(config, base, lora, rows, repeats) -> dict:
-    """Full fine-tuning and LoRA updates, compiled, then alternated `repeats` times."""
+def bench_update(config, base, lora, rows, repeats, save=lambda out: None) -> dict:
+    """Full fine-tuning and LoRA updates, compiled, then alternated `repeats` times
+    (`save(partial result)` after each round: a killed run keeps what it measured)."""
     graphdef = nnx.graphdef(nnx.eval_shape(lambda: Transformer(config, rngs=nnx.Rngs(0))))
     optimizer = make_optimizer(OPTIM)
+    # One policy in the shared layout (no agent axis): LoRA's base is `base` itself, as
+    # in a trainer; full fine-tuning trains a copy of it.
     arms = {
-        "full": (make_train_step(graphdef, MAGRPO, optimizer, num_agents=1, shared=False),
-                 init_train_state([base], optimizer, shared=False, keep_reference=False)),
+        "full": (make_train_step(graphdef, MAGRPO, optimizer, num_agents=1, shared=True),
+                 init_train_state([base], optimizer, shared=True, keep_reference=False)),
         "lora": (make_train_step(adapted_graphdef(config, lora), MAGRPO, optimizer,
-                                 num_agents=1, shared=False),
+                                 num_agents=1, shared=True),
                  init_train_state([init_adapters(config, lora, jax.random.key(1))], optimizer,
-                                  shared=False, keep_reference=False, lora=lora,
-                                  base=base_layout([base], shared=False))),
+                                  shared=True, keep_reference=False, lora=lora,
+                                  base=base_layout([base], shared=True))),
     }
     out = {}
     for name, (step, state) in arms.items():
@@ -116,24 +146,36 @@ def bench_update(config, base, lora, rows, repeats) -> dict:
         print(name, "memory", json.dumps(out[name]), flush=True)
     states = {name: state for name, (_, state) in arms.items()}
     for name, (step, _) in arms.items():  # compile (and the first call)
-        states[name], seconds, loss = timed_step(step, states[name], rows)
+        states[name], seconds, _, loss = timed_step(step, states[name], rows)
         out[name].update(first_call_s=seconds, first_loss=loss)
     times = {name: [] for name in arms}
+    cpu = {name: [] for name in arms}
     for _ in range(repeats):
         for name, (step, _) in arms.items():
-            states[name], seconds, _ = timed_step(step, states[name], rows)
+            states[name], seconds, cpu_seconds, _ = timed_step(step, states[name], rows)
             times[name].append(seconds)
-        print("update seconds", {k: [round(t, 2) for t in v] for k, v in times.items()},
+            cpu[name].append(cpu_seconds)
+        print("update wall / cpu seconds", {k: [f"{t:.1f}/{c:.1f}" for t, c in
+                                                zip(times[k], cpu[k])] for k in arms},
               flush=True)
+        save(dict(out, times_s=times, cpu_times_s=cpu))
     for name in arms:
         out[name].update(update_s=statistics.median(times[name]), times_s=times[name],
+                         update_cpu_s=statistics.median(cpu[name]), cpu_times_s=cpu[name],
                          compiles=arms[name][0].num_compiles)
     out["full_over_lora_time"] = out["full"]["update_s"] / out["lora"]["update_s"]
+    out["full_over_lora_cpu_time"] = out["full"]["update_cpu_s"] / out["lora"]["update_cpu_s"]
     out["full_over_lora_peak_memory"] = (out["full"]["memory"]["peak"]
                                          / out["lora"]["memory"]["peak"])
+    tokens = int(rows.tokens.size)
+    adapters = adapter_count(arms["lora"][1].params)
+    out["full"]["matmul_gflop"] = matmul_flops(config, tokens, None) / 1e9
+    out["lora"]["matmul_gflop"] = matmul_flops(config, tokens, adapters) / 1e9
+    out["full_over_lora_matmul_flops"] = out["full"]["matmul_gflop"] / out["lora"]["matmul_gflop"]
     out["full_over_lora_held"] = out["full"]["held"]["total"] / out["lora"]["held"]["total"]
     out["full_over_lora_checkpoint"] = (out["full"]["held"]["checkpoint"]
                                         / out["lora"]["held"]["checkpoint"])
+    del arms, states["full"]  # the sampler part runs without full fine-tuning's state
     return out, states["lora"]
 
 
@@ -141,8 +183,7 @@ def bench_sampler(config, lora_state, batches, prompt_len, new_tokens, repeats) 
     """Greedy decode of the published LoRA policy (unmerged) vs its merged weights."""
     lora = lora_state.lora
     base_graph = nnx.graphdef(nnx.eval_shape(lambda: Transformer(config, rngs=nnx.Rngs(0))))
-    base = jax.tree.map(lambda x: x[0], lora_state.ref_params)
-    adapters = jax.tree.map(lambda x: x[0], lora_state.params)
+    base, adapters = lora_state.ref_params, lora_state.params
     # The trained adapters' B is still ~0 after a few small steps; give B values so the
     # merged and unmerged programs compute a visibly adapted function.
     adapters = jax.tree.map(lambda x: x + 0.02 * jax.random.normal(jax.random.key(2), x.shape),
@@ -155,22 +196,26 @@ def bench_sampler(config, lora_state, batches, prompt_len, new_tokens, repeats) 
     rng = np.random.default_rng(0)
     for batch in batches:
         prompts = [list(rng.integers(0, config.vocab_size, prompt_len)) for _ in range(batch)]
-        tokens, times = {}, {name: [] for name in samplers}
+        tokens = {}
+        times, cpu = {name: [] for name in samplers}, {name: [] for name in samplers}
         for name, sampler in samplers.items():  # compile
             tokens[name] = np.asarray(sampler.generate(prompts, jax.random.key(0), sampling)
                                       .output.tokens)
         for _ in range(repeats):
             for name, sampler in samplers.items():
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), time.process_time()
                 gen = sampler.generate(prompts, jax.random.key(0), sampling)
                 jax.block_until_ready(gen.output.tokens)
                 times[name].append(time.perf_counter() - start)
+                cpu[name].append(time.process_time() - cpu_start)
         row = {name: {"seconds": statistics.median(t), "times_s": t,
+                      "cpu_s": statistics.median(cpu[name]), "cpu_times_s": cpu[name],
                       "tokens_per_s": batch * new_tokens / statistics.median(t)}
                for name, t in times.items()}
         row["same_tokens"] = bool(np.array_equal(tokens["lora_unmerged"], tokens["merged"]))
         row["merged_over_unmerged_speed"] = (row["lora_unmerged"]["seconds"]
                                              / row["merged"]["seconds"])
+        row["merged_over_unmerged_cpu"] = row["lora_unmerged"]["cpu_s"] / row["merged"]["cpu_s"]
         out[f"batch_{batch}"] = row
         print("sampler batch", batch, json.dumps(row), flush=True)
     return out
@@ -210,7 +255,11 @@ def main() -> None:
     result["lora"]["trained_params"] = adapter_count(init_adapters(config, lora,
                                                                    jax.random.key(1)))
     rows = rows_of(args.rows, args.length, config.vocab_size)
-    update, lora_state = bench_update(config, base, lora, rows, args.repeats)
+    def save_update(partial):
+        result["update"] = partial
+        save()
+
+    update, lora_state = bench_update(config, base, lora, rows, args.repeats, save_update)
     result["update"] = update
     result["load_after_update"] = os.getloadavg()
     save()
@@ -221,7 +270,7 @@ def main() -> None:
     save()
     u = result["update"]
     print(f"update: full {u['full']['update_s']:.2f} s, LoRA {u['lora']['update_s']:.2f} s "
-          f"({u['full_over_lora_time']:.2f}x); compiled peak {u['full']['memory']['peak'] / 1e9:.2f}"
+          f"({u['full_over_lora_time']:.2f}x; CPU {u['full_over_lora_cpu_time']:.2f}x); compiled peak {u['full']['memory']['peak'] / 1e9:.2f}"
           f" vs {u['lora']['memory']['peak'] / 1e9:.2f} GB; held {u['full']['held']['total'] / 1e9:.2f}"
           f" vs {u['lora']['held']['total'] / 1e9:.2f} GB; checkpoint "
           f"{u['full']['held']['checkpoint'] / 1e6:.1f} vs {u['lora']['held']['checkpoint'] / 1e6:.1f} MB",
