@@ -32,6 +32,8 @@ _ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
 _DTYPES = ("float32", "bfloat16", "float16")
 # ModelConfig.attention (mtrl.models.attention, which imports this module, repeats it).
 ATTENTION = ("auto", "chunked", "xla", "cudnn", "reference")
+# ModelConfig.matmul (mtrl.models.matmul repeats it).
+MATMULS = ("auto", "xla", "onednn")
 
 
 def canonical_dtype(dtype: Any) -> str:
@@ -100,6 +102,9 @@ class ModelConfig:
     (cuDNN on a GPU where it can, else "chunked": query blocks, memory linear in the
     length), "chunked", "xla" / "cudnn" (jax.nn.dot_product_attention) or "reference"
     (the explicit einsum). Not part of the checkpoint.
+    matmul: where the projections and the output layer multiply (mtrl/models/matmul.py):
+    "auto" (oneDNN on a CPU with AMX-BF16 units and the kernel built, for a bfloat16
+    compute dtype; else XLA), "xla" or "onednn". Not part of the checkpoint.
     """
 
     vocab_size: int
@@ -126,6 +131,7 @@ class ModelConfig:
     pad_token_id: int | None = None
     initializer_range: float = 0.02
     attention: str = "auto"
+    matmul: str = "auto"
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -163,6 +169,10 @@ class ModelConfig:
             raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}")
         if self.attention not in ATTENTION:
             raise ValueError(f"attention must be one of {ATTENTION}, got {self.attention!r}")
+        if self.matmul not in MATMULS:
+            raise ValueError(f"matmul must be one of {MATMULS}, got {self.matmul!r}")
+        if self.matmul == "onednn" and self.dtype != "bfloat16":
+            raise ValueError(f"matmul='onednn' needs dtype bfloat16, got {self.dtype!r}")
         self._check_family()
         for name in ("bos_token_id", "pad_token_id"):
             value = _token_ids(getattr(self, name), name)

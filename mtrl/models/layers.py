@@ -14,6 +14,7 @@ from mtrl.models.attention import (MASK_VALUE, cache_free_mask, chunked_attentio
                                    fused_attention, grouped_attention,
                                    resolve_implementation)
 from mtrl.models.config import ModelConfig
+from mtrl.models.matmul import dense, resolve_matmul
 from mtrl.models.rope import apply_rotary
 
 class RMSNorm(nnx.Module):
@@ -37,13 +38,28 @@ class RMSNorm(nnx.Module):
         return self.weight[...].astype(x.dtype) * normed.astype(x.dtype)
 
 
+class Dense(nnx.Linear):
+    """nnx.Linear (same parameters) whose product runs where ModelConfig.matmul says:
+    XLA's dot, or oneDNN on the CPU's bf16 units (mtrl.models.matmul)."""
+
+    def __init__(self, *args, matmul: str = "xla", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.matmul = matmul
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        if resolve_matmul(self.matmul, self.dtype) == "xla":
+            return super().__call__(x)
+        bias = None if self.bias is None else self.bias[...]
+        return dense(x, self.kernel[...], bias, self.dtype)
+
+
 def _linear(config: ModelConfig, in_dim: int, out_dim: int, bias: bool,
-            rngs: nnx.Rngs) -> nnx.Linear:
-    return nnx.Linear(
+            rngs: nnx.Rngs) -> Dense:
+    return Dense(
         in_dim, out_dim, use_bias=bias, dtype=config.compute_dtype,
         param_dtype=config.weight_dtype,
         kernel_init=nnx.initializers.normal(config.initializer_range),
-        bias_init=nnx.initializers.zeros_init(), rngs=rngs)
+        bias_init=nnx.initializers.zeros_init(), rngs=rngs, matmul=config.matmul)
 
 
 class Attention(nnx.Module):
