@@ -99,8 +99,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--arms", default=",".join(ARMS))
     parser.add_argument("--smoke", action="store_true", help="2 layers, 2 rows of 32")
+    parser.add_argument("--layers", type=int, default=0,
+                        help="fewer decoder layers than SmolLM2's 30 (same widths and "
+                             "vocabulary): a shorter run on a loaded machine")
     args = parser.parse_args()
     overrides = dict(param_dtype="float32")
+    if args.layers:
+        overrides["num_layers"] = args.layers
     if args.smoke:
         overrides.update(num_layers=2, vocab_size=512)
         args.rows, args.length, args.repeats = 2, 32, 1
