@@ -8,9 +8,10 @@ output layer, when traced:
             output, a custom_vjp whose backward is two more oneDNN products
             (dx = g @ W^T, dW = x^T @ g, g cast to bf16). Needs a bfloat16 compute
             dtype and the built kernel on a CPU backend; fails in one line otherwise.
-  "auto"    "onednn" when the backend is the CPU, the compute dtype bfloat16, the
-            CPU has AMX-BF16 tiles (/proc/cpuinfo amx_bf16, amx_tile) and the kernel
-            is built; "xla" otherwise. The choice is printed once per process.
+  "auto"    "onednn" when the backend is the CPU with one device (GSPMD cannot
+            partition the custom call), the compute dtype bfloat16, the CPU has
+            AMX-BF16 tiles (/proc/cpuinfo amx_bf16, amx_tile) and the kernel is built;
+            "xla" otherwise. The choice is printed once per process.
 
 Weights stay float32 masters (or whatever param_dtype is); they are cast to bf16 for
 the product only. Results are float32 and cast to the compute dtype by the caller
@@ -33,6 +34,8 @@ def auto_choice(compute_dtype) -> tuple[str, str]:
         return "xla", f"backend {jax.default_backend()}"
     if jnp.dtype(compute_dtype) != jnp.bfloat16:
         return "xla", f"compute dtype {jnp.dtype(compute_dtype).name}"
+    if jax.device_count() > 1:  # GSPMD cannot partition the custom call
+        return "xla", f"{jax.device_count()} devices"
     if not cpu.has_amx_bf16():
         return "xla", "this CPU has no AMX-BF16 units"
     reason = onednn_matmul.load()

@@ -85,7 +85,7 @@ def test_onednn_logits_and_gradients_match_xla(tied):
 
 @needs_kernel
 def test_onednn_model_runs_in_the_traced_program():
-    tokens = jnp.zeros((1, 5), jnp.int32)
+    tokens = jnp.zeros((2, 40), jnp.int32)
     model = Transformer(CONFIG.replace(matmul="onednn"), rngs=nnx.Rngs(0))
     text = str(jax.make_jaxpr(lambda t: model(t))(tokens))
     assert onednn_matmul.TARGET in text
