@@ -14,7 +14,9 @@ from mtrl.models.attention import (MASK_VALUE, cache_free_mask, chunked_attentio
                                    fused_attention, grouped_attention,
                                    resolve_implementation)
 from mtrl.models.config import ModelConfig
-from mtrl.models.lora import LoRALinear, adapter_targets
+from mtrl.models.dense import Dense
+from mtrl.models.lora import adapter_targets
+from mtrl.models.lora_linear import LoRALinear
 from mtrl.models.rope import apply_rotary
 
 class RMSNorm(nnx.Module):
@@ -39,15 +41,15 @@ class RMSNorm(nnx.Module):
 
 
 def _linear(config: ModelConfig, in_dim: int, out_dim: int, bias: bool,
-            rngs: nnx.Rngs, name: str) -> nnx.Linear:
+            rngs: nnx.Rngs, name: str) -> Dense:
     """The projection `name` (q_proj, ..., down_proj): a LoRALinear where config.lora
-    targets it (mtrl/models/lora.py), else nnx.Linear."""
+    targets it (lora_linear.py), else Dense; both multiply where config.matmul says."""
     kwargs = dict(use_bias=bias, dtype=config.compute_dtype, param_dtype=config.weight_dtype,
                   kernel_init=nnx.initializers.normal(config.initializer_range),
-                  bias_init=nnx.initializers.zeros_init(), rngs=rngs)
+                  bias_init=nnx.initializers.zeros_init(), rngs=rngs, matmul=config.matmul)
     if adapter_targets(config, name):
         return LoRALinear(in_dim, out_dim, lora=config.lora, **kwargs)
-    return nnx.Linear(in_dim, out_dim, **kwargs)
+    return Dense(in_dim, out_dim, **kwargs)
 
 
 class Attention(nnx.Module):

@@ -16,7 +16,7 @@ separates the trained adapters from the frozen base. They are stored in float32 
 the base's storage dtype: they are their own optimizer master copy (tiny next to the
 base) and a bf16 factor would round small updates away; the product runs in the
 projection's compute dtype. `ModelConfig.lora` chooses the targets (layers.py builds a
-LoRALinear for each); adapters.py builds an adapted model from a base one.
+LoRALinear, lora_linear.py, for each); adapters.py builds an adapted model from a base one.
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import jax
-import jax.numpy as jnp
 from flax import nnx
 
 # The projections an adapter can sit on (Hugging Face names, as in the parameter paths).
@@ -90,31 +88,6 @@ class LoRAConfig:
 
 class LoRAParam(nnx.Param):
     """A low-rank adapter factor (A or B): under LoRA the only trained parameters."""
-
-
-class LoRALinear(nnx.Linear):
-    """nnx.Linear plus a low-rank update: y = x·W + b + s·(x·A)·B (module docstring).
-
-    Same kernel and bias paths as nnx.Linear (checkpoints and sharding rules see the
-    base projection), plus `lora_a` [in, r] and `lora_b` [r, out] (float32 LoRAParams).
-    """
-
-    def __init__(self, in_features: int, out_features: int, *, lora: LoRAConfig,
-                 rngs: nnx.Rngs, **linear_kwargs):
-        if not lora.enabled:
-            raise ValueError("LoRALinear needs a LoRAConfig with rank >= 1")
-        super().__init__(in_features, out_features, rngs=rngs, **linear_kwargs)
-        bound = 1.0 / math.sqrt(in_features)
-        self.lora_a = LoRAParam(jax.random.uniform(
-            rngs.params(), (in_features, lora.rank), jnp.float32, -bound, bound))
-        self.lora_b = LoRAParam(jnp.zeros((lora.rank, out_features), jnp.float32))
-        self.lora_scale = lora.scale
-
-    def __call__(self, x: jax.Array) -> jax.Array:
-        y = super().__call__(x)
-        a = self.lora_a[...].astype(y.dtype)
-        b = self.lora_b[...].astype(y.dtype)
-        return y + self.lora_scale * ((x.astype(y.dtype) @ a) @ b)
 
 
 def adapter_targets(config, name: str) -> bool:

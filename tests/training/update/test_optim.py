@@ -116,7 +116,8 @@ def test_weight_decay_applies_to_kernels_and_embeddings_only():
 
 def test_weight_decay_applies_to_lora_factors():
     """LoRA's A and B are matrices: decay pulls the adapted policy towards its base."""
-    from mtrl.models.lora import LoRAConfig, LoRALinear, LoRAParam
+    from mtrl.models.lora import LoRAConfig, LoRAParam
+    from mtrl.models.lora_linear import LoRALinear
     layer = LoRALinear(4, 3, lora=LoRAConfig(rank=2), rngs=nnx.Rngs(0))
     _, adapters, _ = nnx.split(layer, LoRAParam, ...)
     mask = {jax.tree_util.keystr(path): bool(leaf)
