@@ -40,9 +40,28 @@ TFDS_REQUIRES = [
 # on when train.wandb_project is set. In the test extra so CI runs its offline test.
 WANDB_REQUIRES = ["wandb>=0.31,<0.32"]
 
+# OpenEnv's environment protocol (mtrl/envs/openenv: train on an OpenEnv server, serve
+# mtrl's code environment as one). Its base install brings gradio and fastmcp (their
+# modules load with openenv's server), no torch. In the test extra so CI runs the
+# loopback tests.
+OPENENV_REQUIRES = ["openenv-core>=0.3.0,<0.4"]
+
+# `tensorboard --logdir workdir/...` (README): the viewer; runs write events without it.
+TENSORBOARD_REQUIRES = ["tensorboard>=2.20,<3"]
+
+# oneDNN for the bf16 matmul kernel (mtrl/kernels, built by `python -m mtrl.kernels.build`;
+# ModelConfig.matmul "auto" uses it on CPUs with AMX-BF16 units). The GNU OpenMP build
+# links nothing but libgomp; x86-64 Linux wheels only. In the test extra so CI builds
+# and tests the kernel.
+_X86_LINUX = "; platform_machine == 'x86_64' and sys_platform == 'linux'"
+AMX_REQUIRES = [f"onednn-cpu-gomp==2023.2.0{_X86_LINUX}",
+                f"onednn-devel-cpu-gomp==2023.2.0{_X86_LINUX}"]
+
 TEST_REQUIRES = [
     *TFDS_REQUIRES,
+    *AMX_REQUIRES,
     *WANDB_REQUIRES,
+    *OPENENV_REQUIRES,
     "pytest>=9.0,<10",
     "pytest-xdist>=3.8,<4",
     # CPU build, taken from local disk on the project machines; used only by the
@@ -80,8 +99,10 @@ setup(
     description="Multi-turn, multi-agent reinforcement learning for LLM agents in JAX/Flax",
     python_requires=">=3.11",
     packages=find_packages(include=["mtrl", "mtrl.*"]),
+    package_data={"mtrl.kernels": ["*.cc"]},
     install_requires=INSTALL_REQUIRES,
     extras_require={"test": TEST_REQUIRES, "tfds": TFDS_REQUIRES, "wandb": WANDB_REQUIRES,
-                    "realmodel": REALMODEL_REQUIRES,
+                    "openenv": OPENENV_REQUIRES, "tensorboard": TENSORBOARD_REQUIRES,
+                    "realmodel": REALMODEL_REQUIRES, "amx": AMX_REQUIRES,
                     "gpu": GPU_REQUIRES, "tpu": TPU_REQUIRES},
 )

@@ -6,11 +6,14 @@ Flags:
              --config.<field>=None sets a field back to the embedded default (what a
              config file that never set it gives: None where that means "unset").
   --workdir  where checkpoints, metrics.jsonl, TensorBoard events, transcripts and
-             the learning curve go (default: ./workdir/<config name>).
+             the learning curve go (default: ./workdir/<config name>, with the
+             config's argument: tool.py:mbpp -> workdir/tool-mbpp; default_workdir).
   --out      optional JSON file for the run's summary (minutes, success numbers).
-  --smoke    any config shrunk to run end to end in about a minute (one RL step, 4 SFT
-             updates, 2 validation and test tasks, coarse sampler buckets;
-             mtrl/training/config/smoke.py).
+  --smoke    any config shrunk to run end to end in a minute or two (one RL step that
+             always updates, 4 SFT updates, 2 validation and test tasks, one ranked
+             checkpoint, no export, coarse sampler buckets; mtrl/training/config/
+             smoke.py); the workdir, default or --workdir, gets a -smoke suffix, so a
+             smoke run never shares the directory of the real run of that command.
   --coordinator_address, --num_processes, --process_id, --distributed_auto
              join a multi-process run (jax.distributed; mtrl/parallel/distributed.py):
              explicit on GPU nodes and local CPU processes, --distributed_auto on TPU
@@ -29,6 +32,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import sys
 
 from absl import app, flags, logging
@@ -40,8 +44,9 @@ DEFAULT_CONFIG = str(pathlib.Path(__file__).resolve().parents[1] / "experiments"
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory of the run.")
 _OUT = flags.DEFINE_string("out", None, "Write the run summary as JSON here.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show the progress bar / lines.")
-_SMOKE = flags.DEFINE_bool("smoke", False, "Shrink the config to a run of about a minute "
-                           "(mtrl/training/config/smoke.py); workdir defaults to <name>-smoke.")
+_SMOKE = flags.DEFINE_bool("smoke", False, "Shrink the config to a short run "
+                           "(mtrl/training/config/smoke.py); the workdir (default or "
+                           "--workdir) gets a -smoke suffix.")
 _COORDINATOR = flags.DEFINE_string("coordinator_address", "",
                                    "host:port of process 0 (multi-process runs).")
 _NUM_PROCESSES = flags.DEFINE_integer("num_processes", 1, "Processes in the run.")
@@ -130,6 +135,17 @@ def config_error(error: BaseException, argv: list[str]) -> str:
     return f"--config: loading the config failed: {type(error).__name__}: {text[:300]}"
 
 
+def default_workdir(config_file: str, smoke: bool = False) -> str:
+    """workdir/<config stem>[-<argument>][-smoke] for a --config value (a path, maybe
+    with ':argument'): two commands that run different configs never share a run
+    directory (tool.py and tool.py:mbpp, a real run and its --smoke run)."""
+    path, _, argument = str(config_file).partition(":")
+    name = pathlib.Path(path).stem
+    if argument:  # a folder name: only word characters, dots and dashes
+        name += "-" + re.sub(r"[^\w.-]+", "_", argument)
+    return os.path.join("workdir", name + ("-smoke" if smoke else ""))
+
+
 def _define_config_flag(default: str = DEFAULT_CONFIG):
     global _CONFIG
     if _CONFIG is None:
@@ -155,18 +171,22 @@ def main(argv) -> None:
         sys.exit(f"error: {config_error(e, sys.argv)}")
     apply_unsets(config, _UNSET)
     config_file = config_flags.get_config_filename(flags.FLAGS["config"])
-    name = pathlib.Path(config_file).stem
     from mtrl.training.config import resolve_paths
     resolve_paths(config, config_file)  # data and weights: from the checkout, not the cwd
+    from mtrl.training.run.inputs import config_inputs_missing
+    missing = config_inputs_missing(config, config_file)  # before any work: what makes each
+    if missing:
+        sys.exit("\n".join(f"error: {line}" for line in missing))
     sampler_buckets = {}
     if _SMOKE.value:
         from mtrl.training.config import apply_smoke
         from mtrl.training.config.smoke import SAMPLER_BUCKETS
         apply_smoke(config, keep=frozenset(path for _, path in _override_flags(sys.argv))
                     | frozenset(path for _, path in _UNSET))
-        name += "-smoke"
         sampler_buckets = SAMPLER_BUCKETS
-    workdir = _WORKDIR.value or os.path.join("workdir", name)
+    workdir = default_workdir(config_file, _SMOKE.value)
+    if _WORKDIR.value:  # a smoke run never shares the real run's directory
+        workdir = _WORKDIR.value.rstrip("/\\") + ("-smoke" if _SMOKE.value else "")
     from mtrl.parallel.distributed import DistributedConfig, initialize
     try:
         distributed = DistributedConfig(_COORDINATOR.value, _NUM_PROCESSES.value,
@@ -178,13 +198,17 @@ def main(argv) -> None:
     interrupts.install()  # Ctrl-C / SIGTERM: stop at a safe point, one line
     from mtrl.training.loop.trainer import Trainer  # heavy imports after flag parsing
     from mtrl.sampling import BucketPolicy
+    created = _first_missing(workdir)
     try:
         trainer = Trainer(config, workdir, show_progress=_PROGRESS.value,
                           sampler_buckets=BucketPolicy(**sampler_buckets))
     except ValueError as e:
+        if created is not None:  # a refused run leaves nothing behind
+            shutil.rmtree(created, ignore_errors=True)
         sys.exit(error_lines(e))
     from mtrl.training.checkpoints.checkpointing import CheckpointError
     from mtrl.training.update.memory import StepMemoryError
+    from mtrl.rollout.environment import EnvironmentFailure
     interrupted = unusable = None
     try:
         result = trainer.run()
@@ -194,6 +218,8 @@ def main(argv) -> None:
         unusable = e
     except StepMemoryError as e:  # a packed update that cannot fit: one line, not an OOM
         unusable = e
+    except EnvironmentFailure as e:  # e.g. an external environment server stopped answering
+        unusable = e
     finally:
         trainer.close()  # waits for the checkpoint in flight
     if interrupted is not None:
@@ -201,9 +227,23 @@ def main(argv) -> None:
     if unusable is not None:
         sys.exit(f"error: {unusable}")
     from mtrl.parallel.distributed import is_main_process
+    if _SMOKE.value and is_main_process() and result["steps"] and not result["updates_run"]:
+        sys.exit("error: --smoke: the RL update stage did not run (every step's update "
+                 "was skipped: no trainable token after the loss-mask filters); the run "
+                 "tested everything else")
     if _OUT.value and is_main_process():  # one summary per run, not per process
         with open(_OUT.value, "w") as f:
             json.dump(result, f, indent=2)
+
+
+def _first_missing(workdir: str) -> pathlib.Path | None:
+    """The outermost folder of `workdir` that does not exist yet (what a run made
+    there would create), or None."""
+    path = pathlib.Path(workdir).absolute()
+    missing = None
+    while not path.exists():
+        missing, path = path, path.parent
+    return missing
 
 
 def _exit_interrupted(e) -> None:

@@ -57,7 +57,7 @@ def step_memory(attention: str, agents: int, bins: int, budget: int, rows: int, 
         predicted=spec(row_shape, bool))
     step = make_train_step(graphdef, PolicyObjectiveConfig(loss="ppo"), optimizer,
                            num_agents=agents, shared=False, packing="tree", remat=remat)
-    compiled = step._jitted.lower(state, minibatch, packed).compile()
+    compiled = step.lower(state, minibatch, packed).compile()
     analysis = compiled.memory_analysis()
     scores = bins * config.num_heads * budget * budget * 4
     out = dict(attention=attention, agents=agents, bins=bins, budget=budget, rows=rows,

@@ -2,6 +2,7 @@
 every branch's full history each turn, in one run (docs/design.md section 8).
 
     python scripts/bench_rollout.py --out rollout.json
+    python scripts/bench_rollout.py --smoke --out /tmp/rollout_smoke.json   # CI's form
 
 Setup: T=2, G=4, N=2, align, --tasks code tasks, the `tiny` preset with random
 weights, the code environment with `plain` feedback (a fixed instruction; the sandbox
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import jax
@@ -56,11 +58,14 @@ class HalfSolved(Environment):
 
 
 def timed_rollout(tasks, env, backend, tokenizer, config, key):
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), os.times()
     tree = rollout(tasks, env, backend, tokenizer, config, key)
-    wall = time.perf_counter() - start
+    wall, end = time.perf_counter() - start, os.times()
     m = tree.metrics
-    return {"wall_s": wall, "device_s": m["rollout/device_seconds"],
+    # Process CPU seconds beside wall: on a shared machine the wall time grows with
+    # other jobs' load, the CPU time of the same work much less (BENCHMARKS.md).
+    return {"wall_s": wall, "cpu_s": end.user - cpu.user + end.system - cpu.system,
+            "load1": os.getloadavg()[0], "device_s": m["rollout/device_seconds"],
             "env_s": m["rollout/env_seconds"], "tokens": m["rollout/generated_tokens"],
             "nodes": [int(m[f"rollout/turn{t}_nodes"]) for t in (1, 2)
                       if f"rollout/turn{t}_nodes" in m]}
@@ -74,10 +79,18 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--preset", default="tiny")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true",
+                        help="2 tasks, 8 new tokens, 1 repeat, a 1-layer model: every arm "
+                             "in seconds (CI runs it; no timing is asserted)")
     args = parser.parse_args()
+    if args.smoke:
+        args.tasks, args.max_new_tokens, args.repeats = 2, 8, 1
 
     tokenizer = ByteTokenizer()
-    models = [Transformer(PRESETS.get(args.preset), rngs=nnx.Rngs(s)) for s in (0, 1)]
+    model_config = PRESETS.get(args.preset)
+    if args.smoke:  # one layer: the sampler's programs compile in a fraction of the time
+        model_config = model_config.replace(num_layers=1)
+    models = [Transformer(model_config, rngs=nnx.Rngs(s)) for s in (0, 1)]
     states = [nnx.split(m)[1] for m in models]
     tasks = make_tasks(args.tasks)
     base = RolloutConfig(num_turns=2, num_generations=4, num_agents=2, joint_mode="align",
@@ -96,6 +109,7 @@ def main() -> None:
             best["tok_s"] = best["tokens"] / best["device_s"]
             results[name] = best
             print(f"{name:>18}: {best['tok_s']:9.0f} tok/s  device {best['device_s']:.2f}s  "
+                  f"cpu {best['cpu_s']:.2f}s  "
                   f"env {best['env_s']:.2f}s  nodes {best['nodes']}", flush=True)
 
         run("tree_align", SamplerBackend(sampler, states, sampling), base)
@@ -119,6 +133,8 @@ def main() -> None:
             1 - results["tree_half_stop"]["tokens"] / results["tree_no_stop"]["tokens"],
         "termination_device_saved_fraction":
             1 - results["tree_half_stop"]["device_s"] / results["tree_no_stop"]["device_s"],
+        "tree_cpu_s": tree["cpu_s"], "naive_cpu_s": naive["cpu_s"],
+        "cpu_speedup": (tree["tokens"] / tree["cpu_s"]) / (naive["tokens"] / naive["cpu_s"]),
         "config": {"tasks": args.tasks, "T": 2, "G": 4, "N": 2, "preset": args.preset,
                    "max_new_tokens": args.max_new_tokens, "devices": str(jax.devices())},
         "runs": results,

@@ -240,7 +240,7 @@ def remat_memory(rows_count: int, length: int) -> dict:
     for remat in ("none", "dots", "full"):
         step = make_train_step(graphdef, MAGRPO, optimizer, num_agents=1, shared=False,
                                remat=remat)
-        compiled = step._jitted.lower(state, rows, None).compile()
+        compiled = step.lower(state, rows, None).compile()
         analysis = compiled.memory_analysis()
         out[remat] = {"peak_bytes": int(analysis.argument_size_in_bytes
                                         + analysis.temp_size_in_bytes

@@ -1,8 +1,8 @@
 """Reproduces one registered claim (experiments/claims/<NAME>.py) on several seeds and
 records it: JSON and a row of the reproduction table in BENCHMARKS.md.
 
-    python scripts/reproduce.py --claim multi_vs_single_turn --seeds 0,1,2 \\
-        --out docs/reproductions/multi_vs_single_turn.json
+    python scripts/reproduce.py --claim multi_vs_single_turn \\
+        --out docs/reproductions/multi_vs_single_turn.json     # the claim's own seeds
     python scripts/reproduce.py --claim ... --dry-run     # print the commands only
 
 Per seed one SFT-only warm start is shared by the claim's two arms (the arm runner of
@@ -13,6 +13,10 @@ it. The record (mtrl/training/evidence/claims.py) holds per arm the overrides an
 values of the claim's metric, the paired difference treatment − baseline over seeds
 with its 95% t interval (mtrl/training/evidence/paired_ci.py) and the verdict by the rule
 stated there, beside the prediction the claim file carried before the run.
+
+`--arms multi_turn` runs only the named arms, in that order (one process per seed
+and arm can then share a machine's cores), and writes no record: the full command
+with `--reuse` afterwards reads the finished runs and writes it.
 
 A smaller scale than the claim's (--steps, --override, e.g. fewer SFT updates) is
 allowed and written into the record's `scale`, so a record never passes for a
@@ -38,7 +42,8 @@ from mtrl.training.evidence.claims import claim_record, load_claim  # noqa: E402
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--claim", required=True, help="a file stem in experiments/claims")
-    parser.add_argument("--seeds", default="0,1,2", help="comma-separated, >= 2 for an interval")
+    parser.add_argument("--seeds", default="", help="comma-separated, >= 2 for an interval "
+                        "(default: the claim file's seeds; others are recorded under scale)")
     parser.add_argument("--out", default="", help="JSON record (default "
                         "docs/reproductions/<claim>.json)")
     parser.add_argument("--table", default=str(ROOT / "BENCHMARKS.md"),
@@ -49,6 +54,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--root", default="workdir/reproduce", help="workdirs go here")
     parser.add_argument("--minutes", type=float, default=0.0, help="each run's budget")
     parser.add_argument("--dry-run", action="store_true", help="print the commands only")
+    parser.add_argument("--arms", default="", help="comma-separated arm names to run, in "
+                        "this order; no record is written (default: every arm, then the record)")
     parser.add_argument("--reuse", action="store_true",
                         help="keep arm runs that finished with the same command (a stopped "
                              "claim run resumes at its first unfinished arm)")
@@ -59,7 +66,7 @@ def main(argv=None) -> dict | None:
     args = parse_args(argv)
     claim = load_claim(args.claim)
     try:
-        seeds = [int(s) for s in args.seeds.split(",")]
+        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else list(claim.seeds)
     except ValueError:
         raise SystemExit(f"--seeds: comma-separated integers, got {args.seeds!r}") from None
     steps = args.steps or claim.steps
@@ -72,21 +79,32 @@ def main(argv=None) -> dict | None:
                    eval_interval=min(claim.eval_interval, steps), minutes=args.minutes,
                    overrides=overrides, dry_run=args.dry_run, warm_root=warm_root,
                    reuse=args.reuse)
+    arms = claim.arms
+    if args.arms:
+        by_name = {arm.name: arm for arm in claim.arms}
+        unknown = [name for name in args.arms.split(",") if name not in by_name]
+        if unknown:
+            raise SystemExit(f"--arms: unknown {unknown}; the claim's arms: {list(by_name)}")
+        arms = tuple(by_name[name] for name in args.arms.split(","))
     started = time.perf_counter()
     runs = []
     for seed in seeds:
         warm = warm_start(plan, seed)
-        for arm in claim.arms:
+        for arm in arms:
             runs.append(run_arm(plan, arm.name, arm.overrides, seed, warm))
-    if args.dry_run:
+    if args.dry_run or args.arms:
+        if args.arms and not args.dry_run:
+            print("--arms: no record written; run without --arms, with --reuse, for it")
         return None
     scale = {"suite": claim.suite, "steps": steps, "claim_steps": claim.steps,
              "common_overrides": list(claim.common), "extra_overrides": list(args.override),
-             "full_size": steps == claim.steps and not args.override}
+             "claim_seeds": list(claim.seeds),
+             "full_size": (steps == claim.steps and not args.override
+                           and seeds == list(claim.seeds))}
     # This invocation's time plus the trainer's own time of each arm run it reused.
     minutes = (time.perf_counter() - started) / 60 + sum(
         r.get("minutes") or 0.0 for r in runs if r.get("reused"))
-    record = claim_record(claim, seeds, runs, minutes, scale)
+    record = claim_record(claim, seeds, runs, minutes, scale, code=plan.code)
     out = pathlib.Path(args.out or ROOT / "docs" / "reproductions" / f"{claim.name}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")

@@ -64,6 +64,8 @@ LONG_FIRST = (
     "tests/scripts/test_bench_gpu.py",
     "tests/training/loop/test_interrupt_evaluations.py",
     "tests/notebooks/test_quickstart.py",
+    "tests/envs/openenv/test_train.py",
+    "tests/envs/openenv/test_client.py",
     "tests/parallel/test_multiprocess.py",
     "tests/sampling/test_sampler.py",
     "tests/parallel/test_mesh_equality.py",

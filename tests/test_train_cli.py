@@ -92,3 +92,23 @@ def test_none_for_a_field_the_config_lacks_is_one_line():
     assert error_lines(result) == ["error: --config.train.stepz: the config has no field "
                                    "'train.stepz'; a flag can only set a field that the "
                                    "config file defines"]
+
+
+def test_a_refused_run_leaves_no_workdir_behind(tmp_path):
+    # Refused by the config's checks, after the launcher made the workdir's folders.
+    result = launch("--config.rollout.num_generations=0", f"--workdir={tmp_path / 'new' / 'run'}")
+    assert result.returncode != 0
+    assert error_lines(result)[-1].startswith("error: config.rollout"), result.stderr
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept"  # a folder that was there before is not removed
+    kept.mkdir()
+    result = launch("--config.rollout.num_generations=0", f"--workdir={kept}")
+    assert result.returncode != 0 and kept.is_dir()
+
+
+def test_default_workdirs_carry_the_configs_argument_and_smoke():
+    from mtrl.train import default_workdir
+    assert default_workdir("experiments/configs/tool.py:mbpp") == "workdir/tool-mbpp"
+    assert default_workdir("experiments/configs/tool.py") == "workdir/tool"
+    assert default_workdir("/abs/math.py", smoke=True) == "workdir/math-smoke"
+    assert default_workdir("x.py:a b/c") == "workdir/x-a_b_c"

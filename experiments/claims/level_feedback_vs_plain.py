@@ -1,5 +1,7 @@
-"""level_feedback vs plain revision prompts, on the embedded default's iid test split
-(prediction written 2026-11-26, before any run of this claim on the iid split)."""
+"""level_feedback vs plain revision prompts, on the embedded default's values split (test
+inputs no agent saw in training). Prediction written 2026-11-27 before any run of this
+claim on this split (the 2026-11-26 prediction, for the old split, is in the superseded
+record); seen before it: only the SFT loss of the default's first seed on this split."""
 
 from mtrl.training.evidence.claims import Arm, Claim
 
@@ -9,10 +11,10 @@ CLAIM = Claim(
     source=("Liu et al. 2025, 'LLM Collaboration With Multi-Agent Reinforcement "
             "Learning' (CoMLRL / MAGRPO): level feedback (which tests "
             "fail, with their values) as the next turn's observation"),
-    prediction=("level_feedback above plain on iid test success, by about +0.2 to +0.4: "
+    prediction=("level_feedback above plain on test success, by about +0.15 to +0.45: "
                 "with plain the failing probe that names the coefficient is never shown, "
-                "so turn 2 cannot beat a guess (validation on the old split: 0.54 vs "
-                "0.19); counted as reproduced in size from +0.10"),
+                "so a second attempt can only guess one of 38 coefficients; counted as "
+                "reproduced in size from +0.10"),
     direction=+1,
     min_effect=0.10,
     metric="test_success",
@@ -21,4 +23,5 @@ CLAIM = Claim(
     budget="same T = 2, G = 4 tree in both arms: 20 samples per agent per task per step",
     steps=20,
     eval_interval=10,
+    positive_control="level_feedback",
 )

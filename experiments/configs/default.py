@@ -35,19 +35,21 @@ def get_config():
     # Every distinct train task: 30 train functions x 30 tasks (the iid test's 10
     # functions left train; before it, 1,000 of 1,200).
     c.data.num_train = 900
-    c.data.options = dict(probe_form="difference", heldout_by="function", offset_range=(0, 9),
-                          terms=("x", "2x", "3x", "4x", "neg"), probe_xs=(1,),
+    # Values, not names: the helper's k ranges over -19..19 and main's b over -99..99;
+    # validation holds out 10% of the coefficients and 10% of the offsets (spread over
+    # each range), the test split another 10% of each, and no train task has a
+    # held-out value. So every text a test task shows an agent (its prompt, the failing
+    # probe that names k, the revision instruction with b) is new, and its right answers
+    # are numbers no agent wrote in training: using the feedback means copying digits.
+    c.data.options = dict(probe_form="difference", heldout_by="values",
+                          coefficient_range=(-19, 19), offset_range=(-99, 99),
+                          heldout_value_fraction=0.1, probe_xs=(1,),
                           test_xs=(-3, -2, -1, 1, 2, 3, 4), iid_test=True,
-                          test_terms=("neg2x", "neg3x", "neg4x"), test_offset_range=(0, 9))
-    # Test split (iid_test): one more held-out term per offset (balanced over terms,
-    # fixed by the data seed), in neither train nor validation: numbers seen in
-    # training, (term, offset) pairs not; validation's functions are unchanged by it.
-    # ood_test split: coefficients -2, -3, -4, which no agent saw in SFT or RL (k in
-    # {1, 2, 3, 4, -1} elsewhere), so the helper's turn-2 probe and both agents' right
-    # answers are new (the former test split, the same tasks). Both are evaluated
-    # after SFT and once for the checkpoint validation ("heldout") chose. Offsets stay
-    # in 0..9: with two-digit offsets (10-14) and coefficients 5-7 the byte model wrote
-    # invalid code for every ood task (0.00 on every arm).
+                          test_terms=("23x", "neg27x", "31x"), test_offset_range=(100, 130))
+    # ood_test: coefficients and offsets outside the training ranges (two- and
+    # three-digit numbers of lengths no agent copied there): extrapolation, reported
+    # beside the test split. Both are evaluated after SFT and once for the checkpoint
+    # validation chose.
     c.data.test_split = "test"
     # Revisions: one per train task (whose term is not the teacher's guess) for both.
     # Main's turn-2 prompt (feedback alone) is a format its first turns never show;

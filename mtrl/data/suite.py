@@ -210,6 +210,8 @@ SUITE_MODULES = {
     "gsm8k": "mtrl.data.gsm8k_suite",
     "textworld": "mtrl.data.textworld_suite",
     "calc": "mtrl.data.calc_suite",
+    "openenv": "mtrl.data.openenv_suite",
+    "arith": "mtrl.data.arith_suite",
 }
 
 

@@ -140,6 +140,7 @@ BUILDER_MODULES = (
     "mtrl.envs.math.builder",
     "mtrl.envs.tool.builder",
     "mtrl.envs.textworld.builder",
+    "mtrl.envs.openenv.builder",
 )
 
 

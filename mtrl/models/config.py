@@ -26,12 +26,16 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from mtrl.models.lora import LoRAConfig
+
 FAMILIES = ("llama", "qwen2", "qwen3")
 _ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
                   "qwen3": "Qwen3ForCausalLM"}
 _DTYPES = ("float32", "bfloat16", "float16")
 # ModelConfig.attention (mtrl.models.attention, which imports this module, repeats it).
 ATTENTION = ("auto", "chunked", "xla", "cudnn", "reference")
+# ModelConfig.matmul (mtrl.models.matmul repeats it).
+MATMULS = ("auto", "xla", "onednn")
 
 
 def canonical_dtype(dtype: Any) -> str:
@@ -100,6 +104,12 @@ class ModelConfig:
     (cuDNN on a GPU where it can, else "chunked": query blocks, memory linear in the
     length), "chunked", "xla" / "cudnn" (jax.nn.dot_product_attention) or "reference"
     (the explicit einsum). Not part of the checkpoint.
+    lora: low-rank adapters on the attention and MLP projections (mtrl/models/lora.py;
+    build an adapted model from a base one with adapters.adapt), or None. Not part of
+    the Hugging Face config: an export holds merged weights.
+    matmul: where the projections and the output layer multiply (mtrl/models/matmul.py):
+    "auto" (oneDNN on a CPU with AMX-BF16 units and the kernel built, for a bfloat16
+    compute dtype; else XLA), "xla" or "onednn". Not part of the checkpoint.
     """
 
     vocab_size: int
@@ -126,6 +136,8 @@ class ModelConfig:
     pad_token_id: int | None = None
     initializer_range: float = 0.02
     attention: str = "auto"
+    lora: LoRAConfig | None = None
+    matmul: str = "auto"
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -163,7 +175,15 @@ class ModelConfig:
             raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}")
         if self.attention not in ATTENTION:
             raise ValueError(f"attention must be one of {ATTENTION}, got {self.attention!r}")
+        if self.matmul not in MATMULS:
+            raise ValueError(f"matmul must be one of {MATMULS}, got {self.matmul!r}")
+        if self.matmul == "onednn" and self.dtype != "bfloat16":
+            raise ValueError(f"matmul='onednn' needs dtype bfloat16, got {self.dtype!r}")
         self._check_family()
+        if self.lora is not None and not isinstance(self.lora, LoRAConfig):
+            raise ValueError(f"lora must be a LoRAConfig or None, got {self.lora!r}")
+        if self.lora is not None and not self.lora.enabled:
+            set_("lora", None)  # rank 0: no adapters
         for name in ("bos_token_id", "pad_token_id"):
             value = _token_ids(getattr(self, name), name)
             if isinstance(value, tuple):

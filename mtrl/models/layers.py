@@ -14,6 +14,9 @@ from mtrl.models.attention import (MASK_VALUE, cache_free_mask, chunked_attentio
                                    fused_attention, grouped_attention,
                                    resolve_implementation)
 from mtrl.models.config import ModelConfig
+from mtrl.models.dense import Dense
+from mtrl.models.lora import adapter_targets
+from mtrl.models.lora_linear import LoRALinear
 from mtrl.models.rope import apply_rotary
 
 class RMSNorm(nnx.Module):
@@ -38,12 +41,15 @@ class RMSNorm(nnx.Module):
 
 
 def _linear(config: ModelConfig, in_dim: int, out_dim: int, bias: bool,
-            rngs: nnx.Rngs) -> nnx.Linear:
-    return nnx.Linear(
-        in_dim, out_dim, use_bias=bias, dtype=config.compute_dtype,
-        param_dtype=config.weight_dtype,
-        kernel_init=nnx.initializers.normal(config.initializer_range),
-        bias_init=nnx.initializers.zeros_init(), rngs=rngs)
+            rngs: nnx.Rngs, name: str) -> Dense:
+    """The projection `name` (q_proj, ..., down_proj): a LoRALinear where config.lora
+    targets it (lora_linear.py), else Dense; both multiply where config.matmul says."""
+    kwargs = dict(use_bias=bias, dtype=config.compute_dtype, param_dtype=config.weight_dtype,
+                  kernel_init=nnx.initializers.normal(config.initializer_range),
+                  bias_init=nnx.initializers.zeros_init(), rngs=rngs, matmul=config.matmul)
+    if adapter_targets(config, name):
+        return LoRALinear(in_dim, out_dim, lora=config.lora, **kwargs)
+    return Dense(in_dim, out_dim, **kwargs)
 
 
 class Attention(nnx.Module):
@@ -53,10 +59,14 @@ class Attention(nnx.Module):
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
         d, hd = config.hidden_size, config.head_dim
         self.num_heads, self.num_kv_heads, self.head_dim = config.num_heads, config.num_kv_heads, hd
-        self.q_proj = _linear(config, d, config.num_heads * hd, config.attention_bias, rngs)
-        self.k_proj = _linear(config, d, config.num_kv_heads * hd, config.attention_bias, rngs)
-        self.v_proj = _linear(config, d, config.num_kv_heads * hd, config.attention_bias, rngs)
-        self.o_proj = _linear(config, config.num_heads * hd, d, config.attention_out_bias, rngs)
+        self.q_proj = _linear(config, d, config.num_heads * hd, config.attention_bias, rngs,
+                              "q_proj")
+        self.k_proj = _linear(config, d, config.num_kv_heads * hd, config.attention_bias, rngs,
+                              "k_proj")
+        self.v_proj = _linear(config, d, config.num_kv_heads * hd, config.attention_bias, rngs,
+                              "v_proj")
+        self.o_proj = _linear(config, config.num_heads * hd, d, config.attention_out_bias, rngs,
+                              "o_proj")
         if config.qk_norm:
             self.q_norm = RMSNorm(hd, eps=config.rms_norm_eps, param_dtype=config.weight_dtype)
             self.k_norm = RMSNorm(hd, eps=config.rms_norm_eps, param_dtype=config.weight_dtype)
@@ -89,9 +99,9 @@ class MLP(nnx.Module):
 
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
         d, f = config.hidden_size, config.intermediate_size
-        self.gate_proj = _linear(config, d, f, config.mlp_bias, rngs)
-        self.up_proj = _linear(config, d, f, config.mlp_bias, rngs)
-        self.down_proj = _linear(config, f, d, config.mlp_bias, rngs)
+        self.gate_proj = _linear(config, d, f, config.mlp_bias, rngs, "gate_proj")
+        self.up_proj = _linear(config, d, f, config.mlp_bias, rngs, "up_proj")
+        self.down_proj = _linear(config, f, d, config.mlp_bias, rngs, "down_proj")
 
     def __call__(self, x: jax.Array) -> jax.Array:
         return self.down_proj(jax.nn.silu(self.gate_proj(x)) * self.up_proj(x))

@@ -32,6 +32,7 @@ from flax import nnx
 from mtrl.models.config import ModelConfig
 from mtrl.models.kv_cache import KVCache
 from mtrl.models.layers import DecoderBlock, RMSNorm
+from mtrl.models.matmul import bf16_matmul, bf16_matmul_transposed, resolve_matmul
 from mtrl.models.remat import check_remat, remat_layer
 from mtrl.models.rope import inverse_frequencies, rotary_cos_sin
 
@@ -245,9 +246,14 @@ class Transformer(nnx.Module):
 
     def logits(self, hidden: jax.Array) -> jax.Array:
         """float32 [..., V] logits from final hidden states; the product accumulates in
-        float32 whatever the compute dtype (the log-probabilities RL trains on)."""
+        float32 whatever the compute dtype (the log-probabilities RL trains on), on
+        XLA or oneDNN per ModelConfig.matmul (mtrl.models.matmul)."""
         if hidden.shape[-1] != self.config.hidden_size:
             raise ValueError(f"hidden size {hidden.shape[-1]} != {self.config.hidden_size}")
+        if resolve_matmul(self.config.matmul, self.config.compute_dtype) == "onednn":
+            if self.lm_head is None:
+                return bf16_matmul_transposed(hidden, self.embed_tokens.embedding[...])
+            return bf16_matmul(hidden, self.lm_head.kernel[...])
         if self.lm_head is None:
             table = self.embed_tokens.embedding[...].astype(hidden.dtype)
             return jnp.einsum("...d,vd->...v", hidden, table, preferred_element_type=jnp.float32)

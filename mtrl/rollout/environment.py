@@ -35,6 +35,12 @@ import dataclasses
 from typing import Any, Mapping, Sequence
 
 
+class EnvironmentFailure(RuntimeError):
+    """An environment could not score a step (an external server that stopped
+    answering, a malformed reply): the message says which and why. Raised instead of
+    a made-up reward; mtrl/train.py ends the run with it in one line."""
+
+
 @dataclasses.dataclass(frozen=True)
 class StepResult:
     reward: float  # immediate reward of this joint action

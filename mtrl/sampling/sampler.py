@@ -104,9 +104,9 @@ class Sampler:
         # A mtrl.parallel.ShardingPlan: parameters laid out by its rules (pass states
         # so laid out to set_state), prompt rows split over data/fsdp; None: one device.
         self.shardings = shardings
-        self.state = (committed(self.state) if shardings is None
-                      else shardings.shard_tree(self.state))
         self.model_config = model.config
+        self.state = (committed(self._sampling_copy(self.state)) if shardings is None
+                      else shardings.shard_tree(self._sampling_copy(self.state)))
         self.buckets = buckets
         self.traces = TraceCounter()
         # Host-side work counters (real rows / tokens, bucket padding excluded), e.g. to
@@ -127,7 +127,18 @@ class Sampler:
     def set_state(self, state: nnx.State) -> None:
         """Use new parameters (same structure and shapes: no recompilation)."""
         # Committed on one device as a restored state is: the same compiled programs.
+        state = self._sampling_copy(state)
         self.state = state if self.shardings is not None else committed(state)
+
+    def _sampling_copy(self, state: nnx.State) -> nnx.State:
+        """The parameters as the sampler keeps them: with a bfloat16 compute dtype, float
+        weights in bfloat16 (every use casts them to the compute dtype first, so the
+        values are the trainer's; decoding reads half the bytes per step)."""
+        dtype = self.model_config.compute_dtype
+        if dtype != jnp.bfloat16:
+            return state
+        return jax.tree.map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating)
+                            else x, state)
 
     # -- public entry points ---------------------------------------------------------
 

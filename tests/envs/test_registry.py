@@ -13,13 +13,16 @@ import pytest
 from mtrl.config.options import OptionsDecl, field_default, section_options
 from mtrl.envs.registry import (ENV_BUILDERS, EnvBuilder, EnvRequest, EnvSection,
                                 build_environment, env_options, load_builders)
-from mtrl.training.config import base_config, parse
+from mtrl.training.config import base_config, module_from_file, parse
+from tests.conftest import ROOT
 from tests.envs.math.smoke import load_config, minimal
 
 load_builders()
 ENVS = ENV_BUILDERS.names()
 CONFIGS = {"code": base_config, "textworld": lambda: load_config("textworld"),
-           "math": lambda: minimal("math"), "tool": lambda: minimal("tool")}
+           "math": lambda: minimal("math"), "tool": lambda: minimal("tool"),
+           "openenv": lambda: module_from_file(ROOT / "experiments" / "configs" /
+                                               "openenv.py").get_config()}
 
 
 def config_of(env_name: str):
@@ -95,7 +98,9 @@ class Recording:
 
 
 class NoPool:
-    def __init__(self, **kwargs):
+    """A stand-in for a sandbox pool or an OpenEnv client: no processes, no server."""
+
+    def __init__(self, *args, **kwargs):
         pass
 
     def close(self):
@@ -109,6 +114,10 @@ def test_a_builder_reads_the_options_it_declares(monkeypatch, env_name):
     from mtrl.data.suite import build_suite
     for module in ("mtrl.envs.code.builder", "mtrl.envs.tool.builder"):
         monkeypatch.setattr(f"{module}.SandboxPool", NoPool)  # no worker processes
+    # openenv: no server (its /schema names the action field; no session is opened)
+    monkeypatch.setattr("mtrl.envs.openenv.builder.action_key_from_schema",
+                        lambda url, timeout_s: ("message", ["message"]))
+    monkeypatch.setattr("mtrl.envs.openenv.env.EpisodeClient", NoPool)
     c = config_of(env_name)
     run = parse(c)
     suite = None if env_name == "textworld" else build_suite(run.data, 0)

@@ -7,7 +7,8 @@ jax.distributed must be set before jax starts, which the pytest process already 
         [--coordinator HOST:PORT --num_processes P --process_id I]
 
 Each --mesh runs in turn in this process (keys of the .npz are prefixed "<mesh>/");
-"<mesh>@tree" runs that mesh with tree packing instead of --packing;
+"<mesh>@tree" runs that mesh with tree packing instead of --packing, "<mesh>@lora"
+with LoRA adapters (rank 2) over the frozen base;
 --mesh none: the plain single-device code path (no plan), the reference. --save
 checkpoints the last mesh's final state; --restore DIR instead restores DIR's
 checkpoint onto each mesh's fresh state and reports its parameters (no steps).
@@ -56,7 +57,8 @@ _INITIALIZED = []
 
 def run(args, mesh: str, save: str) -> dict:
     mesh, _, override = mesh.partition("@")
-    packing = override or args.packing
+    lora = override == "lora"  # LoRA adapters over the frozen base, --packing as given
+    packing = args.packing if lora or not override else override
     from mtrl.parallel.distributed import DistributedConfig, initialize
     if not _INITIALIZED:
         initialize(DistributedConfig(coordinator_address=args.coordinator,
@@ -100,6 +102,15 @@ def run(args, mesh: str, save: str) -> dict:
     objective = PolicyObjectiveConfig(loss="reinforce", aggregation="token-mean",
                                       kl=KLPenaltyConfig("k3", 0.05))
     state = init_train_state(params, optim, shared=False, keep_reference=True)
+    if lora:
+        from mtrl.models.adapters import adapted_graphdef, init_adapters
+        from mtrl.models.lora import LoRAConfig
+        from mtrl.training.update.train_state import base_layout
+        adapters_config = LoRAConfig(rank=2, alpha=4.0)
+        adapters = [init_adapters(config, adapters_config, jax.random.key(a)) for a in range(n)]
+        state = init_train_state(adapters, optim, shared=False, keep_reference=True,
+                                 lora=adapters_config, base=base_layout(params, False))
+        graphdef = adapted_graphdef(config, adapters_config)
     plan = None
     if mesh != "none":
         plan = ShardingPlan.build(MeshConfig(mesh), config)

@@ -1,6 +1,7 @@
 """On 8 simulated CPU devices, three train steps of a small model give the same
 losses, gradient norms and parameters on meshes (8,1,1), (2,4,1), (2,2,2) as the
-single-device code path; greedy sampling gives identical tokens; every parameter's
+single-device code path (and so do LoRA's adapters over a sharded base); greedy
+sampling gives identical tokens; every parameter's
 `.sharding` is what the rules say; a checkpoint saved on 8 devices restores on 1."""
 
 import re
@@ -14,12 +15,14 @@ from tests.parallel.workers import assert_same_run, params_of, run_worker
 MESHES = ("8,1,1", "2,4,1", "2,2,2")
 # The trainer's default packing ("tree": packed bins, tree attention) on a mesh too.
 PACKED = ("none@tree", "2,2,2@tree")
+# LoRA: adapters (replicated: no rule names them) over a base laid out by the rules.
+LORA = ("none@lora", "2,2,2@lora")
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("mesh")
-    out = run_worker(tmp / "runs.npz", ("none",) + PACKED + MESHES, "--sample", "--save",
+    out = run_worker(tmp / "runs.npz", ("none",) + PACKED + LORA + MESHES, "--sample", "--save",
                      tmp / "ckpt", devices=8)
     return out, tmp / "ckpt"
 
@@ -35,6 +38,15 @@ def test_tree_packed_step_on_a_mesh_matches_one_device(results):
     out, _ = results
     assert_same_run(out, "none@tree", out, "2,2,2@tree")
     assert_same_run(out, "none", out, "none@tree")  # packing changes nothing either
+
+
+def test_lora_step_on_a_mesh_matches_one_device(results):
+    out, _ = results
+    assert_same_run(out, "none@lora", out, "2,2,2@lora")
+    assert int(out["2,2,2@lora/compiles"]) == 1
+    assert all("lora_" in name for name in params_of(out, "2,2,2@lora"))  # adapters trained
+    # B = 0 at the start: LoRA's first update sees the full fine-tuning run's loss.
+    np.testing.assert_allclose(out["none@lora/losses"][0], out["none/losses"][0], rtol=1e-6)
 
 
 @pytest.mark.parametrize("mesh", MESHES)

@@ -11,6 +11,7 @@ from mtrl.training.evidence import arm_runs
 from mtrl.training.evidence.claim_table import BEGIN, END, update_table
 from mtrl.training.evidence.claims import CLAIMS_DIR, load_claim
 from mtrl.training.config import module_from_file
+from mtrl.training.run.provenance import code_state, run_provenance, write_provenance
 
 PATH = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "reproduce.py"
 reproduce = module_from_file(PATH)
@@ -20,10 +21,16 @@ SUCCESS = {("single_turn", 0): 0.2, ("single_turn", 1): 0.1, ("single_turn", 2):
            ("multi_turn", 0): 0.5, ("multi_turn", 1): 0.3, ("multi_turn", 2): 0.7,
            ("plain", 0): 0.2, ("plain", 1): 0.1, ("level_feedback", 0): 0.5,
            ("level_feedback", 1): 0.3}
+# The shared warm start's test success per seed: multi_turn (the positive control) gains
+# 0.4, 0.3, 0.4 over it, an interval above 0, so the verdict can speak.
+POST_SFT = {0: 0.1, 1: 0.0, 2: 0.3}
 
 
-def fake_trainer(commands):
-    """Stands in for `python -m mtrl.train`: writes summary.json and metrics.jsonl."""
+def fake_trainer(commands, code=None):
+    """Stands in for `python -m mtrl.train`: writes summary.json, metrics.jsonl and
+    provenance.json (this checkout's code state, or `code`; warm digest "warm<seed>")."""
+    code = code or code_state()
+
     def run(command, log):
         commands.append(command)
         flags = dict(arg[2:].split("=", 1) for arg in command if arg.startswith("--"))
@@ -36,11 +43,14 @@ def fake_trainer(commands):
         else:
             success = SUCCESS[(arm, seed)]
             summary = {"steps": 2, "minutes": 0.1, "best_step": 2, "over_budget": False,
-                       "final_best_success": success, "post_sft_test_success": 0.1,
+                       "final_best_success": success, "post_sft_test_success": POST_SFT[seed],
                        "test_metrics": {"test_success": success}}
             (workdir / "metrics.jsonl").write_text("\n".join(json.dumps(
                 {"step": s, "step_time_s": 1.0, "rollout/generated_samples": 120.0})
                 for s in (1, 2)) + "\n")
+        provenance = run_provenance({"seed": seed}, {"digest": f"warm{seed}"}, None, code=code)
+        summary["provenance"] = provenance
+        write_provenance(workdir, provenance)
         (workdir / "summary.json").write_text(json.dumps(summary))
         log.write_text("ok\n")
         return 0
@@ -71,9 +81,10 @@ def test_reproduce_end_to_end_writes_record_and_table_row(tmp_path, monkeypatch)
     assert record["metric"] == "test_success" and record["seeds"] == [0, 1, 2]
     assert record["metric_on"] == "test split"
     assert record["arms"]["single_turn"]["values"] == [0.2, 0.1, 0.3]
-    assert record["arms"]["multi_turn"]["overrides"] == []
+    assert record["arms"]["multi_turn"]["overrides"] == ["train.eval_turns=2"]
     assert record["arms"]["single_turn"]["overrides"] == ["rollout.num_turns=1",
-                                                          "rollout.num_generations=20"]
+                                                          "rollout.num_generations=20",
+                                                          "train.eval_turns=2"]
     d = record["difference"]
     assert d["mean"] == pytest.approx(0.3) and len(d["ci95"]) == 2
     # d = (0.3, 0.2, 0.4): s = 0.1, t_{0.975,2} = 4.3027 -> half width 0.2484.
@@ -172,3 +183,55 @@ def test_reuse_keeps_arms_that_finished_with_the_same_command(tmp_path, monkeypa
     commands.clear()
     reproduce.main([*argv, "--reuse", "--steps", "3", "--out", str(tmp_path / "fourth.json")])
     assert len(commands) == 4 and all("--config.train.steps=3" in c for c in commands)
+
+
+def test_reuse_refuses_runs_of_other_code_or_another_warm_start(tmp_path, monkeypatch):
+    commands = []
+    monkeypatch.setattr(arm_runs, "run_process", fake_trainer(commands))
+    argv = ["--claim", "multi_vs_single_turn", "--seeds", "0,1", "--table",
+            str(tmp_path / "B.md"), "--root", str(tmp_path / "runs"), "--steps", "2",
+            "--out", str(tmp_path / "r.json")]
+    reproduce.main(argv)
+    first = json.loads((tmp_path / "r.json").read_text())
+    run = first["runs"][0]
+    assert run["provenance"]["code"] == code_state() and len(run["metrics_sha256"]) == 64
+    assert [p["step"] for p in run["curve"]] == [1, 2]
+    # The same command under other code: the warm starts are refused in one line.
+    other = dict(code_state(), commit="0" * 40)
+    monkeypatch.setattr(arm_runs, "code_state", lambda: other)
+    with pytest.raises(SystemExit, match=r"warm_seed0 cannot be reused: its commit differs"):
+        reproduce.main(argv)
+    monkeypatch.undo()
+    monkeypatch.setattr(arm_runs, "run_process", fake_trainer(commands))
+    # An arm that started from another warm start is refused under --reuse.
+    arm = tmp_path / "runs" / "multi_vs_single_turn" / "multi_turn" / "seed1"
+    recorded = json.loads((arm / "provenance.json").read_text())
+    recorded["warm_start"] = {"digest": "another"}
+    write_provenance(arm, recorded)
+    with pytest.raises(SystemExit, match="seed1 cannot be reused: it started from another"):
+        reproduce.main([*argv, "--reuse"])
+
+
+def test_arms_runs_the_named_arms_in_order_and_the_reuse_run_writes_the_record(
+        tmp_path, monkeypatch):
+    commands = []
+    monkeypatch.setattr(arm_runs, "run_process", fake_trainer(commands))
+    table = tmp_path / "BENCHMARKS.md"
+    table.write_text("# Benchmarks\n")
+    out = tmp_path / "rec.json"
+    argv = ["--claim", "multi_vs_single_turn", "--table", str(table), "--out", str(out),
+            "--root", str(tmp_path / "runs"), "--steps", "2"]
+    for seed in ("0", "1"):  # one process per seed, treatment first
+        reproduce.main([*argv, "--seeds", seed, "--arms", "multi_turn,single_turn"])
+    arms = [pathlib.Path(dict(a[2:].split("=", 1) for a in c if a.startswith("--"))
+                         ["workdir"]).parent.name for c in commands
+            if "--config.train.steps=0" not in c]
+    assert arms == ["multi_turn", "single_turn"] * 2
+    assert not out.exists() and BEGIN not in table.read_text()  # no record from --arms
+    commands.clear()
+    reproduce.main([*argv, "--seeds", "0,1", "--reuse"])
+    assert commands == []  # every run reused
+    record = json.loads(out.read_text())
+    assert record["arms"]["multi_turn"]["values"] == [0.5, 0.3]
+    with pytest.raises(SystemExit, match="--arms: unknown \\['two_turn'\\]"):
+        reproduce.main([*argv, "--seeds", "0", "--arms", "two_turn"])

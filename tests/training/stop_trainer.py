@@ -53,10 +53,10 @@ def stop_in_evaluation(signum: int, where: str, step: int) -> None:
             signal_once()
         return evaluate(self, at, split)
 
-    def test_after_signal(self, at):
+    def test_after_signal(self, at, *args, **kwargs):
         if where == "final-test":
             signal_once()
-        return test(self, at)
+        return test(self, at, *args, **kwargs)
 
     Trainer.evaluate, Trainer.test = evaluate_after_signal, test_after_signal
 

@@ -34,10 +34,9 @@ from typing import Sequence
 
 import numpy as np
 
-from mtrl.config.fields import check_choice
 from mtrl.data.synthetic.family import IntFunction, consistent_members
 from mtrl.data.synthetic.tasks import SyntheticTask
-from mtrl.data.synthetic.terms import TERMS
+from mtrl.data.synthetic.terms import check_term, get_term
 from mtrl.envs.code.analysis import AUX_NAME as HELPER_NAME
 from mtrl.envs.code.task import CodeTask
 
@@ -58,11 +57,10 @@ def single_agent_completion(function: IntFunction, entry_point: str) -> str:
 
 def helper_completion(function: IntFunction) -> str:
     """Agent 1: the term alone, as `aux(x)`. A linear term k*x is written with k as a
-    default argument, `def aux(x, k=3):\n    return k*x`, the first thing written and
-    a few tokens after the feedback's failing probe `f(1) - f(0) == 3` (the tiny
-    templates end the helper's revision prompt with it): the same short copy that
-    the main agent makes of the example's value."""
-    term = TERMS.get(function.term)
+    default argument, `def aux(x, k=3):\n    return k*x`, the first thing written: a
+    copy of the feedback's failing probe `f(1) - f(0) == 3`, the number just before the
+    task that the tiny templates' revision instruction restates."""
+    term = get_term(function.term)
     if term.coefficient is not None:
         return f"def {HELPER_NAME}(x, k={term.coefficient}):\n    return k*x\n"
     return f"def {HELPER_NAME}(x):\n    return {term.expression}\n"
@@ -121,7 +119,7 @@ def check_first_guess(first_guess: str | None, num_agents: int) -> None:
         return
     if num_agents != 2:
         raise ValueError("first_guess is the helper's term: it needs num_agents = 2")
-    check_choice("first_guess", first_guess, TERMS)
+    check_term("first_guess", first_guess)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 
 from mtrl.config.fields import check_choice
-from mtrl.data.synthetic.terms import TERMS
+from mtrl.data.synthetic.terms import check_term, get_term, linear_term_name
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -47,15 +47,15 @@ class IntFunction:
     offset: int
 
     def __post_init__(self):
-        check_choice("term", self.term, TERMS)
+        check_term("term", self.term)
 
     def __call__(self, x: int) -> int:
-        return TERMS.get(self.term).apply(x) + self.offset
+        return get_term(self.term).apply(x) + self.offset
 
     @property
     def expression(self) -> str:
         """Canonical Python source: '2*x+7', 'x*x-3', '-x' (offset 0 omitted)."""
-        return with_offset(TERMS.get(self.term).expression, self.offset)
+        return with_offset(get_term(self.term).expression, self.offset)
 
 
 def with_offset(base: str, offset: int) -> str:
@@ -69,14 +69,17 @@ def with_offset(base: str, offset: int) -> str:
 
 
 PROBE_FORMS = ("value", "difference")
-HELDOUT_BY = ("offset", "function")
+HELDOUT_BY = ("offset", "function", "values")
 
 
 @dataclasses.dataclass(frozen=True)
 class FamilyConfig:
     """Which functions exist and how their tasks look.
 
-    terms: registered term names (see `TERMS`).
+    terms: term names (`terms.get_term`: registered ones, or linear "12x" / "neg12x").
+    coefficient_range: (low, high), or () for none: the terms are then every linear
+      k*x with low <= k <= high, k != 0 (`terms` is replaced), so that reading k from
+      the feedback means copying a number, not naming one of a few terms.
     offset_range: inclusive (low, high) range of b.
     example_xs: points where the one shown example may be taken.
     test_xs: points where hidden tests may be taken (the example's x is excluded).
@@ -87,6 +90,10 @@ class FamilyConfig:
       (point, value) pair.
     heldout_offset_fraction: share of the offsets whose functions are held out
       (heldout_by="offset").
+    heldout_value_fraction: heldout_by="values": the share of the coefficients and
+      of the offsets held out for validation (and as many again for test with
+      iid_test), chosen one per stratum of the sorted values, so they spread over
+      each range.
     entry_point: the function name the prompt asks for and the tests call.
     probe_form: how the first (probe) test is written. "value": `assert f(x1) == y1`;
       "difference": `assert f(x1) - f(x0) == d` with x0 the example's point, so the
@@ -99,7 +106,11 @@ class FamilyConfig:
       occurs in train but no held-out (term, offset) pair does; held-out prompts do
       occur in train with the other terms, so a policy that answers turn 1 from the
       prompt alone avoids the held-out term and can only solve held-out tasks by
-      reading the feedback.
+      reading the feedback. "values" (linear terms, coefficient_range): validation
+      holds out a set of coefficients and a set of offsets, its members are their
+      product, and no train member has either value, so no number a held-out task
+      shows (its example, its probe, its tests' values aside) occurs in any train
+      prompt or feedback: every agent-visible text of a held-out task is new.
     test_terms / test_offset_range: the out-of-distribution test members, test_terms
       x test offsets, which must share no member with terms x offset_range (empty:
       none). With terms and offsets outside the training ones, such a task's prompt
@@ -114,12 +125,14 @@ class FamilyConfig:
     """
 
     terms: tuple[str, ...] = ("x", "2x", "3x", "square", "neg")
+    coefficient_range: tuple[int, ...] = ()
     offset_range: tuple[int, int] = (-9, 9)
     example_xs: tuple[int, ...] = (0,)
     test_xs: tuple[int, ...] = (-3, -2, -1, 1, 2, 3, 4)
     num_tests: int = 3
     probe_xs: tuple[int, ...] = ()
     heldout_offset_fraction: float = 0.25
+    heldout_value_fraction: float = 0.1
     entry_point: str = "f"
     probe_form: str = "value"
     heldout_by: str = "offset"
@@ -129,13 +142,20 @@ class FamilyConfig:
 
     def __post_init__(self):
         for name in ("terms", "example_xs", "test_xs", "offset_range", "probe_xs",
-                     "test_terms", "test_offset_range"):
+                     "test_terms", "test_offset_range", "coefficient_range"):
             if not isinstance(getattr(self, name), tuple):
                 raise TypeError(f"FamilyConfig.{name} must be a tuple")
+        if self.coefficient_range:
+            low, high = (self.coefficient_range + (None, None))[:2]
+            if len(self.coefficient_range) != 2 or not low <= high:
+                raise ValueError(f"FamilyConfig.coefficient_range must be (low, high) with "
+                                 f"low <= high, got {self.coefficient_range}")
+            object.__setattr__(self, "terms", tuple(
+                linear_term_name(k) for k in range(low, high + 1) if k != 0))
         if len(self.terms) < 2 or len(set(self.terms)) != len(self.terms):
             raise ValueError(f"FamilyConfig.terms must be >= 2 distinct names, got {self.terms}")
         for term in self.terms:
-            TERMS.get(term)  # raises with the valid names
+            _check_term(term)
         if len(self.offset_range) != 2 or self.offset_range[0] > self.offset_range[1]:
             raise ValueError(f"FamilyConfig.offset_range must be (low, high) with low <= high, "
                              f"got {self.offset_range}")
@@ -166,6 +186,11 @@ class FamilyConfig:
         if self.iid_test and self.heldout_by == "function" and len(self.terms) < 3:
             raise ValueError("FamilyConfig.iid_test with heldout_by='function' needs >= 3 "
                              "terms (validation, test and train each keep one per offset)")
+        if not 0.0 < self.heldout_value_fraction < 0.5:
+            raise ValueError(f"FamilyConfig.heldout_value_fraction must be in (0, 0.5), "
+                             f"got {self.heldout_value_fraction}")
+        if self.heldout_by == "values":
+            self._check_values_split()
         if self.iid_test and self.heldout_by == "offset" and \
                 self.num_offsets - 2 * self.num_heldout_offsets < 1:
             raise ValueError("FamilyConfig.iid_test: offset_range leaves no train offset "
@@ -173,6 +198,15 @@ class FamilyConfig:
         if not self.entry_point.isidentifier() or self.entry_point in ("x", "aux"):
             raise ValueError(f"FamilyConfig.entry_point must be an identifier other than "
                              f"'x' and 'aux', got {self.entry_point!r}")
+
+    def _check_values_split(self) -> None:
+        if any(get_term(t).coefficient is None for t in self.terms):
+            raise ValueError("FamilyConfig.heldout_by='values' needs linear terms (set "
+                             "coefficient_range), got " + ", ".join(self.terms))
+        for name, count in (("coefficients", len(self.terms)), ("offsets", self.num_offsets)):
+            if count - 2 * heldout_value_count(count, self.heldout_value_fraction) < 1:
+                raise ValueError(f"FamilyConfig.heldout_by='values': too few {name} ({count}) "
+                                 f"to hold out {self.heldout_value_fraction:.0%} twice")
 
     def _check_test_members(self) -> None:
         if not self.test_terms and not self.test_offset_range:
@@ -182,7 +216,7 @@ class FamilyConfig:
             raise ValueError("FamilyConfig: a test split needs test_terms and test_offset_range="
                              f"(low, high), got {self.test_terms}, {self.test_offset_range}")
         for term in self.test_terms:
-            TERMS.get(term)
+            _check_term(term)
         shared = set(self.test_members()) & set(self.members())
         if shared:
             raise ValueError(f"FamilyConfig: test members also in train/heldout, e.g. "
@@ -221,9 +255,26 @@ class FamilyConfig:
         return tuple(IntFunction(term, b) for term in self.terms for b in self.offsets)
 
 
+def _check_term(name: str) -> None:
+    get_term(name)  # a KeyError listing the registered names
+
+
+def heldout_value_count(count: int, fraction: float) -> int:
+    """How many of `count` values heldout_by="values" holds out per split (>= 1)."""
+    return max(1, round(fraction * count))
+
+
 def consistent_members(config: FamilyConfig, x: int, y: int) -> tuple[IntFunction, ...]:
-    """The family members f with f(x) == y: the hypotheses one example leaves open."""
-    return tuple(member for member in config.members() if member(x) == y)
+    """The family members f with f(x) == y: the hypotheses one example leaves open
+    (term-major, as `members()`). Each term admits at most the one offset
+    b = y - g(x), so this costs |terms|, not |terms| x |offsets|."""
+    low, high = config.offset_range
+    out = []
+    for term in config.terms:
+        b = y - get_term(term).apply(x)
+        if low <= b <= high:
+            out.append(IntFunction(term, b))
+    return tuple(out)
 
 
 def separating_probes(config: FamilyConfig, function: IntFunction,

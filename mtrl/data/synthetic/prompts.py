@@ -20,8 +20,10 @@ TINY_PROMPT_TEMPLATES = PromptTemplates(
     # the prompt at the same distance from the answer as in the first turn: what the
     # main agent learned to copy there works unchanged in a revision.
     revise="Revise {function}. {prompt}",
-    # The helper's answer does not depend on the example; its revision prompt ends
-    # with the feedback's failing probe (compact feedback lists failures last), whose
-    # value it copies: `f(1) - f(0) == 3` -> `def aux(x, k=3):`.
-    revise_helper="Revise {function}.",
+    # The helper's revision restates the task too, so every text an agent sees names
+    # its task's numbers: a broken first helper or a passing probe leaves no bare
+    # "Revise aux." that every split shares (tests/data/synthetic/test_default_disjoint).
+    # Its answer is the failing probe's value, `f(1) - f(0) == 3` -> `def aux(x, k=3):`,
+    # the number before the restated example's.
+    revise_helper="Revise {function}. {prompt}",
 )

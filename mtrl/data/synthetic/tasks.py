@@ -21,7 +21,8 @@ import numpy as np
 
 from mtrl.config.fields import check_choice
 from mtrl.data.synthetic.family import (FamilyConfig, IntFunction, consistent_members,
-                                        separating_probes)
+                                        heldout_value_count, separating_probes)
+from mtrl.data.synthetic.terms import get_term
 from mtrl.envs.code.task import CodeTask
 
 Split = Literal["train", "heldout", "test", "ood_test"]
@@ -106,10 +107,46 @@ def _make_task(config: FamilyConfig, function: IntFunction, example_x: int, prob
     return SyntheticTask(code_task, function, example_x, split)
 
 
+def spread_choice(values: tuple[int, ...], count: int, rng: np.random.Generator,
+                  exclude: frozenset = frozenset()) -> tuple[int, ...]:
+    """`count` of the sorted `values` not in `exclude`, one drawn from each of `count`
+    equal strata (consecutive runs), so the choice spreads over the whole range."""
+    free = sorted(v for v in values if v not in exclude)
+    if count > len(free):
+        raise ValueError(f"cannot hold out {count} of {len(free)} values")
+    bounds = np.linspace(0, len(free), count + 1).round().astype(int)
+    return tuple(free[int(rng.integers(lo, hi))] for lo, hi in zip(bounds[:-1], bounds[1:]))
+
+
+def heldout_values(config: FamilyConfig, seed: int, split: str
+                   ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """heldout_by="values": (coefficients, offsets) held out for `split` ("heldout" or
+    "test"); test's are drawn outside validation's."""
+    coefficients = tuple(get_term(t).coefficient for t in config.terms)
+    k_count = heldout_value_count(len(coefficients), config.heldout_value_fraction)
+    b_count = heldout_value_count(config.num_offsets, config.heldout_value_fraction)
+    rng = _rng(seed, "offsets")
+    ks = spread_choice(coefficients, k_count, rng)
+    bs = spread_choice(config.offsets, b_count, rng)
+    if split == "heldout":
+        return ks, bs
+    rng = _rng(seed, "test_members")
+    return (spread_choice(coefficients, k_count, rng, frozenset(ks)),
+            spread_choice(config.offsets, b_count, rng, frozenset(bs)))
+
+
+def _members_with_values(config: FamilyConfig, ks, bs) -> frozenset[IntFunction]:
+    return frozenset(f for f in config.members()
+                     if get_term(f.term).coefficient in ks and f.offset in bs)
+
+
 def heldout_functions(config: FamilyConfig, seed: int) -> frozenset[IntFunction]:
     """The held-out members: those with a held-out offset (heldout_by="offset"), or
     one term per offset, the terms dealt out in seeded rounds so each is held out for
-    about |offsets| / |terms| offsets (heldout_by="function")."""
+    about |offsets| / |terms| offsets (heldout_by="function"), or the held-out
+    coefficients x the held-out offsets (heldout_by="values")."""
+    if config.heldout_by == "values":
+        return _members_with_values(config, *heldout_values(config, seed, "heldout"))
     if config.heldout_by == "offset":
         held = set(heldout_offsets(config, seed))
         return frozenset(f for f in config.members() if f.offset in held)
@@ -170,6 +207,8 @@ def iid_test_functions(config: FamilyConfig, seed: int,
     offsets, as in validation. heldout_by="offset": every term at
     num_heldout_offsets seeded offsets outside validation's.
     """
+    if config.heldout_by == "values":
+        return _members_with_values(config, *heldout_values(config, seed, "test"))
     rng = _rng(seed, "test_members")
     if config.heldout_by == "offset":
         held_offsets = {f.offset for f in held}
@@ -220,6 +259,11 @@ def make_splits(config: FamilyConfig = FamilyConfig(), *, num_train: int = 2000,
     heldout_members = tuple(f for f in config.members() if f in held)
     iid_members = tuple(f for f in config.members() if f in iid)
     train_members = tuple(f for f in config.members() if f not in held and f not in iid)
+    if config.heldout_by == "values":  # no train member shares a held-out value
+        ks = {get_term(f.term).coefficient for f in held | iid}
+        bs = {f.offset for f in held | iid}
+        train_members = tuple(f for f in train_members
+                              if get_term(f.term).coefficient not in ks and f.offset not in bs)
     if config.heldout_by == "offset":
         # A held-out prompt must not occur in train (or test) with another answer.
         def examples(members):

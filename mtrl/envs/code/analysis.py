@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 
+from mtrl.envs.code import dataflow, rebinding
 from mtrl.envs.code.extraction import try_parse
 from mtrl.envs.sandbox.types import SyntaxErrorInfo
 
@@ -47,15 +48,17 @@ class AgentSyntaxError:
 
 @dataclasses.dataclass(frozen=True)
 class HelperUsage:
-    """How the entry point uses `aux` (two agents only)."""
+    """How the entry point uses `aux` (two agents only), by data flow (dataflow.py)."""
 
-    calls_aux: bool  # the entry point's body contains a call `aux(...)`
-    ignored_calls: tuple[int, ...]  # lines (in main's code) of `aux(...)` as a bare statement
-    thin_wrapper: bool  # the body only returns aux's result
+    calls_aux: bool  # the entry point's own body contains a call `aux(...)`
+    ignored_calls: tuple[int, ...]  # lines (in main's code) of calls whose value never reaches a return
+    thin_wrapper: bool  # every value it returns is aux's value unchanged
+    reaches_return: bool = False  # some call's value reaches a value it returns
+    rebound: str = ""  # why what runs may not be this def (then nothing here is vouched for)
 
     @property
     def uses_result(self) -> bool:
-        return self.calls_aux and not self.ignored_calls
+        return self.calls_aux and self.reaches_return and not self.ignored_calls
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,21 +143,23 @@ def check_function(code: str, name: str) -> FunctionCheck:
     if function is None:
         return FunctionCheck(name, defined=False, returns_value=False)
     returns = any(isinstance(node, ast.Return) and node.value is not None
-                  for node in _own_nodes(function))
+                  for node in dataflow.own_nodes(function))
     return FunctionCheck(name, defined=True, returns_value=returns)
 
 
 def helper_usage(main_code: str, entry_point: str, helper: str = AUX_NAME) -> HelperUsage:
-    """How the entry point defined in `main_code` calls `helper` (see HelperUsage)."""
-    function = top_level_function(try_parse(main_code), entry_point)
+    """How the entry point defined in `main_code` uses `helper` (see HelperUsage)."""
+    tree = try_parse(main_code)
+    function = top_level_function(tree, entry_point)
     if function is None:
         return HelperUsage(calls_aux=False, ignored_calls=(), thin_wrapper=False)
-    nodes = list(_own_nodes(function))
-    calls = [node for node in nodes if _is_call_to(node, helper)]
-    ignored = tuple(sorted(node.lineno for node in nodes
-                           if isinstance(node, ast.Expr) and _is_call_to(node.value, helper)))
+    calls = dataflow.helper_calls(function, helper)
+    ignored = tuple(call.lineno for call in calls
+                    if not dataflow.reaches_return(function, [call]))
     return HelperUsage(calls_aux=bool(calls), ignored_calls=ignored,
-                       thin_wrapper=bool(calls) and _is_thin_wrapper(function, helper))
+                       thin_wrapper=bool(calls) and dataflow.passes_through(function, helper),
+                       reaches_return=len(ignored) < len(calls),
+                       rebound=rebinding.why_rebound(tree, function))
 
 
 def remove_top_level_functions(code: str, names: set[str]) -> str:
@@ -217,34 +222,3 @@ def agent_programs(analysis: CandidateAnalysis) -> tuple[str, str]:
                if isinstance(node, (ast.Import, ast.ImportFrom))
                and not (isinstance(node, ast.ImportFrom) and node.module == "__future__")]
     return "\n".join([*imports, main]).strip("\n"), helper
-
-
-def _own_nodes(function: ast.AST):
-    """Nodes of a function's body, not descending into nested functions/classes/lambdas."""
-    stack = list(ast.iter_child_nodes(function))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                 ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(node))
-
-
-def _is_call_to(node: ast.AST, name: str) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
-
-
-def _is_thin_wrapper(function: ast.FunctionDef | ast.AsyncFunctionDef, helper: str) -> bool:
-    """The body, docstring and `pass` aside, is `return <expr with aux(...)>` or
-    `v = aux(...)` followed by `return v`: no logic of its own around the helper."""
-    body = [stmt for stmt in function.body
-            if not isinstance(stmt, ast.Pass)
-            and not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))]
-    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
-        return any(_is_call_to(node, helper) for node in ast.walk(body[0].value))
-    if len(body) == 2 and isinstance(body[0], ast.Assign) and isinstance(body[1], ast.Return):
-        assign, ret = body
-        return (len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Name)
-                and _is_call_to(assign.value, helper)
-                and isinstance(ret.value, ast.Name) and ret.value.id == assign.targets[0].id)
-    return False

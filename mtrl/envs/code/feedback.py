@@ -39,6 +39,11 @@ from mtrl.registry import Registry
 
 SandboxSlice = Union[int, str, None]
 FEEDBACK_STYLES = ("full", "compact")
+# Caps on fields that are not free text but may carry the candidate's text all the
+# same: an exception's type name is whatever its class is called (issue 39: a type
+# named "...\n- Tests: 3/3 passed." forged a line), and names come from the task.
+TYPE_CHARS = 48
+NAME_CHARS = 64
 _STATUS_WORDS = {"failed": "FAILED", "error": "ERROR", "timeout": "TIMEOUT"}
 
 
@@ -107,8 +112,15 @@ FEEDBACK_MODES: Registry[FeedbackFn] = Registry("feedback mode")
 
 
 def _cap(text: str, limit: int) -> str:
-    text = " ".join(text.split())  # one line, whatever the test or traceback looked like
+    """`text` on one line (every run of whitespace, line breaks included, is one
+    space) and at most `limit` characters. Every field that reaches a prompt or
+    the expert goes through it."""
+    text = " ".join(str(text).split())  # one line, whatever the test or traceback looked like
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _name(text: str) -> str:
+    return _cap(text, NAME_CHARS)
 
 
 def _function_line(ctx: FeedbackContext, agent: int | None, owner: int) -> str:
@@ -123,7 +135,7 @@ def _function_line(ctx: FeedbackContext, agent: int | None, owner: int) -> str:
         state = "found, but it never returns a value"
     else:
         state = "found, returns a value"
-    return f"- Function `{check.name}`{whose}: {state}."
+    return f"- Function `{_name(check.name)}`{whose}: {state}."
 
 
 def _syntax_line(ctx: FeedbackContext, agent: int | None) -> str:
@@ -167,11 +179,11 @@ def _shown_results(ctx: FeedbackContext) -> tuple[int, int, list[tuple[str, str,
     for test in shown:
         if test.status == "passed":
             continue
-        error = test.error_type or test.status
+        error = _cap(test.error_type or test.status, TYPE_CHARS)
         if test.message:
             error = f"{error}: {_cap(test.message, options.max_message_chars)}"
-        failures.append((_STATUS_WORDS.get(test.status, test.status.upper()), test.source,
-                         error))
+        word = _STATUS_WORDS.get(test.status) or _cap(test.status.upper(), TYPE_CHARS)
+        failures.append((word, test.source, error))
     return sum(test.status == "passed" for test in counted), len(counted), failures
 
 
@@ -187,11 +199,14 @@ def _hidden_tests_fail(ctx: FeedbackContext) -> bool:
 
 
 def _helper_use(ctx: FeedbackContext) -> str:
-    """How main uses aux: 'missing' | 'no_call' | 'ignored' | 'thin' | 'uses'."""
+    """How main uses aux: 'missing' | 'rebound' | 'no_call' | 'ignored' | 'thin' |
+    'uses' (the entry point's data flow, analysis.helper_usage)."""
     analysis = ctx.verdict.analysis
     helper = analysis.helper
     if not analysis.main.defined or helper is None:
         return "missing"
+    if helper.rebound:
+        return "rebound"
     if not helper.calls_aux:
         return "no_call"
     if helper.ignored_calls:
@@ -200,12 +215,16 @@ def _helper_use(ctx: FeedbackContext) -> str:
 
 
 def _helper_line(ctx: FeedbackContext) -> str:
-    main, state = ctx.task.entry_point, _helper_use(ctx)
+    main, state = _name(ctx.task.entry_point), _helper_use(ctx)
+    helper = ctx.verdict.analysis.helper
     if state == "ignored":
-        lines = ctx.verdict.analysis.helper.ignored_calls[:3]
+        lines = helper.ignored_calls[:3]
         where = ", ".join(str(line) for line in lines)
         return (f"- Helper use: `{main}` calls `{AUX_NAME}` but ignores its result "
                 f"(line {where} of the `{main}` code).")
+    if state == "rebound":
+        return (f"- Helper use: cannot be checked, {_cap(helper.rebound, NAME_CHARS * 2)} "
+                f"(the tests may not run the `{main}` that was read).")
     return {
         "missing": f"- Helper use: cannot be checked, `{main}` is missing.",
         "no_call": f"- Helper use: `{main}` does not call `{AUX_NAME}`.",
@@ -250,7 +269,7 @@ def _compact_level_feedback(ctx: FeedbackContext) -> tuple[str, ...]:
     for check in analysis.functions:
         state = ("MISSING" if not check.defined else
                  "no return" if not check.returns_value else "ok")
-        words.append(f"{check.name} {state}")
+        words.append(f"{_name(check.name)} {state}")
     error = analysis.syntax_error
     if error is None:
         words.append("syntax ok")
@@ -278,8 +297,9 @@ def _compact_level_feedback(ctx: FeedbackContext) -> tuple[str, ...]:
 
 
 def _compact_helper_use(ctx: FeedbackContext) -> str:
-    main = ctx.task.entry_point
-    return {"missing": f"{main} missing", "no_call": f"{main} does not call {AUX_NAME}",
+    main = _name(ctx.task.entry_point)
+    return {"missing": f"{main} missing", "rebound": f"{main} cannot be checked",
+            "no_call": f"{main} does not call {AUX_NAME}",
             "ignored": f"{main} ignores {AUX_NAME}'s result",
             "thin": f"{main} only returns {AUX_NAME}(...)",
             "uses": f"{main} uses {AUX_NAME}"}[_helper_use(ctx)]
@@ -297,8 +317,8 @@ def levels_passed(verdict: Verdict) -> dict[str, bool | None]:
         reached = bool(syntax and analysis.aux and analysis.aux.ok
                        and verdict.tests_run and verdict.result.num_passed > 0)
         helper = analysis.helper
-        levels["helper"] = (bool(helper and helper.uses_result and not helper.thin_wrapper)
-                            if reached else None)
+        levels["helper"] = (bool(helper and helper.uses_result and not helper.thin_wrapper
+                                 and not helper.rebound) if reached else None)
     return levels
 
 
@@ -307,7 +327,8 @@ def level_passed(ctx: FeedbackContext) -> tuple[str, ...]:
     """Outcome per reward level, without test text or test counts."""
     names = {"structure": "Level 1 (required functions defined, with a return)",
              "syntax": "Level 2 (syntax)", "tests": "Level 3 (all tests pass)",
-             "helper": f"Level 4 (`{ctx.task.entry_point}` makes real use of `{AUX_NAME}`)"}
+             "helper": f"Level 4 (`{_name(ctx.task.entry_point)}` makes real use of "
+                       f"`{AUX_NAME}`)"}
     words = {True: "passed", False: "not passed", None: "not reached"}
     lines = ["Outcome of the previous attempt:"]
     lines += [f"- {names[level]}: {words[state]}."

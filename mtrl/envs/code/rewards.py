@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Mapping
 
-from mtrl.envs.code.analysis import CandidateAnalysis
+from mtrl.envs.code.analysis import CandidateAnalysis, HelperUsage
 from mtrl.envs.sandbox.types import ExecutionResult
 from mtrl.registry import Registry
 
@@ -33,9 +33,21 @@ class CodeRewardConfig:
                -- stop here unless the syntax is valid --
       level 3  tests       pass rate over ALL tests, scaled              +tests * p     1.0
                -- level 4 only with two agents, aux defined, >= 1 test passed --
-      level 4  helper      entry point calls aux (while a passing test ran) +aux_called 0.5
-                           ... and is not a thin wrapper of aux           +not_wrapper   1.0
-                           ... but drops aux's result somewhere           -ignored_result 0.5
+      level 4  helper      entry point calls aux, and a call returned    +aux_called    0.5
+                           a value while a passing test ran
+                           ... aux's value reaches main's return value,  +not_wrapper   1.0
+                           which is not aux's value unchanged
+                           ... but a call's value reaches no return      -ignored_result 0.5
+
+    Level 4 reads what ran and the data flow of the entry point (issue 39): the
+    sandbox counts main's calls of aux that returned a value in each test
+    (TestResult.helper_calls: a helper that failed to load earns nothing) and the
+    answers main gave that differ from every value aux returned during the call
+    (TestResult.derived_answers); the analysis (analysis.helper_usage, dataflow.py)
+    says whether the `def` calls aux, where each call's value goes and whether main
+    only passes aux's value through; an entry point the analysis cannot vouch for
+    (rebound after its `def`, or reached through `globals()` and the like:
+    rebinding.py) earns no level-4 points.
 
     Maximum: two agents 0.4 + 0.6 + 0.5 + 1.0 + 0.5 + 1.0 = 4.0; one agent (levels
     1-3 for the entry point only) 0.6 + 0.5 + 1.0 = 2.1. The pass-rate reward is the
@@ -122,18 +134,25 @@ def level_reward(analysis: CandidateAnalysis, result: ExecutionResult,
             rate = result.pass_rate
             parts["level3_tests"] = config.tests * rate
             helper = analysis.helper
-            # "Main calls aux" is judged from what ran: the sandbox counts main's calls
-            # of its helper per test (TestResult.helper_calls), so a call in dead code
-            # or one the tests never reach earns nothing. The wrapper and ignored-result
-            # parts stay structural (they judge how the code uses aux).
-            ran_aux = any(t.helper_calls > 0 for t in result.tests if t.status == "passed")
-            if (two_agents and aux is not None and aux.ok and ran_aux
-                    and helper is not None):
-                parts["level4_aux_called"] = config.aux_called
-                if not helper.thin_wrapper:
-                    parts["level4_not_wrapper"] = config.not_wrapper
-                if helper.ignored_calls:
-                    parts["level4_ignored_result"] = -config.ignored_result
+            if two_agents and aux is not None and aux.ok and helper is not None:
+                parts.update(_helper_parts(helper, result, config))
     raw = sum(parts.values())
     components = dict(parts, pass_rate=rate, raw=raw, shift=config.shift)
     return RewardOutput(reward=raw - config.shift, components=components)
+
+
+def _helper_parts(helper: HelperUsage, result: ExecutionResult, config: CodeRewardConfig
+                  ) -> dict[str, float]:
+    """Level 4 (the table in CodeRewardConfig's docstring): what the entry point's
+    code does with aux (static data flow) and what ran (the sandbox's counts over
+    the tests that passed)."""
+    passed = [t for t in result.tests if t.status == "passed"]
+    if helper.rebound or not helper.calls_aux or not any(t.helper_calls for t in passed):
+        return {}
+    parts = {"level4_aux_called": config.aux_called}
+    if (helper.reaches_return and not helper.thin_wrapper
+            and any(t.derived_answers for t in passed)):
+        parts["level4_not_wrapper"] = config.not_wrapper
+    if helper.ignored_calls:
+        parts["level4_ignored_result"] = -config.ignored_result
+    return parts

@@ -1,6 +1,6 @@
-"""`env.name = "math"`: the math environment over a math suite (gsm8k, calc). Its
-options (MathEnvOptions): env.feedback_mode (unary | correctness | plain),
-env.history_mode (full | last), env.templates ("default") and
+"""`env.name = "math"`: the math environment over a math suite (gsm8k, calc, arith).
+Its options (MathEnvOptions): env.feedback_mode (unary | correctness | plain |
+direction), env.history_mode (full | last), env.templates ("default") and
 env.max_completion_chars. It runs no sandbox."""
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ MAX_MATH_COMPLETION_CHARS = 16_000
 @dataclasses.dataclass(frozen=True)
 class MathEnvConfig:
     num_agents: int = 1
-    feedback_mode: str = "unary"  # a name in MATH_FEEDBACK: unary | correctness | plain
+    feedback_mode: str = "unary"  # in MATH_FEEDBACK: unary | correctness | plain | direction
     history_mode: str = "full"  # "full" | "last"
     templates: MathTemplates = MathTemplates()
     max_completion_chars: int = MAX_MATH_COMPLETION_CHARS
@@ -129,10 +129,10 @@ class MathEnv(TurnEnvironment):
             feedback = (cfg.templates.solved,) * self.num_agents
             reward = 1.0
         else:
-            feedback = tuple(self._feedback(FeedbackInput(agent=a, answers=answers,
-                                                          correct=False,
-                                                          templates=cfg.templates))
-                             for a in range(self.num_agents))
+            feedback = tuple(self._feedback(FeedbackInput(
+                agent=a, answers=answers, correct=False, templates=cfg.templates,
+                truth=truth, question=state.task.question))
+                for a in range(self.num_agents))
             reward = 0.0
         if cfg.history_mode == "last":
             first = self._first(state.task)

@@ -6,11 +6,16 @@ Feedback modes (`MathEnvConfig.feedback_mode`):
   correctness  "Incorrect." plus the answer the environment extracted (so a model
                learns how its answer was read); with several agents, their answers.
   plain        an instruction to revise, no diagnostics.
+  direction    "<answer> is too high." or "too low." (or "no number found"), then the
+               question again: the side of the truth the answer missed, a verifier's
+               message a model can use at turn 2 (the guessing-game signal); the
+               question in it makes every observation the task's own.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fractions
 
 from mtrl.registry import Registry
 
@@ -30,6 +35,9 @@ class MathTemplates:
     revise: str = "Review your solution and give the final answer again as \\boxed{n}."
     teammates: str = "Your teammates answered: {answers}."
     solved: str = "Correct. The problem is solved."
+    # feedback_mode "direction": {side} is "high" or "low".
+    direction: str = "{answer} is too {side}. {question}"
+    direction_none: str = "No number was found in your answer. {question}"
     # history_mode "last": a fresh prompt holding the question, the previous
     # response and the feedback.
     last: str = "{first}\n\nYour previous response:\n{response}\n\n{feedback}"
@@ -43,6 +51,8 @@ class FeedbackInput:
     answers: tuple[str | None, ...]  # every agent's extracted answer
     correct: bool  # the team's answer matched
     templates: MathTemplates
+    truth: str = ""  # the normalised ground truth (direction)
+    question: str = ""  # the task's question (direction)
 
 
 MATH_FEEDBACK: Registry = Registry("math feedback mode")
@@ -63,6 +73,16 @@ def correctness_feedback(x: FeedbackInput) -> str:
     if others:
         text += " " + x.templates.teammates.format(answers="; ".join(others))
     return text
+
+
+@MATH_FEEDBACK.register("direction")
+def direction_feedback(x: FeedbackInput) -> str:
+    """Which side of the truth the agent's own answer lies on, and the question."""
+    own = x.answers[x.agent]
+    if own is None:
+        return x.templates.direction_none.format(question=x.question)
+    side = "high" if fractions.Fraction(own) > fractions.Fraction(x.truth) else "low"
+    return x.templates.direction.format(answer=own, side=side, question=x.question)
 
 
 @MATH_FEEDBACK.register("plain")

@@ -23,7 +23,7 @@ import time
 from mtrl.envs.sandbox.types import (ExecutionResult, Limits, Program, SyntaxErrorInfo,
                                      TestResult)
 
-HARNESS_VERSION = "mtrl-sandbox-6"  # bump when verdict semantics change (6: round 3)
+HARNESS_VERSION = "mtrl-sandbox-7"  # bump when verdict semantics change (7: round 4)
 BUSY_TIMEOUT_MS = 30_000
 
 
@@ -47,7 +47,8 @@ def cache_key(program: Program, limits: Limits) -> str:
 
 def result_to_json(result: ExecutionResult) -> str:
     return json.dumps({
-        "tests": [[t.source, t.status, t.error_type, t.message, t.helper_calls]
+        "tests": [[t.source, t.status, t.error_type, t.message, t.helper_calls,
+                   t.derived_answers]
                   for t in result.tests],
         "syntax_error": None if result.syntax_error is None else [
             result.syntax_error.line, result.syntax_error.column, result.syntax_error.message],

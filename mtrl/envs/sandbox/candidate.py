@@ -15,14 +15,15 @@ Protocol on the socket (frames of JSON):
   <- {"call": name, "args": tree, "kwargs": tree}
   -> {"r": tree, "m": [[position, tree], ...]}          return value, mutated args
   -> {"e": [type, message]}                             the call raised
-  -> {"aux": name, "args": tree, "kwargs": tree}         (two agents) call the helper
-  <- {"aux": {"r": tree} | {"e": [type, message]}}       the helper's answer, relayed
+  -> {"aux": name, "args": tree, "kwargs": tree, "id": n}  (two agents) call the helper
+  <- {"aux": {"r": tree} | {"e": [type, message]}, "id": n}  its answer, relayed
 """
 
 from __future__ import annotations
 
 import builtins
 import collections
+import itertools
 import json
 import socket
 import sys
@@ -128,7 +129,7 @@ def serve(sock: socket.socket, setup: str, code: str,
     # collections here too, so a collection never copies the inherited pages.
     namespace, hello = load(setup, code, extra)
     _flush_stdio()
-    _send(sock, hello)
+    inbox.send(hello)
     if namespace is None:
         return
     while True:
@@ -141,42 +142,103 @@ def serve(sock: socket.socket, setup: str, code: str,
             "e": ["ProtocolError", "not a call"]}
         _flush_stdio()
         try:
-            _send(sock, reply)
+            inbox.send(reply)
         except (TypeError, ValueError, codec.NotPlainData) as error:
-            _send(sock, {"e": ["NotPlainData", str(error)[:MESSAGE_CHARS]]})
+            inbox.send({"e": ["NotPlainData", str(error)[:MESSAGE_CHARS]]})
 
 
 class Inbox:
     """Frames from the judge on the candidate's socket: calls for serve(), and (two
-    agents) the judge's answers to the helper calls it relayed, which may arrive
-    while a call of the judge's waits to be read."""
+    agents) the judge's answers to the helper calls it relayed, each with the id
+    of its call.
+
+    One reader at a time (issue 39, item 7): whichever thread needs a frame reads
+    the socket while the others wait on the condition; each frame is filed, calls
+    in order, answers under their id, so a thread that calls the helper gets its
+    own answer whichever thread read it. Until a helper link exists (one agent)
+    there are no threads to serve and no lock is taken."""
 
     def __init__(self, sock: socket.socket):
         self.sock, self.calls = sock, collections.deque()
+        self.answers: dict[Any, Any] = {}
+        self.condition: Any = None  # a threading.Condition once a HelperLink exists
+        self.send_lock: Any = None
+        self.reading = False
+        self.broken: BaseException | None = None
+
+    def share(self) -> None:
+        """From now on several threads may send and wait (a helper link exists)."""
+        if self.condition is None:
+            import threading  # only two-agent programs pay for it
+
+            self.condition, self.send_lock = threading.Condition(), threading.Lock()
+
+    def send(self, message: Any) -> None:
+        if self.send_lock is None:
+            _send(self.sock, message)
+        else:
+            with self.send_lock:
+                _send(self.sock, message)
 
     def next_call(self) -> Any:
-        return self.calls.popleft() if self.calls else json.loads(codec.recv_frame(self.sock))
+        self._wait(lambda: bool(self.calls))
+        return self.calls.popleft()
 
-    def relayed(self) -> Any:
-        while True:
-            message = json.loads(codec.recv_frame(self.sock))
-            if type(message) is dict and "aux" in message:
-                return message["aux"]
+    def answer(self, call_id: int) -> Any:
+        self._wait(lambda: call_id in self.answers)
+        return self.answers.pop(call_id)
+
+    def _file(self, message: Any) -> None:
+        if type(message) is dict and "aux" in message:
+            self.answers[message.get("id")] = message["aux"]
+        else:
             self.calls.append(message)
+
+    def _read(self) -> Any:
+        return json.loads(codec.recv_frame(self.sock))
+
+    def _wait(self, ready) -> None:
+        if self.condition is None:
+            while not ready():
+                self._file(self._read())
+            return
+        with self.condition:
+            while not ready():
+                if self.broken is not None:
+                    raise self.broken
+                if self.reading:
+                    self.condition.wait()
+                    continue
+                self.reading = True
+                self.condition.release()
+                try:
+                    message = self._read()
+                except BaseException as error:  # every waiter learns the socket is gone
+                    message, self.broken = None, error
+                finally:
+                    self.condition.acquire()
+                    self.reading = False
+                    self.condition.notify_all()
+                if self.broken is None:
+                    self._file(message)
 
 
 class HelperLink:
     """The main candidate's way to its helper process (Program.helper_code): each
-    call goes to the judge as {"aux": name, ...}; the judge relays it to the helper
-    on the helper's own socket, counts it, and answers {"aux": reply}."""
+    call goes to the judge as {"aux": name, ..., "id": n}; the judge relays it to
+    the helper on the helper's own socket, counts it, and answers {"aux": reply,
+    "id": n}. Safe to use from several threads at once."""
 
     def __init__(self, sock: socket.socket, inbox: Inbox):
         self.sock, self.inbox = sock, inbox
+        self.ids = itertools.count()  # next() is atomic under the GIL
+        inbox.share()
 
     def call(self, name: str, args: tuple, kwargs: dict) -> Any:
-        _send(self.sock, {"aux": name, "args": codec.to_plain(args),
-                          "kwargs": codec.to_plain(kwargs)})
-        reply = self._receive()
+        call_id = next(self.ids)
+        self.inbox.send({"aux": name, "args": codec.to_plain(args),
+                         "kwargs": codec.to_plain(kwargs), "id": call_id})
+        reply = self._receive(call_id)
         if "e" in reply:
             type_name, message = (list(reply["e"]) + ["", ""])[:2]
             error = getattr(builtins, str(type_name), None)
@@ -188,9 +250,9 @@ class HelperLink:
             raise RuntimeError(f"{type_name}: {message}")
         return codec.from_plain(reply.get("r"))
 
-    def _receive(self) -> dict[str, Any]:
+    def _receive(self, call_id: int) -> dict[str, Any]:
         try:
-            message = self.inbox.relayed()
+            message = self.inbox.answer(call_id)
         except (EOFError, OSError, ValueError, codec.ProtocolError) as error:
             raise RuntimeError(f"the judge ended ({type(error).__name__})") from None
         return message if type(message) is dict else {}

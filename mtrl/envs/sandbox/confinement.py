@@ -39,6 +39,10 @@ CANDIDATE_TMP_INODES = 32_768  # files and directories in it: bounds kernel memo
 # and the seccomp filter's no-process rules (seccomp.py) already refuse every
 # fork, so this room can only hold threads (their stacks count against RLIMIT_AS).
 THREAD_ALLOWANCE = 64
+# An empty directory of the jail's read-only root (jail.py makes it): bound over
+# the candidate's /proc/sys, whose host-wide counters (fs/aio-nr, kernel/pty/nr,
+# fs/file-nr, ...) another jail could read (issue 39, item 2).
+EMPTY_DIR = "/opt/mtrl-empty"
 _PARK_FD = 200
 _MAX_FD = 1 << 20
 
@@ -73,7 +77,7 @@ def enter_candidate_mounts() -> None:
     sprayed it with directories (kernel memory no size cap counts) leaves nothing
     for the next one (issue 25, item 7). A fresh /proc shows its own PID namespace
     only: in the jail's, bwrap's init (pid 1 there, dumpable) would be open to
-    writes through /proc/1/mem."""
+    writes through /proc/1/mem; its /proc/locks and /proc/sys are covered."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
           f"size={CANDIDATE_TMP_BYTES},nr_inodes={CANDIDATE_TMP_INODES},mode=0700")
@@ -82,6 +86,10 @@ def enter_candidate_mounts() -> None:
     # /proc/locks lists every lock on the host (inode numbers included), not the
     # namespace's: covered (the candidate itself can take none: seccomp.py).
     mount("/dev/null", "/proc/locks", None, MS_BIND)
+    # /proc/sys holds host-wide counters a candidate could set in one jail and
+    # read in another (round 4: fs/aio-nr, kernel/pty/nr): an empty read-only
+    # directory instead (the bind keeps the source's read-only flag).
+    mount(EMPTY_DIR, "/proc/sys", None, MS_BIND)
     os.chdir("/tmp")
 
 

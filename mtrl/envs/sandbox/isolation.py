@@ -77,8 +77,12 @@ HIDDEN_PATHS = ("/root", "/home", "/work", "/mnt", "/media", "/srv", "/opt", "/r
                 "/tmp", "/var/tmp", "/dev/shm")
 TMP_SIZE = "256m"  # the slot's private /tmp: all candidates' working directories
 
+# MALLOC_ARENA_MAX: glibc gives each thread that contends for malloc an arena of its
+# own, 64 MiB of address space each (up to 8 per core); under a candidate's RLIMIT_AS
+# an honest 16-thread program then could not start its threads on a busy machine.
 CANDIDATE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-                 "LC_ALL": "C.UTF-8", "OMP_NUM_THREADS": "1", "HOME": "/nonexistent"}
+                 "LC_ALL": "C.UTF-8", "OMP_NUM_THREADS": "1", "HOME": "/nonexistent",
+                 "MALLOC_ARENA_MAX": "2"}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,8 +13,9 @@ dependency: nothing to install by hand). The jail gets:
   prefix when it lies elsewhere, every non-standard-library directory on its
   import path covered by an empty tmpfs (hidden_python_paths), and the harness:
   the few mtrl.envs.sandbox files copied in through memfds, so no host directory
-  of the project (nor its data) is visible; its own /proc and /dev; small tmpfs
-  at /tmp and /dev/shm (each candidate mounts a capped tmpfs of its own there);
+  of the project (nor its data) is visible; its own /proc and a read-only /dev
+  with no ptys (an empty /dev/pts); small tmpfs at /tmp and /dev/shm (each
+  candidate mounts a capped tmpfs of its own there);
 * bwrap itself from a root-owned copy (bwrap_cache.py) where the jail's uid
   cannot reach the installed binary (root, package under a 0700 directory);
 * --die-with-parent and --new-session; an empty environment plus CANDIDATE_ENV.
@@ -32,11 +33,11 @@ import subprocess
 import sys
 import threading
 
-from mtrl.envs.sandbox import bwrap_cache, isolation
+from mtrl.envs.sandbox import bwrap_cache, confinement, isolation
 
 HARNESS_ROOT = "/opt/mtrl-harness"  # where the jail sees the harness modules
 HARNESS_MODULES = ("__init__", "candidate", "codec", "confinement", "isolation", "judge",
-                   "judge_main", "judge_run", "lifecycle", "prefetch", "remote", "seccomp",
+                   "judge_main", "judge_run", "lifecycle", "prefetch", "relay", "remote", "seccomp",
                    "slot", "slot_main", "syscalls", "types", "zygote")
 TMP_BYTES = 64 << 20  # the jail's own /tmp, for trusted test code: candidates mount theirs
 SHM_BYTES = 16 << 20  # the jail's /dev/shm: candidates see their own tmpfs there
@@ -64,8 +65,10 @@ def runnable_bwrap(as_other_uid: bool) -> str:
     """bwrap_path(), or where the jail's own uid cannot reach it (root, package in
     a 0700 directory) a root-owned copy it can (bwrap_cache.py)."""
     path = bwrap_path()
-    if not as_other_uid or _world_readable(path):
+    if not as_other_uid:
         return path
+    if _world_readable(path):  # checked on the real path, so exec the real path (a
+        return os.path.realpath(path)  # symlink may sit in a folder the uid cannot enter)
     try:
         return bwrap_cache.reachable_copy(os.path.realpath(path))
     except OSError as error:
@@ -198,6 +201,13 @@ class Launch:
         argv += ["--proc", "/proc", "--dev", "/dev",
                  "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
                  "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+                 # No ptys: the host counts every pty (kernel/pty/nr), so one jail
+                 # could set a number another reads (issue 39, item 2).
+                 "--size", "4096", "--tmpfs", "/dev/pts", "--remount-ro", "/dev/pts",
+                 # bwrap's /dev is a writable tmpfs of half the host's memory, the
+                 # same for every candidate of the slot: read-only.
+                 "--remount-ro", "/dev",
+                 "--dir", confinement.EMPTY_DIR,
                  "--remount-ro", "/", "--chdir", "/", "--clearenv"]
         for key, value in isolation.CANDIDATE_ENV.items():
             argv += ["--setenv", key, value]

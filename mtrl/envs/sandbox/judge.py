@@ -46,6 +46,7 @@ import time
 from typing import Any, Callable
 
 from mtrl.envs.sandbox import codec, lifecycle, prefetch
+from mtrl.envs.sandbox.relay import HelperRelay
 from mtrl.envs.sandbox.remote import (CandidateError, CandidateGone, CandidateLink,
                                       RemoteFunction, RemoteValueUnavailable, Slot,
                                       copy_back, remote_exception, request_text)
@@ -82,7 +83,8 @@ class Judge:
         self._upcoming: collections.deque[str] = collections.deque()  # certain, not sent
         self._load_failure: CandidateGone | None = None
         self.calls = 0  # diagnostics
-        self.helper_calls = 0  # main's calls of its helper that the judge relayed
+        self.relay = HelperRelay(codec.item_budget(limits.memory_bytes))  # two agents
+        self._reply_values: list[Any] = []  # helper values during the call just answered
         self.out_of_memory = False  # a test hit this process's memory limit: retire it
         self.budget_items = codec.item_budget(limits.memory_bytes)
         signal.signal(signal.SIGALRM, _on_alarm)
@@ -121,7 +123,7 @@ class Judge:
 
     def _receive(self) -> Any:
         """The candidate's next message; its calls of the helper meanwhile are
-        relayed (two agents)."""
+        relayed (two agents, relay.py)."""
         while True:
             try:
                 message = json.loads(self._link.receive())
@@ -132,39 +134,9 @@ class Judge:
                 self._clean = False
                 raise CandidateError(f"malformed message from the candidate: {error}") from None
             if type(message) is not dict or "aux" not in message:
+                self._reply_values = self.relay.reply_arrived()
                 return message
-            self._relay(message)
-
-    def _relay(self, request: dict[str, Any]) -> None:
-        """Passes main's call of its helper to the helper's process and the answer
-        back, as JSON the judge never rebuilds; counts it, so "main calls aux" is
-        judged from what ran, not from the source (issue 25, item 9)."""
-        self.helper_calls += 1
-        answer = self._helper_answer(request)
-        self._send(json.dumps({"aux": answer}, ensure_ascii=False, allow_nan=True,
-                              separators=(",", ":")).encode("utf-8", "surrogatepass"))
-
-    def _helper_answer(self, request: dict[str, Any]) -> dict[str, Any]:
-        link = self._link
-        try:
-            if link.helper_hello is None:
-                link.helper_hello = json.loads(link.receive(helper=True))
-            hello = link.helper_hello
-            if type(hello) is not dict or "names" not in hello:
-                kind, detail = next(iter(hello.items()), ("load_error", "")) if (
-                    type(hello) is dict) else ("load_error", "")
-                return {"e": ["NameError", f"the helper's code did not load ({kind}: {detail})"[
-                    :2000]]}
-            call = {"call": request["aux"], "args": request.get("args", {"$tuple": []}),
-                    "kwargs": request.get("kwargs", {"$dict": []})}
-            link.send(json.dumps(call, ensure_ascii=False, allow_nan=True).encode(
-                "utf-8", "surrogatepass"), helper=True)
-            reply = json.loads(link.receive(helper=True))
-        except (EOFError, OSError, ValueError, RecursionError, codec.ProtocolError) as error:
-            return {"e": ["RuntimeError", f"the helper process ended ({type(error).__name__})"]}
-        if type(reply) is not dict or ("r" not in reply and "e" not in reply):
-            return {"e": ["RuntimeError", "malformed reply from the helper"]}
-        return {"e": reply["e"]} if "e" in reply else {"r": reply["r"]}
+            self._send(self.relay.relay(self._link, message))
 
     def await_hello(self) -> dict[str, Any] | CandidateGone:
         """The candidate's first message (names, or why it could not load), or a
@@ -310,6 +282,7 @@ class Judge:
                 copy_back(args[key], new)
             elif type(key) is str and key in kwargs:
                 copy_back(kwargs[key], new)
+        self.relay.judge_reply(self._reply_values, reply["r"], value)
         return value
 
     # --- tests ----------------------------------------------------------------
@@ -352,7 +325,7 @@ class Judge:
     def run_test(self, index: int, body: Callable[[], None],
                  calls: list[prefetch.StaticCall]) -> None:
         status, error_type, message, infra = "passed", "", "", False
-        relayed = self.helper_calls
+        returned, derived = self.relay.returned, self.relay.derived
 
         def prefetched_body() -> None:
             self.send_batch(calls)
@@ -368,17 +341,22 @@ class Judge:
             infra = gone.infra
         except AssertionError as error:
             status, error_type, message = "failed", "AssertionError", str(error)
-        except MemoryError as error:  # the judge's own limit, or the host's memory
-            self.out_of_memory = infra = True  # replaced after this program, not cached
-            status, error_type, message = "error", "MemoryError", (
-                f"the judge ran out of memory running this test {error}".strip())
+        except MemoryError as error:
+            status, error_type = "error", "MemoryError"
+            if hasattr(error, "mtrl_error_type"):  # the candidate's, relayed (remote.py)
+                message = str(error)  # a failed test like any other, cached
+            else:  # raised here: the judge's own limit, or the host's memory
+                self.out_of_memory = infra = True  # replaced after this program, not cached
+                message = f"the judge ran out of memory running this test {error}".strip()
         except BaseException as error:
             status = "error"
             error_type = getattr(error, "mtrl_error_type", type(error).__name__)
             message = str(error)
         extra: dict[str, int] = {"infra": 1} if infra else {}
-        if self.helper_calls > relayed:
-            extra["a"] = self.helper_calls - relayed  # main's calls of its helper in this test
+        if self.relay.returned > returned:  # helper calls that returned a value
+            extra["a"] = self.relay.returned - returned
+        if self.relay.derived > derived:  # main's answers of its own beside them
+            extra["d"] = self.relay.derived - derived
         self.emit(i=index, s=status, t=error_type, m=message, **extra)
 
     def fail_all(self, count: int, status: str, error_type: str, message: str,

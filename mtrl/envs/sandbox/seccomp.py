@@ -1,4 +1,4 @@
-"""The seccomp filter every candidate process runs under (issue 13).
+"""The seccomp filter every candidate process runs under (issues 13, 25 and 39).
 
 Built once per pool process with libseccomp (through `pyseccomp`) and exported as
 a classic BPF program: plain bytes that travel to the slot in its argv. The slot
@@ -6,34 +6,39 @@ never imports pyseccomp (the jail holds no site-packages); a candidate installs
 the bytes with one prctl(PR_SET_SECCOMP) after PR_SET_NO_NEW_PRIVS and before any
 of its code runs. Filters are inherited by every child and cannot be removed.
 
-Denied with EPERM (default: allow). The list covers kernel attack surface and
-ways out of the jail that honest solutions never need:
-  keyrings (keyctl, add_key, request_key), mounts (mount, umount2, pivot_root,
-  fsopen/fsmount/move_mount/open_tree), namespaces (unshare, setns, and clone with
-  any CLONE_NEW* flag), ptrace and process_vm_*, bpf, perf_event_open, io_uring_*,
-  userfaultfd, kernel modules, reboot, kexec, swap, SysV shared memory and message
-  queues (shmget, msgget: memory that outlives the process), file locks (flock,
-  fcntl's lock, lease and dnotify commands), inotify and fanotify, mincore and
-  cachestat (channels through the /usr every jail shares), memfd_create (memory
-  no address-space limit sees), prctl(PR_SET_PDEATHSIG) (clearing the
-  parent-death signal that ties a candidate to its slot) and prctl(PR_SET_DUMPABLE)
-  (a two-agent program's main process stays closed to its helper's /proc/<pid>/mem).
-socket() and socketpair() take AF_UNIX only (EAFNOSUPPORT otherwise: no inet,
-vsock, netlink or packet sockets), and sendmsg is refused: no socket state of a
-candidate outlives it in the network namespace its slot's candidates share.
-clone3 fails with ENOSYS so that libc falls back to clone, whose flags the filter
-can inspect (clone3 passes them in memory). System calls of a foreign ABI (32-bit
-x86) are killed by libseccomp's architecture check.
+An allowlist (issue 39): the calls allowlist.CALLS names are allowed, every other
+call fails with EPERM, so a call a newer kernel adds is refused by default; the
+extended-attribute calls (allowlist.NOT_SUPPORTED) answer ENOTSUP instead, which
+shutil takes for "no xattrs here". prctl is not allowed at all (so neither
+PR_SET_PDEATHSIG, which would untie a candidate from its slot, nor
+PR_SET_DUMPABLE, which keeps a two-agent program's main closed to its helper).
+Some calls are allowed only with certain arguments:
+  fcntl   the commands of allowlist.FCNTL_COMMANDS (no locks, leases, dnotify);
+  ioctl   the requests of allowlist.IOCTL_REQUESTS (no terminal or device control);
+  socket, socketpair  AF_UNIX only (EAFNOSUPPORT otherwise: no inet, vsock,
+          netlink or packet sockets); sendmsg is not allowed at all, so no socket
+          state of a candidate outlives it in the network namespace its slot's
+          candidates share;
+  clone   without any CLONE_NEW* flag (a namespace of its own: EPERM); clone3
+          fails with ENOSYS so that libc falls back to clone, whose flags the
+          filter can read (clone3 passes them in memory).
+A rule on an int argument (fcntl's command, ioctl's request) compares its low 32 bits: the kernel reads only those, and an exact 64-bit match
+would let `1 << 32 | PR_SET_PDEATHSIG` past a rule that refuses it. System calls
+of a foreign ABI (32-bit x86) are killed by libseccomp's architecture check.
 
-Candidates whose Limits allow no extra process (max_processes=0, the default)
-get that filter with more rules instead (build_no_process_program): fork, vfork
-and clone without CLONE_THREAD (and without CLONE_NEW*, which stays EPERM) fail
-with EAGAIN (Python raises BlockingIOError), while threads still start. One
-filter, not two stacked: each install costs the kernel about 0.3 ms of CPU
-whatever its size (measured in the jail: 1 instruction 0.27-0.29 ms, 116
-instructions 0.34-0.36 ms). RLIMIT_NPROC alone is exact only with a per-process uid; in
-the jail every slot process shares one uid, so its count is a bound that a task
+Candidates whose Limits allow no extra process (max_processes=0, the default) get
+the no-process variant: fork, vfork and clone without CLONE_THREAD fail with
+EAGAIN (Python raises BlockingIOError), while threads still start. One filter,
+not two stacked: each install costs the kernel about 0.3 ms of CPU whatever its
+size (measured in the jail: 1 instruction 0.27-0.29 ms, 116 instructions
+0.34-0.36 ms). RLIMIT_NPROC alone is exact only with a per-process uid; in the
+jail every slot process shares one uid, so its count is a bound that a task
 still exiting when the limit was set could loosen by one.
+
+The audit variant (build_filter(audit=True), for scripts/audit_seccomp.py only)
+lets every unlisted call through but has the kernel log it (SECCOMP_RET_LOG);
+the calls and arguments refused on purpose (allowlist.REFUSED, prctl among them,
+the lock commands, CLONE_NEW*) stay refused there.
 """
 
 from __future__ import annotations
@@ -42,45 +47,19 @@ import ctypes
 import errno
 import os
 
-DENIED = (
-    "keyctl", "add_key", "request_key",
-    "mount", "umount2", "pivot_root", "fsopen", "fsconfig", "fsmount", "fspick",
-    "move_mount", "open_tree", "mount_setattr",
-    "unshare", "setns",
-    "ptrace", "process_vm_readv", "process_vm_writev",
-    "bpf", "perf_event_open",
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
-    "userfaultfd",
-    "init_module", "finit_module", "delete_module",
-    "reboot", "kexec_load", "kexec_file_load", "swapon", "swapoff",
-    "shmget", "msgget",
-    "memfd_create",
-    # Channels through state every jail shares (issue 25, item 5): locks on the
-    # common /usr and device nodes, watches on the standard library's directory
-    # (which modules the judge imports), and the page cache's residency.
-    "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init",
-    "fanotify_mark", "mincore", "cachestat",
-    # sendmsg carries SCM_RIGHTS: a socket passed in a cycle of in-flight
-    # descriptors outlives every process until the kernel's garbage collector runs,
-    # with its abstract name still bound in the slot's network namespace.
-    "sendmsg", "sendmmsg",
-)
-# fcntl commands refused for the same reason: F_GETLK, F_SETLK, F_SETLKW, the
-# open-file-description locks F_OFD_GETLK/SETLK/SETLKW, leases and dnotify.
-_FCNTL_DENIED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
+# fcntl commands refused on purpose (the audit filter keeps them refused): F_GETLK,
+# F_SETLK, F_SETLKW, the open-file-description locks, leases and dnotify.
+_FCNTL_REFUSED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
 _CLONE_NEW_FLAGS = (0x00000080, 0x00020000, 0x02000000, 0x04000000, 0x08000000,
                     0x10000000, 0x20000000, 0x40000000)  # time ns .. net ns
-_PR_SET_PDEATHSIG = 1
-_ALLOWED_FAMILIES = (1,)  # AF_UNIX
-_PR_SET_DUMPABLE = 4
+_CLONE_THREAD = 0x00010000
+_AF_UNIX = 1
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
+_ARGUMENT_CHECKED = ("fcntl", "ioctl", "socket", "socketpair", "clone", "clone3", "fork",
+                     "vfork")
 
-_CLONE_THREAD = 0x00010000
-_PROCESS_CALLS = ("fork", "vfork")
-
-_PROGRAM: bytes | None = None
-_NO_PROCESS_PROGRAM: bytes | None = None
+_PROGRAMS: dict[bool, bytes] = {}
 
 
 def build_program() -> bytes:
@@ -88,80 +67,83 @@ def build_program() -> bytes:
 
     Raises ImportError/OSError where pyseccomp or libseccomp is missing.
     """
-    global _PROGRAM
-    if _PROGRAM is None:
-        import pyseccomp as sc
-
-        _PROGRAM = _export(_base_rules(sc))
-    return _PROGRAM
+    if False not in _PROGRAMS:
+        _PROGRAMS[False] = build_filter()
+    return _PROGRAMS[False]
 
 
-def _base_rules(sc):
-    denied = sc.ERRNO(errno.EPERM)
-    rules = _refusing(sc, DENIED, denied)
-    for flag in _CLONE_NEW_FLAGS:
-        rules.add_rule(denied, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+def build_no_process_program() -> bytes:
+    """build_program's filter for candidates allowed no extra process (BPF
+    bytes): fork/vfork and clone without CLONE_THREAD fail with EAGAIN."""
+    if True not in _PROGRAMS:
+        _PROGRAMS[True] = build_filter(no_process=True)
+    return _PROGRAMS[True]
+
+
+def build_filter(calls=None, *, no_process: bool = False, audit: bool = False) -> bytes:
+    """The candidates' filter as BPF bytes, not cached.
+
+    calls: the allowed system calls (default allowlist.CALLS); no_process: the
+    no-process variant; audit: unlisted calls are allowed and logged by the kernel
+    (SECCOMP_RET_LOG) instead of refused, except the calls and arguments refused
+    on purpose. Only the audit script asks for anything but the defaults.
+    """
+    import pyseccomp as sc
+
+    from mtrl.envs.sandbox import allowlist
+
+    calls = allowlist.CALLS if calls is None else calls
+    refused = sc.ERRNO(errno.EPERM)
+    rules = sc.SyscallFilter(defaction=sc.LOG if audit else refused)
+    _add(sc, rules, sc.ALLOW, [name for name in calls if name not in _ARGUMENT_CHECKED])
+    _add(sc, rules, sc.ERRNO(errno.ENOTSUP), allowlist.NOT_SUPPORTED)
+    for call, values in (("fcntl", allowlist.FCNTL_COMMANDS),
+                         ("ioctl", allowlist.IOCTL_REQUESTS)):
+        if call in calls:
+            for value in values.values():
+                rules.add_rule(sc.ALLOW, call, _low32(sc, 1, value))
+    for call in ("socket", "socketpair"):
+        if call in calls:
+            rules.add_rule(sc.ALLOW, call, sc.Arg(0, sc.EQ, _AF_UNIX))
+        # The whole 64-bit register: only the exact value passes.
+        rules.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), call, sc.Arg(0, sc.NE, _AF_UNIX))
     rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-    _allow_families(sc, rules)
-    for command in _FCNTL_DENIED:
-        rules.add_rule(denied, "fcntl", _low32(sc, 1, command))
-    rules.add_rule(denied, "prctl", _low32(sc, 0, _PR_SET_PDEATHSIG))
-    rules.add_rule(denied, "prctl", _low32(sc, 0, _PR_SET_DUMPABLE))
-    return rules
+    new_flags = sum(_CLONE_NEW_FLAGS)
+    if no_process:
+        again = sc.ERRNO(errno.EAGAIN)
+        _add(sc, rules, again, ("fork", "vfork"))
+        if "clone" in calls:
+            rules.add_rule(sc.ALLOW, "clone", sc.Arg(0, sc.MASKED_EQ,
+                                                     _CLONE_THREAD | new_flags, _CLONE_THREAD))
+        rules.add_rule(again, "clone", sc.Arg(0, sc.MASKED_EQ, _CLONE_THREAD | new_flags, 0))
+    else:
+        _add(sc, rules, sc.ALLOW, [name for name in ("fork", "vfork") if name in calls])
+        if "clone" in calls:
+            rules.add_rule(sc.ALLOW, "clone", sc.Arg(0, sc.MASKED_EQ, new_flags, 0))
+    if audit:  # what the default refuses on purpose stays refused
+        _add(sc, rules, refused, [name for name in allowlist.REFUSED if name not in calls])
+        for command in _FCNTL_REFUSED:
+            rules.add_rule(refused, "fcntl", _low32(sc, 1, command))
+        for flag in _CLONE_NEW_FLAGS:
+            rules.add_rule(refused, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    return _export(rules)
 
 
 def _low32(sc, index: int, value: int):
     """Argument `index` equals `value` in its low 32 bits. The kernel reads an int
-    argument (prctl's option, fcntl's command) from the low half of its register,
-    while seccomp compares all 64 bits: an exact match would let 1 << 32 | value
-    through to the very call it denies."""
+    argument from the low half of its register, while seccomp compares all 64 bits:
+    a rule on the full value would not match 1 << 32 | value."""
     return sc.Arg(index, sc.MASKED_EQ, 0xFFFFFFFF, value)
 
 
-def _allow_families(sc, rules) -> None:
-    """socket() and socketpair() for AF_UNIX only; any other family fails with
-    EAFNOSUPPORT (issue 25, item 4). Candidates share their slot's network
-    namespace, and inet sockets leave state there that outlives them (TIME_WAIT
-    entries in /proc/net/tcp relayed bits to the next candidate); AF_VSOCK is not
-    network-namespaced at all (the VM's port space), AF_NETLINK and AF_PACKET
-    reach kernel and link state. The comparison is on the full 64-bit register:
-    only the exact value passes (the kernel reads the low 32 bits)."""
-    refused = sc.ERRNO(errno.EAFNOSUPPORT)
-    for call in ("socket", "socketpair"):
-        rules.add_rule(refused, call, sc.Arg(0, sc.GT, max(_ALLOWED_FAMILIES)))
-        for family in range(max(_ALLOWED_FAMILIES)):
-            if family not in _ALLOWED_FAMILIES:
-                rules.add_rule(refused, call, sc.Arg(0, sc.EQ, family))
-
-
-def build_no_process_program() -> bytes:
-    """build_program's filter plus the rules for candidates allowed no extra
-    process (BPF bytes): fork/vfork and clone with neither CLONE_THREAD nor a
-    CLONE_NEW* flag fail with EAGAIN (a clone with one keeps its EPERM: the rules
-    are disjoint); clone3 already fails with ENOSYS, so libc's fallback to clone
-    lands here."""
-    global _NO_PROCESS_PROGRAM
-    if _NO_PROCESS_PROGRAM is None:
-        import pyseccomp as sc
-
-        refused = sc.ERRNO(errno.EAGAIN)
-        rules = _refusing(sc, _PROCESS_CALLS, refused, _base_rules(sc))  # aarch64: clone only
-        mask = _CLONE_THREAD | sum(_CLONE_NEW_FLAGS)
-        rules.add_rule(refused, "clone", sc.Arg(0, sc.MASKED_EQ, mask, 0))
-        _NO_PROCESS_PROGRAM = _export(rules)
-    return _NO_PROCESS_PROGRAM
-
-
-def _refusing(sc, names, action, rules=None):
-    """`rules` (a new allow-by-default filter when None) answering `action` to
-    every call in `names` that this architecture has (the others are skipped)."""
-    rules = sc.SyscallFilter(defaction=sc.ALLOW) if rules is None else rules
+def _add(sc, rules, action, names) -> None:
+    """`action` for every call in `names` that this architecture has (others are
+    skipped: aarch64 has no open, stat, fork, ...)."""
     for name in names:
         try:
             rules.add_rule(action, name)
         except (OSError, ValueError, RuntimeError):
             continue  # not a system call of this architecture
-    return rules
 
 
 def _export(rules) -> bytes:

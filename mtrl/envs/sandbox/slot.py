@@ -58,11 +58,28 @@ class Candidate:
     """An isolated candidate process as the slot tracks it."""
 
     pid: int
-    bootstrap_fd: int  # write end; closed once the program is sent
+    # The slot's end of the candidate's bootstrap socket: the program goes out on
+    # it, one byte comes back once the candidate's set-up is done (before any of
+    # its code runs); closed when the candidate has ended.
+    bootstrap_fd: int
     workdir: str
     uid: int | None
     max_processes: int = 0
     setup_failed: bool = False  # it was gone before its program reached it
+
+    def set_up(self) -> bool:
+        """Whether the candidate said its set-up was done (issue 39, item 4): only
+        then is an exit with lifecycle.SETUP_FAILED_EXIT its own doing."""
+        try:
+            os.set_blocking(self.bootstrap_fd, False)
+            return os.read(self.bootstrap_fd, 1) == lifecycle.SET_UP
+        except OSError:
+            return False
+
+    def close(self) -> None:
+        if self.bootstrap_fd >= 0:
+            os.close(self.bootstrap_fd)
+            self.bootstrap_fd = -1
 
 
 class Slot:
@@ -116,18 +133,18 @@ class Slot:
         judge_helper_side, helper_side = socket.socketpair()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        boot_r, boot_w = os.pipe()
+        boot_slot, boot_candidate = socket.socketpair()
         try:
             pid = zygote.request(self.zygote_sock, workdir,
                                  [candidate_side.fileno(), helper_side.fileno(), out_w, err_w,
-                                  boot_r])
+                                  boot_candidate.fileno()])
         finally:
-            for fd in (out_w, err_w, boot_r):
+            for fd in (out_w, err_w):
                 os.close(fd)
-            candidate_side.close()
-            helper_side.close()
+            for end in (candidate_side, helper_side, boot_candidate):
+                end.close()
         uid = confinement.UID_BASE + pid if self.isolation.users == "per-process-uid" else None
-        self.armed = Candidate(pid, boot_w, workdir, uid)
+        self.armed = Candidate(pid, boot_slot.detach(), workdir, uid)
         try:
             socket.send_fds(self.judge_sock, [b'{"op":"arm"}'],
                             [judge_side.fileno(), judge_helper_side.fileno(), out_r, err_r])
@@ -160,7 +177,6 @@ class Slot:
                 view = view[os.write(chosen.bootstrap_fd, view):]
         except OSError:  # it died while armed, before any program: the sandbox's doing
             chosen.setup_failed = True
-        os.close(chosen.bootstrap_fd)
         self.current = chosen
 
     def _task_base(self) -> int:
@@ -201,7 +217,8 @@ class Slot:
         _, status, usage = outcome
         if chosen.setup_failed:
             return list(lifecycle.SETUP_FAILED)
-        return lifecycle.describe_exit(status, usage.ru_utime + usage.ru_stime, limits, killed)
+        return lifecycle.describe_exit(status, usage.ru_utime + usage.ru_stime, limits, killed,
+                                       chosen.set_up())
 
     def cleanup(self) -> None:
         """Sweeps and removes what ended candidates left. Never raises: a failure
@@ -210,6 +227,7 @@ class Slot:
         swept = False
         ended, self.ended = self.ended, []
         for chosen in ended:
+            chosen.close()
             try:
                 if chosen.max_processes > 0 and chosen.uid is not None:
                     lifecycle.kill_uid(chosen.uid)
@@ -270,7 +288,7 @@ class Slot:
         self.judge_retiring = False
         self.judge_sock.close()
         if self.armed is not None:  # its socket went down with the old judge
-            os.close(self.armed.bootstrap_fd)  # end of input: it exits
+            self.armed.close()  # end of input: it exits
             try:
                 os.killpg(self.armed.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -330,7 +348,7 @@ class Slot:
         """Ends the judge and the armed candidate and reaps them (no zombies left)."""
         self.finish_dying()
         if self.armed is not None:
-            os.close(self.armed.bootstrap_fd)  # end of input: it exits
+            self.armed.close()  # end of input: it exits
             self.dying.append(self.armed)
             self.armed = None
         self.judge_sock.close()  # the judge's loop ends on EOF

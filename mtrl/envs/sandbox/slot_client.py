@@ -291,7 +291,7 @@ def assemble(program: Program, program_id: str, judge_messages: list[Any], abort
             index = int(message["i"])
             verdicts[index] = TestResult(program.tests[index], valid_text(message["s"]),
                                          valid_text(message["t"]), valid_text(message["m"]),
-                                         int(message.get("a", 0)))
+                                         int(message.get("a", 0)), int(message.get("d", 0)))
             if message.get("infra"):  # the judge's flag, from the slot's report
                 infra = valid_text(message["m"])
     if not acknowledged:

@@ -72,7 +72,11 @@ class TestResult:
     status: TestStatus
     error_type: str = ""  # e.g. "AssertionError", "ZeroDivisionError", "Timeout"
     message: str = ""  # capped
-    helper_calls: int = 0  # two agents: main's calls of its helper while this test ran
+    # Two agents (relay.py), counted by the judge from what ran: main's calls of its
+    # helper that returned a value while this test ran, and main's answers that
+    # came after such a value and differ from every value the helper returned.
+    helper_calls: int = 0
+    derived_answers: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,8 +102,9 @@ class ExecutionResult:
 
     @property
     def helper_calls(self) -> int:
-        """Two agents: how often main called its helper while the tests ran, as the
-        judge relayed them (code that never ran counts nothing)."""
+        """Two agents: how often main's calls of its helper returned a value while
+        the tests ran, as the judge relayed them (code that never ran, a call that
+        raised and a helper that did not load count nothing)."""
         return sum(t.helper_calls for t in self.tests)
 
     @property

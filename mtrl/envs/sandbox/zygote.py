@@ -18,7 +18,8 @@ so the slot, a child subreaper, adopts it.
 Candidate set-up order, all before the candidate's code: new session, stdio,
 mounts, working directory, then credentials (own uid or no capabilities, no new
 privileges), then the program arrives, then parent-death signal, rlimits and the
-seccomp filter (seccomp.py), then candidate.serve.
+seccomp filter (seccomp.py), then it tells the slot it is set up
+(lifecycle.SET_UP, on its bootstrap socket), then candidate.serve.
 """
 
 from __future__ import annotations
@@ -125,7 +126,8 @@ def _spawn(report: isolation.IsolationReport, workdir: str, fds: list[int],
 
 
 def _start_helper(judge_link: socket.socket, helper_link: socket.socket, setup: str,
-                  code: str, names: list[str], confine, inbox: candidate.Inbox) -> dict:
+                  code: str, names: list[str], confine, inbox: candidate.Inbox,
+                  boot_fd: int) -> dict:
     """Forks the helper process (before the main code loads), which serves the
     judge on its own socket, and returns the proxies that stand for its functions
     in the main code's namespace: they ask the judge, which relays each call (and
@@ -134,6 +136,7 @@ def _start_helper(judge_link: socket.socket, helper_link: socket.socket, setup: 
     if pid == 0:
         try:
             judge_link.close()
+            os.close(boot_fd)  # main's line to the slot: only main says it is set up
             confine()
             candidate.serve(helper_link, setup, code)
         finally:
@@ -176,7 +179,6 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
             program = codec.read_fd_frame(boot_fd)
         except EOFError:  # the slot is gone or shut down: nothing to report
             os._exit(0)
-        os.close(boot_fd)
         # Only now: the slot is our parent (cloned as its child, or adopted from
         # the intermediate, which has been reaped by the time the program arrives).
         confinement.die_with_parent()
@@ -210,9 +212,12 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
         if helper_names:  # forked before the process limit, so it cannot fail on it
             extra = _start_helper(judge_link, helper_link, program["setup"],
                                   str(program.get("helper_code", "")), helper_names, confine,
-                                  inbox)
+                                  inbox, boot_fd)
         helper_link.close()  # main's code never holds the helper's line to the judge
         confine()
+        # Set up: from here on any exit is the program's own (lifecycle.SET_UP).
+        os.write(boot_fd, lifecycle.SET_UP)
+        os.close(boot_fd)
     except BaseException:
         # The sandbox's failure, not the program's: none of its code has run.
         os._exit(lifecycle.SETUP_FAILED_EXIT)

@@ -22,6 +22,7 @@ import os
 import pathlib
 import shutil
 import tempfile
+import time
 from typing import Iterable
 
 from mtrl.config.fields import check_choice
@@ -79,7 +80,7 @@ def check_challenge(text: str) -> None:
 def generate(spec: GameSpec, cache_dir: pathlib.Path | str) -> GameTask:
     """The game of `spec`, from the cache or generated and compiled into it."""
     folder = pathlib.Path(cache_dir) / spec.key
-    if not (folder / "game.z8").exists() or not (folder / "game.json").exists():
+    if not _cached(spec, cache_dir):
         _generate_into(spec, folder)
     return _load(spec, folder)
 
@@ -125,15 +126,28 @@ def make_split(split: str, count: int, challenges: Iterable[str], cache_dir, *,
         raise ValueError("challenges must name at least one 'challenge:level'")
     base = SPLIT_SEED_BASE[split] + seed * 10_000
     out, seen, i = [], set(exclude), 0
+    made, started = 0, time.perf_counter()
     while len(out) < count:
         if i >= 20 * count + 100:
             raise ValueError(f"could not find {count} distinct {split} games for {challenges} "
                              f"(found {len(out)}); use more or harder challenges")
         spec = GameSpec.parse(challenges[i % len(challenges)], base + i)
         i += 1
+        if not made and not _cached(spec, cache_dir):  # a first run's silent minute
+            print(f"TextWorld: generating the {split} games (once; cached in {cache_dir}, "
+                  "about a second each)", flush=True)
+        made += not _cached(spec, cache_dir)
         task = generate(spec, cache_dir)
         if task.content_key in seen:
             continue
         seen.add(task.content_key)
         out.append(task)
+    if made:
+        print(f"TextWorld: {made} {split} games generated in "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
     return out
+
+
+def _cached(spec: GameSpec, cache_dir) -> bool:
+    folder = pathlib.Path(cache_dir) / spec.key
+    return (folder / "game.z8").exists() and (folder / "game.json").exists()

@@ -8,7 +8,7 @@ CoMLRL (Liu et al. 2025) subtracts β·KL_i from each sequence's return instead 
   R'_i = R_i − β · KL_i, then the estimator's baseline over the G siblings.
 
 π_old are the sampler's log-probs of the row (the policy that generated it), π_ref the
-frozen initial parameters (TrainState.ref_params). `rows_to_turns` scatters the
+frozen initial parameters (TrainState.ref_params; LoRA: the base without adapters). `rows_to_turns` scatters the
 [N, C] row values into the per-turn [P, J^(t−1), N, G] layout that
 mtrl.credit.magrpo_advantages takes as `penalty`.
 """
@@ -24,17 +24,16 @@ import numpy as np
 
 from mtrl.losses import KLPenaltyConfig, masked_kl
 from mtrl.rollout.batch import RolloutBatch
-from mtrl.training.update.train_state import TrainState
+from mtrl.training.update.train_state import TrainState, agent_reference
 from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
 
 def row_kl(graphdef, state: TrainState, batch: RolloutBatch, estimator: str) -> jax.Array:
     """[N, C] Σ over each row's loss tokens of k(π_old, π_ref)."""
-    if state.ref_params is None:
+    if state.ref_params is None or not state.reference:
         raise ValueError("kl_in=reward needs reference parameters (keep_reference=True)")
     out = []
     for a in range(batch.num_agents):
-        ref = (state.ref_params if state.shared
-               else jax.tree.map(lambda x: x[a], state.ref_params))
+        ref = agent_reference(state, 0 if state.shared else a)
         ref_logp = sequence_logprobs(graphdef, ref, batch.tokens[a], batch.token_mask[a])
         mask = batch.loss_mask[a] & predicted_mask(batch.token_mask[a])
         out.append(jnp.sum(masked_kl(batch.old_logprobs[a], ref_logp, mask, estimator), axis=-1))

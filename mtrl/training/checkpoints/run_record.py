@@ -3,6 +3,9 @@ validation numbers that chose it, the test numbers it got, and where things are.
 
 from __future__ import annotations
 
+import json
+import os
+import pathlib
 from typing import Any, Mapping
 
 import numpy as np
@@ -14,10 +17,17 @@ def run_record(*, steps: int, minutes: float, invocation_minutes: float,
                best_step: int | None, best_metrics: Mapping[str, float],
                post_sft: Mapping[str, Any], test: Mapping[str, float],
                best_checkpoint: str | None, learning_curve, exported: str | None,
-               budget, extra_tests: tuple[str, ...] = ()) -> dict[str, Any]:
+               budget, extra_tests: tuple[str, ...] = (),
+               last_test: Mapping[str, float] | None = None,
+               provenance: Mapping[str, Any] | None = None,
+               updates: tuple[int, int, int] = (0, 0, 0)) -> dict[str, Any]:
     """The summary dict. post_sft: the step-0 record (`post_sft_*` numbers); test: the
     chosen checkpoint's test metrics ({} without a test split); extra_tests: the
-    suite's extra test splits, reported as <name>_success beside test_success."""
+    suite's extra test splits, reported as <name>_success beside test_success;
+    last_test: the last checkpoint's test metrics (the chosen one's when it is the
+    last), reported as last_<name>_success; provenance: the code, config hash and warm
+    start the numbers came from (mtrl/training/run/provenance.py); updates:
+    update_counts of the run's steps."""
     result = {
         "steps": steps, "minutes": minutes, "invocation_minutes": invocation_minutes,
         "best_step": best_step, "final_best_success": best_metrics.get("heldout_success"),
@@ -32,14 +42,21 @@ def run_record(*, steps: int, minutes: float, invocation_minutes: float,
         "learning_curve": None if learning_curve is None else str(learning_curve),
         "exported_hf": exported,
         "budget_minutes": budget.minutes, "over_budget": budget.exceeded(),
+        "updates_run": updates[0], "updates_skipped": updates[1],
+        "updates_zero_advantage": updates[2],
     }
     for name in extra_tests:  # e.g. ood_test_success beside test_success
         result[f"{name}_success"] = test.get(f"{name}_success")
         result[f"post_sft_{name}_success"] = post_sft.get(f"post_sft_{name}_success")
+    if last_test is not None:
+        for name in ("test", *extra_tests):
+            result[f"last_{name}_success"] = last_test.get(f"{name}_success")
+    result["provenance"] = dict(provenance) if provenance is not None else None
     return result
 
 
-def summary_of(result: Mapping[str, Any], test_tasks: int) -> str:
+def summary_of(result: Mapping[str, Any], test_tasks: int,
+               extra_tests: tuple[str, ...] = ()) -> str:
     """The lines printed when the run ends (logging.summary) for `run_record`'s dict."""
     return summary(total_steps=result["steps"], best_step=result["best_step"],
                    best_success=result["final_best_success"],
@@ -48,7 +65,23 @@ def summary_of(result: Mapping[str, Any], test_tasks: int) -> str:
                    total_wall_s=result["minutes"] * 60,
                    learning_curve=result["learning_curve"],
                    test_success=result["test_success"], test_tasks=test_tasks,
-                   exported=result["exported_hf"])
+                   exported=result["exported_hf"],
+                   post_sft_test_success=result["post_sft_test_success"],
+                   extra_tests={name: (result[f"post_sft_{name}_success"],
+                                       result[f"{name}_success"]) for name in extra_tests},
+                   updates=(result["updates_run"], result["updates_skipped"],
+                            result["updates_zero_advantage"]))
+
+
+def update_counts(records: list[dict]) -> tuple[int, int, int]:
+    """(ran, skipped, ran on zero advantages only) RL updates over a run's metrics
+    records (metrics.jsonl; step 0 is the warm start; a step logged twice keeps its
+    last line)."""
+    steps = {int(r["step"]): r for r in records if int(r["step"]) >= 1}
+    skipped = sum("skipped_update" in r for r in steps.values())
+    zero = sum("skipped_update" not in r and r.get("informative_rows", 1.0) == 0
+               for r in steps.values())
+    return len(steps) - skipped, skipped, zero
 
 
 def rollout_metrics(tree) -> dict[str, float]:
@@ -60,3 +93,26 @@ def rollout_metrics(tree) -> dict[str, float]:
     out["rollout/generated_samples"] = float(sum(len(rows) for r in tree.turns
                                                  for rows in r.completions))
     return out
+
+
+# The whole run's seconds when it last finished (the time after its last checkpoint,
+# the test and the export included): a rerun of a finished run adds to it instead of
+# restarting from the last checkpoint's run_seconds (the printed total shrank).
+RUN_SECONDS_FILE = "run_seconds.json"
+
+
+def write_run_seconds(workdir: str | os.PathLike, step: int, seconds: float) -> None:
+    path = pathlib.Path(workdir) / RUN_SECONDS_FILE
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"step": step, "run_seconds": seconds}) + "\n")
+    os.replace(tmp, path)
+
+
+def read_run_seconds(workdir: str | os.PathLike, step: int) -> float:
+    """The seconds a finished run recorded at `step` (0.0: none recorded there, or
+    unreadable: the checkpoint's run_seconds stand)."""
+    try:
+        record = json.loads((pathlib.Path(workdir) / RUN_SECONDS_FILE).read_text())
+        return float(record["run_seconds"]) if int(record["step"]) == step else 0.0
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0

@@ -11,7 +11,8 @@ Changes it covers (issue 41):
                     unset ("the environment's own"): a value equal to the selected
                     environment's own default is that same setting
   loss.dual_clip    0.0 was the spelling of "no dual clip", now None (unset)
-  a new field       absent from an old record: the run used its default
+  a new field       absent from an old record (or a whole new section, lora): the run
+                    used its default
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ OLD_CODE_FIELDS = ("feedback_mode", "sandbox_slice", "history_mode", "reward", "
                    "reward_points", "feedback_style", "workers", "wall_s_per_test", "expert",
                    "expert_options", "end_on_success")
 OLD_READS = {"code": OLD_CODE_FIELDS, "math": ("feedback_mode", "history_mode", "templates"),
-             "tool": ("workers", "wall_s_per_test", "templates"), "textworld": ()}
+             "tool": ("workers", "wall_s_per_test", "templates"), "textworld": (),
+             "openenv": ()}
 OLD_OPTION_NAMES = {"textworld": {"history": "history_mode"}}
 
 
@@ -50,6 +52,8 @@ def normalize(record: dict) -> dict:
     if isinstance(loss, dict) and loss.get("dual_clip") == 0.0:
         loss["dual_clip"] = None
     for section, fields in SECTIONS.items():
+        if section not in out:  # a section added later (lora): the run used its defaults
+            out[section] = {}
         if isinstance(out.get(section), dict):
             for field, default in fields.items():
                 out[section].setdefault(field, config_record(default))  # JSON data

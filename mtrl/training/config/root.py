@@ -24,6 +24,7 @@ from mtrl.credit import RewardRecipe
 from mtrl.data.suite import DataConfig
 from mtrl.envs.registry import EnvSection
 from mtrl.losses import KLPenaltyConfig, PolicyObjectiveConfig
+from mtrl.models.lora import LoRAConfig
 from mtrl.parallel.mesh import MeshConfig
 from mtrl.rollout import RolloutConfig
 from mtrl.training.advantages.estimators import CreditConfig
@@ -48,6 +49,7 @@ class RunConfig:
     seed: int
     tokenizer: str  # "byte", or a Hugging Face tokenizer directory
     model: ModelSection
+    lora: LoRAConfig  # rank 0: full fine-tuning
     chat: ChatSection
     data: DataConfig
     env: EnvSection
@@ -119,6 +121,7 @@ def parse(config) -> RunConfig:
     read("optim", read_optim(config, s["train"]))
     read("sft", read_plain(config, "sft"))
     read("model", read_plain(config, "model"))
+    read("lora", read_plain(config, "lora"))
     read("chat", read_plain(config, "chat"))
     read("data", read_data(config))
     read("mesh", read_plain(config, "mesh"))

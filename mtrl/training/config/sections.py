@@ -19,6 +19,7 @@ from mtrl.credit import RewardRecipe
 from mtrl.data.suite import DataConfig
 from mtrl.envs.registry import EnvSection, env_options
 from mtrl.losses import loss_options
+from mtrl.models.lora import LoRAConfig
 from mtrl.parallel.mesh import MeshConfig
 from mtrl.rollout import RolloutConfig
 from mtrl.training.advantages.estimators import CreditConfig, estimator_options
@@ -70,6 +71,7 @@ SPECS: dict[str, Spec] = {
                   run_defaults={"warmup_steps": 5}),
     "train": Spec(TrainConfig),
     "sft": Spec(SFTSection),
+    "lora": Spec(LoRAConfig),  # rank 0: full fine-tuning
     "mesh": Spec(MeshConfig),
 }
 

@@ -1,18 +1,20 @@
-"""`--smoke`: any config, shrunk to run end to end in about a minute.
+"""`--smoke`: any config, shrunk to run end to end in a minute or two.
 
 A researcher's first command should show in a minute that the pipeline works (SFT,
 evaluation, an RL step, checkpoint, test, export) before a real run takes an hour:
 `--config.train.steps=2` alone still ran 550 SFT updates per agent. The preset keeps
 the experiment's shape (model, environment, method, turns, agents) and cuts its
 sizes: one RL step of at most 2 tasks with G <= 2, at most 4 SFT updates (2 in a
-first phase) of 2 rows, 2 validation and 2 test tasks, at most 32 new tokens a turn.
+first phase) of 2 rows, 2 validation and 2 test tasks, at most 32 new tokens a turn
+(CAPS); and it runs the step's update whatever the rewards (no zero-advantage or
+void-turn filter), keeps one ranked checkpoint and skips the export (SETS).
 Two SFT rows, not 8: the updates still exercise the SFT step, its checkpoints and its
 log, and with 8 rows SFT was two fifths of the README commands' smoke CPU (the math
 configs' rows are up to 768 tokens; the seven commands, cold compile cache: 192 s ->
 153 s of CPU in all).
 A field set on the command line (--config.sft.steps=20) keeps its value, and
-the workdir defaults to workdir/<config>-smoke so a real run's directory is never
-mixed with a smoke run's.
+the workdir (workdir/<config>, or --workdir) gets a -smoke suffix so a real run's
+directory is never mixed with a smoke run's.
 
 The sampler also pads its requests to coarse shapes (SAMPLER_BUCKETS: at least 2
 rows, 128-token chunks, caches in multiples of 256 slots). mtrl/train.py gives them to
@@ -42,14 +44,35 @@ CAPS = {
     ("rollout", "num_generations"): 2, ("rollout", "max_new_tokens"): 32,
 }
 
+# (section, field) -> what a smoke run sets, whatever the config says:
+# - one ranked checkpoint, and no Hugging Face export (a one-step SmolLM2 smoke run
+#   wrote 2.9 GB of checkpoints and export); --config.train.export_best=true asks;
+# - the update runs on every group, informative or not. A smoke run's model is a few
+#   SFT updates from random, so in four of the README's configs every sample of a
+#   group got the same reward, the zero-advantage filter dropped all rows and the run
+#   never compiled or ran its update: it did not test the update. On zero advantages
+#   the step still runs everything (rows, packing, the memory check, the loss, the
+#   optimizer) and says how many rows carried a gradient (informative_rows);
+# - no void-turn filter (SimpleTIR): a smoke model writes neither code nor an answer,
+#   so the filter masked every row of tool.py's step and no update ran ("no trainable
+#   token"); tests/envs/tool/test_train_smoke.py runs the filter in a one-step run.
+SETS = {("train", "keep_best"): 1, ("train", "export_best"): False,
+        ("train", "drop_zero_advantage"): False, ("filters", "void_turns"): False}
+
 # mtrl.sampling.BucketPolicy fields of a smoke run's sampler.
 SAMPLER_BUCKETS = dict(min_batch=2, min_length=128, cache_multiple=256)
 
 
 def apply_smoke(config, keep: frozenset[str] = frozenset()) -> dict[str, int]:
-    """Lowers each CAPS field the config has to its cap, in place, except the dotted
-    fields in `keep` (set on the command line); returns what changed."""
+    """Lowers each CAPS field the config has to its cap and sets each SETS field, in
+    place, except the dotted fields in `keep` (set on the command line); returns what
+    changed."""
     changed = {}
+    for (section, field), value in SETS.items():
+        if f"{section}.{field}" not in keep and section in config and field in config[section] \
+                and config[section][field] != value:
+            config[section][field] = value
+            changed[f"{section}.{field}"] = value
     for (section, field), cap in CAPS.items():
         if f"{section}.{field}" in keep:
             continue

@@ -8,6 +8,12 @@ their overrides alone and SFT is paid once per seed. Every arm runs the same num
 RL steps; `minutes` is each run's budget (warned past by the trainer, never cut). Runs
 are `python -m mtrl.train` processes, each in <root>/<arm>/seed<S>; an arm whose config
 is rejected is recorded with its one-line error (the others still run).
+
+Reuse never carries a number across code or configs: a finished warm start, and with
+`reuse` a finished arm, is reused only when it ran this very command (command.json)
+under the current code (provenance.json: commit, dirty flag, digest of the changes;
+mtrl/training/run/provenance.py), and an arm only when it started from the warm start
+it would start from now (the warm-start digest); anything else is refused in one line.
 """
 
 from __future__ import annotations
@@ -21,10 +27,14 @@ import sys
 import time
 from typing import Sequence
 
+from mtrl.training.evidence.seed_runs import run_curve
+from mtrl.training.run.provenance import code_state, read_provenance, same_origin
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 # Summary keys a run record copies from the trainer's --out (beside test metrics).
 SUMMARY_KEYS = ("minutes", "steps", "best_step", "over_budget", "post_sft_test_success",
+                "last_step", "last_test_success",
                 "post_sft_ood_test_success", "ood_test_success")
 
 
@@ -42,6 +52,7 @@ class ArmPlan:
     warm_root: pathlib.Path | None = None  # warm starts go here (None: root); claims on
     # one suite with the same overrides share them, SFT being most of a claim's time
     reuse: bool = False  # keep an arm run that finished with this very command
+    code: dict = dataclasses.field(default_factory=lambda: code_state())  # the code now
 
     def __post_init__(self):
         if self.steps < 1 or self.eval_interval < 1:
@@ -73,18 +84,49 @@ def run_process(command: list[str], log: pathlib.Path) -> int:
         return subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT).returncode
 
 
+def check_reusable(workdir: pathlib.Path, command: Sequence[str], code: dict,
+                   warm_digest: str | None = None) -> None:
+    """SystemExit (one line) unless the finished run in `workdir` ran `command` under
+    `code` (and, for an arm, from the warm start whose digest is `warm_digest`)."""
+    recorded = read_provenance(workdir)
+    why = None
+    if not finished_with(workdir, command):
+        why = "it ran another command (or did not finish)"
+    else:
+        why = same_origin(recorded, {"code": code})
+    if why is None and warm_digest is not None and \
+            ((recorded or {}).get("warm_start") or {}).get("digest") != warm_digest:
+        why = "it started from another warm start"
+    if why is not None:
+        raise SystemExit(f"{workdir} cannot be reused: {why}; delete it or choose another "
+                         "--root")
+
+
 def warm_start(plan: ArmPlan, seed: int) -> pathlib.Path:
-    """The seed's SFT-only run (reused when its summary exists)."""
+    """The seed's SFT-only run (reused when it finished with this command under this
+    code: check_reusable)."""
     warm_root = plan.warm_root or plan.root
     warm_root.mkdir(parents=True, exist_ok=True)
     workdir = warm_root / f"warm_seed{seed}"
     command = trainer_command(plan.config, workdir, seed, ["train.steps=0", *plan.overrides])
     print(f"[warm {seed}] {' '.join(command)}", flush=True)
-    if not plan.dry_run and not (workdir / "summary.json").exists():
-        log = warm_root / f"warm_seed{seed}.log"
-        if run_process(command, log):
-            raise RuntimeError(f"warm start of seed {seed} failed: see {log}")
+    if plan.dry_run:
+        return workdir
+    if (workdir / "summary.json").exists():
+        check_reusable(workdir, command, plan.code)
+        print(f"[warm {seed}] reused: same command, same code", flush=True)
+        return workdir
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "command.json").write_text(json.dumps(command[1:]))
+    log = warm_root / f"warm_seed{seed}.log"
+    if run_process(command, log):
+        raise RuntimeError(f"warm start of seed {seed} failed: see {log}")
     return workdir
+
+
+def warm_digest(warm: pathlib.Path) -> str | None:
+    """The digest of the weights the warm start in `warm` hands to its arms."""
+    return ((read_provenance(warm) or {}).get("warm_start") or {}).get("digest")
 
 
 def finished_with(workdir: pathlib.Path, command: Sequence[str]) -> bool:
@@ -128,8 +170,9 @@ def run_arm(plan: ArmPlan, arm: str, overrides: Sequence[str], seed: int,
         return record
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir.parent / f"seed{seed}.log"
-    if plan.reuse and finished_with(workdir, command):
-        print(f"[{arm} {seed}] reused: finished with this command", flush=True)
+    if plan.reuse and finished_with(workdir, command):  # another command: run again
+        check_reusable(workdir, command, plan.code, warm_digest(warm))
+        print(f"[{arm} {seed}] reused: same command, code and warm start", flush=True)
         record["reused"], code = True, 0
     else:
         (workdir / "summary.json").unlink(missing_ok=True)  # never read a stale one
@@ -146,5 +189,8 @@ def run_arm(plan: ArmPlan, arm: str, overrides: Sequence[str], seed: int,
     record.update({k: summary.get(k) for k in SUMMARY_KEYS})
     record["validation_success"] = summary.get("final_best_success")
     record.update(summary.get("test_metrics") or {})
+    record.update({k: v for k, v in summary.items() if k.startswith("last_")})
     record.update(per_step(workdir))
+    record["provenance"] = summary.get("provenance")
+    record.update(run_curve(workdir))
     return record

@@ -8,6 +8,16 @@ shared warm start (mtrl/training/evidence/arm_runs.py), takes d_i = treatment_i 
 its mean and 95% t interval over seeds (mtrl/training/evidence/paired_ci.py), and the verdict
 by paired_ci.verdict from the interval, the predicted direction and `min_effect`.
 
+A comparison can only speak when training did something: the verdict is
+`uninformative` (whatever the interval says) when an arm did not move from its warm
+start (validation chose the warm start, step 0, on every seed), when the paired
+differences have zero spread over >= 2 seeds (identical outcomes: nothing varied), or
+when the claim's positive control, an arm known to learn on the suite, shows no test
+gain over its warm start (the instrument could not have seen an effect). The record
+carries each arm's gain over its warm start with its interval, so the control is there
+to read. Seeds live in the claim file (`seeds`); the record names the code it ran
+(one commit for every run, `provenance`).
+
 A claim whose effect is "less X at equal Y" (termination: fewer generated samples at
 equal test success) names Y as its `guard`: the guard's interval must show
 non-inferiority (paired_ci.non_inferior with `margin`), else a reproduced primary
@@ -17,6 +27,7 @@ becomes inconclusive ("unclear") or not_reproduced ("fails").
 from __future__ import annotations
 
 import dataclasses
+import json
 import pathlib
 import re
 
@@ -80,6 +91,8 @@ class Claim:
     guard: Guard | None = None
     reported: tuple[str, ...] = ()  # more METRICS whose paired intervals the record
     # carries beside the verdict's (e.g. the tool-call rate): reported, never judged
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)  # what reproduce.py runs by default
+    positive_control: str = ""  # an arm's name known to learn here ("": none named)
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z0-9_]+", self.name):
@@ -96,6 +109,11 @@ class Claim:
             check_choice("Claim.metric", metric, METRICS)
         if self.baseline.name == self.treatment.name:
             raise ValueError("Claim: baseline and treatment need different names")
+        if len(set(self.seeds)) != len(self.seeds) or len(self.seeds) < 2:
+            raise ValueError(f"Claim.seeds must be >= 2 distinct seeds, got {self.seeds}")
+        if self.positive_control not in ("", self.baseline.name, self.treatment.name):
+            raise ValueError(f"Claim.positive_control must name an arm, got "
+                             f"{self.positive_control!r}")
 
     @property
     def arms(self) -> tuple[Arm, Arm]:
@@ -132,8 +150,41 @@ def _value(runs: list[dict], arm: str, seed: int, metric: str) -> float | None:
     return found[0] if found else None
 
 
+def arm_gain(runs: list[dict], arm: str, seeds: list[int]) -> dict:
+    """An arm's test gain over its warm start per seed (test_success −
+    post_sft_test_success), its mean and t interval, and on how many seeds validation
+    chose an RL checkpoint over the warm start (`moved_seeds`)."""
+    mine = {r["seed"]: r for r in runs if r["arm"] == arm and "error" not in r}
+    gains = [mine[s]["test_success"] - mine[s]["post_sft_test_success"] for s in seeds
+             if s in mine and mine[s].get("test_success") is not None
+             and mine[s].get("post_sft_test_success") is not None]
+    out = {"per_seed": gains, "moved_seeds": sum(1 for s in seeds if s in mine and
+                                                 (mine[s].get("best_step") or 0) > 0)}
+    if len(gains) >= 2:
+        mean, ci = t_interval(gains)
+        out.update(mean=mean, ci95=[ci[0], ci[1]])
+    else:
+        out.update(mean=gains[0] if gains else None, ci95=None)
+    return out
+
+
+def uninformative_because(claim: Claim, difference: dict, gains: dict) -> str | None:
+    """Why the comparison cannot speak (module docstring), or None."""
+    for arm in claim.arms:
+        if gains[arm.name]["moved_seeds"] == 0:
+            return f"{arm.name} did not move from its warm start on any seed"
+    d = difference["per_seed"]
+    if len(d) >= 2 and max(d) - min(d) < 1e-9:  # equal up to float rounding
+        return "the paired differences have zero spread"
+    control = gains.get(claim.positive_control)
+    if control is not None and (control["ci95"] is None or control["ci95"][0] <= 0):
+        return (f"the positive control {claim.positive_control} shows no test gain over "
+                "its warm start")
+    return None
+
+
 def claim_record(claim: Claim, seeds: list[int], runs: list[dict], minutes: float,
-                 scale: dict) -> dict:
+                 scale: dict, code: dict | None = None) -> dict:
     """The JSON record of a reproduction (keys as issue 28 asks, plus `guard`, `scale`
     and `runs`). The difference is treatment − baseline; verdict by paired_ci.verdict
     (inconclusive with fewer than two paired seeds), then the guard."""
@@ -157,6 +208,15 @@ def claim_record(claim: Claim, seeds: list[int], runs: list[dict], minutes: floa
             result = "not_reproduced"
         elif guard["status"] == "unclear" and result == "reproduced":
             result = "inconclusive"
+    gains = {arm.name: arm_gain(runs, arm.name, seeds) for arm in claim.arms}
+    why = uninformative_because(claim, difference, gains)
+    if why is not None:
+        result = "uninformative"
+        rule += ("; uninformative, whatever the interval, when an arm did not move from its "
+                 "warm start, the differences have zero spread, or the positive control "
+                 "shows no gain")
+    codes = {json.dumps((r.get("provenance") or {}).get("code"), sort_keys=True)
+             for r in runs if "error" not in r}
     arms = {arm.name: {"overrides": list(arm.overrides),
                        "values": [_value(runs, arm.name, s, claim.metric) for s in seeds],
                        "errors": [r["error"] for r in runs
@@ -171,5 +231,9 @@ def claim_record(claim: Claim, seeds: list[int], runs: list[dict], minutes: floa
                            "method": "t interval over seeds (paired by seed)"},
             "verdict": result, "verdict_rule": rule, "guard": guard,
             "reported": {m: _interval(claim, m, runs, seeds) for m in claim.reported},
-            "budget": claim.budget,
+            "budget": claim.budget, "uninformative_because": why,
+            "gain_over_warm_start": gains, "positive_control": claim.positive_control or None,
+            "provenance": {"code": code, "one_code_state": len(codes) == 1,
+                           "config_hashes": sorted({(r.get("provenance") or {}).get(
+                               "config_hash") or "" for r in runs if "error" not in r})},
             "minutes": minutes, "scale": scale, "runs": runs}

@@ -21,7 +21,7 @@ from typing import Sequence
 
 from scipy import stats
 
-VERDICTS = ("reproduced", "not_reproduced", "inconclusive")
+VERDICTS = ("reproduced", "not_reproduced", "inconclusive", "uninformative")
 
 
 def paired_differences(a: Sequence[float | None], b: Sequence[float | None]) -> list[float]:

@@ -7,6 +7,7 @@ run is its own; the statistics over seeds are mtrl.training.evidence.seed_stats.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import pathlib
 import shutil
@@ -22,10 +23,12 @@ STEP_TIME_SPLIT = {"step_rollout_s": "time/rollout_s", "step_env_s": "time/env_s
 
 
 def parse_seed_run_args(description: str, workdir_root: str,
-                        argv: Sequence[str] | None = None) -> argparse.Namespace:
+                        argv: Sequence[str] | None = None,
+                        adopt: bool = False) -> argparse.Namespace:
     """--seeds (comma-separated, default "0"), --out (required), --workdir-root
-    (default `workdir_root`) and --override (repeatable extra trainer flags), parsed
-    from `argv` (None: sys.argv)."""
+    (default `workdir_root`) and --override (repeatable extra trainer flags), and with
+    `adopt` --adopt (repeatable SEED=DIR: a finished run to take instead of running
+    that seed), parsed from `argv` (None: sys.argv)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--seeds", default="0", help="comma-separated seeds, run in order")
     parser.add_argument("--out", required=True, help="JSON output file")
@@ -33,6 +36,9 @@ def parse_seed_run_args(description: str, workdir_root: str,
                         help="each seed writes to <root>/seed<S> (emptied first)")
     parser.add_argument("--override", action="append", default=[],
                         help="extra trainer flag, e.g. --override=--config.train.steps=10")
+    if adopt:
+        parser.add_argument("--adopt", action="append", default=[],
+                            help="SEED=DIR: that seed's finished run, checked, not re-run")
     return parser.parse_args(argv)
 
 
@@ -90,3 +96,26 @@ def write_seed_summary(path: str | pathlib.Path, summary: Mapping[str, Any],
     if len(runs) == 1:
         out.update({k: v for k, v in runs[0].items() if k not in summary})
     pathlib.Path(path).write_text(json.dumps(out, indent=2))
+
+
+# Per-step numbers a record keeps of each run (small: a few per step), beside the digest
+# of the whole metrics.jsonl it came from.
+CURVE_KEYS = ("heldout_success", "reward_mean", "train_success_turn1", "skipped_update",
+              "rollout/generated_samples")
+
+
+def run_curve(workdir: str | pathlib.Path) -> dict[str, Any]:
+    """{"metrics_sha256", "curve"}: the SHA-256 of the run's metrics.jsonl and, per
+    logged step, its CURVE_KEYS present (so a number quoted from a record can be found
+    in the record, and the file it came from checked)."""
+    path = pathlib.Path(workdir) / "metrics.jsonl"
+    if not path.exists():
+        return {"metrics_sha256": None, "curve": []}
+    data = path.read_bytes()
+    curve = []
+    for line in filter(None, data.decode().splitlines()):
+        record = json.loads(line)
+        point = {k: record[k] for k in CURVE_KEYS if record.get(k) is not None}
+        if "step" in record and point:
+            curve.append({"step": record["step"], **point})
+    return {"metrics_sha256": hashlib.sha256(data).hexdigest(), "curve": curve}

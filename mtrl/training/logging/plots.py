@@ -8,6 +8,12 @@ Panels, top to bottom, all against the training step:
 The best step (highest held-out success; ties go to the later step, as in
 `CheckpointKeeper`) is a dashed vertical line across every panel.
 
+Readable at 1 step and at 200: every series has markers (a one-step run's single
+point drew nothing as a bare line), the step axis has integer ticks only (a one-step
+run showed 0.0, 0.2, ..., 1.0) and a margin, each panel has a
+title and a y label, and the legend sits outside the axes, right of the data (inside
+it covered the last steps).
+
 Drawn on a bare `matplotlib.figure.Figure` with the Agg canvas, so it needs no
 display and never switches the caller's pyplot backend.
 """
@@ -20,6 +26,7 @@ import re
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from mtrl.training.logging.metrics import HELDOUT_SUCCESS, KL, REWARD_MEAN, read_metrics
 
@@ -55,7 +62,19 @@ def plot_learning_curve(metrics_path: str | os.PathLike, out_png: str | os.PathL
     Per-turn success is every key `<success_key>_turn<t>`. `best_step` overrides
     the step marked as best (e.g. the one `CheckpointKeeper` kept). Returns the PNG.
     """
-    records = read_metrics(metrics_path)
+    figure = learning_curve_figure(read_metrics(metrics_path), success_key=success_key,
+                                   reward_key=reward_key, kl_key=kl_key,
+                                   best_step=best_step, title=title)
+    out_png = pathlib.Path(out_png)
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out_png)
+    return out_png
+
+
+def learning_curve_figure(records: list[dict], *, success_key: str = HELDOUT_SUCCESS,
+                          reward_key: str = REWARD_MEAN, kl_key: str = KL,
+                          best_step: int | None = None, title: str | None = None) -> Figure:
+    """The learning curve of metrics records as a Figure (plot_learning_curve's)."""
     turn_keys = sorted({key for record in records for key in record
                         if key.startswith(success_key) and _TURN_KEY.search(key)},
                        key=lambda key: int(_TURN_KEY.search(key).group(1)))
@@ -87,32 +106,40 @@ def plot_learning_curve(metrics_path: str | os.PathLike, out_png: str | os.PathL
         success_axis.text(0.5, 0.5, "no held-out evaluation logged", ha="center",
                           va="center", transform=success_axis.transAxes)
     success_axis.set_ylabel("held-out success")
+    success_axis.set_title("validation success (greedy), overall and by turn",
+                           fontsize="medium", loc="left")
     success_axis.set_ylim(-0.02, 1.02)
     if success_axis.get_legend_handles_labels()[0]:
-        success_axis.legend(loc="lower right", fontsize="small")
+        success_axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
+                            borderaxespad=0.0)
 
-    _line_panel(axes[1], records, reward_key, "mean reward", "tab:blue")
+    _line_panel(axes[1], records, reward_key, "mean reward", "tab:blue",
+                "mean episode reward of the training rollouts")
     if has_kl:
-        _line_panel(axes[2], records, kl_key, "KL to reference", "tab:purple")
+        _line_panel(axes[2], records, kl_key, "KL to reference", "tab:purple",
+                    "KL to the reference policy")
 
+    logged = sorted({int(r["step"]) for r in records})
     for axis in axes:
         axis.grid(alpha=0.3)
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         if best_step is not None:
             axis.axvline(best_step, color="crimson", linestyle="--", linewidth=1, alpha=0.7)
+    if logged:  # a margin: a one-step run's points are not on the frame
+        margin = max(0.5, 0.02 * (logged[-1] - logged[0]))
+        axes[-1].set_xlim(logged[0] - margin, logged[-1] + margin)
     axes[-1].set_xlabel("training step")
     figure.suptitle(title or "Learning curve")
-
-    out_png = pathlib.Path(out_png)
-    out_png.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out_png)
-    return out_png
+    return figure
 
 
-def _line_panel(axis, records: list[dict], key: str, label: str, color: str) -> None:
+def _line_panel(axis, records: list[dict], key: str, label: str, color: str,
+                title: str) -> None:
     steps, values = _series(records, key)
     if steps:
-        axis.plot(steps, values, color=color, linewidth=1.2)
+        axis.plot(steps, values, color=color, linewidth=1.2, marker="o", markersize=4)
     else:
         axis.text(0.5, 0.5, f"no {key} logged", ha="center", va="center",
                   transform=axis.transAxes)
     axis.set_ylabel(label)
+    axis.set_title(title, fontsize="medium", loc="left")

@@ -15,11 +15,17 @@ def summary(*, total_steps: int, best_step: int | None, best_success: float | No
             wall_s: float | None = None, final_metrics: Mapping[str, float] | None = None,
             learning_curve: str | os.PathLike | None = None,
             total_wall_s: float | None = None, test_success: float | None = None,
-            test_tasks: int | None = None, exported: str | os.PathLike | None = None) -> str:
+            test_tasks: int | None = None, exported: str | os.PathLike | None = None,
+            post_sft_test_success: float | None = None,
+            extra_tests: Mapping[str, tuple[float | None, float | None]] | None = None,
+            updates: tuple[int, int, int] | None = None) -> str:
     """A short human-readable end-of-run report (no trailing newline).
 
     wall_s: this invocation's time; total_wall_s: the whole run's, across resumes.
-    test_success: the test split's success of the best checkpoint (test_tasks tasks).
+    test_success: the test split's success of the best checkpoint (test_tasks tasks),
+    shown beside post_sft_test_success (the warm start's); extra_tests: a suite's
+    extra test splits, name -> (after SFT, best checkpoint), e.g. ood_test.
+    updates: RL updates (ran, skipped, ran on zero advantages only).
     exported: where the Hugging Face export went."""
     if total_steps < 0:
         raise ValueError(f"total_steps must be >= 0, got {total_steps}")
@@ -38,7 +44,20 @@ def summary(*, total_steps: int, best_step: int | None, best_success: float | No
         if test_success is not None:
             on = f" on {test_tasks} test tasks" if test_tasks else ""
             lines.append(f"Test success: {test_success:.4f}{on} (the step-{best_step} "
-                         "checkpoint).")
+                         f"checkpoint){_after_sft(post_sft_test_success)}.")
+        for name, (after_sft, final) in (extra_tests or {}).items():
+            if final is not None:
+                lines.append(f"{name} success: {final:.4f} (the step-{best_step} "
+                             f"checkpoint){_after_sft(after_sft)}.")
+    if updates is not None:
+        ran, skipped, zero = updates
+        line = f"RL updates: {ran} ran, {skipped} skipped"
+        if skipped:
+            line += " (no informative group, or no trainable token)"
+        if zero:
+            line += (f"; {zero} of them on zero advantages only (every group's rewards "
+                     "equal: the update ran but moved no policy)")
+        lines.append(line + ".")
     if exported is not None:
         lines.append(f"Exported (Hugging Face): {os.fspath(exported)}")
     if final_metrics:
@@ -48,3 +67,7 @@ def summary(*, total_steps: int, best_step: int | None, best_success: float | No
     if learning_curve is not None:
         lines.append(f"Learning curve: {os.fspath(learning_curve)}")
     return "\n".join(lines)
+
+
+def _after_sft(value: float | None) -> str:
+    return "" if value is None else f"; after SFT {value:.4f}"

@@ -16,7 +16,8 @@ uninterrupted one), the stages of `run`, top to bottom, each one package:
   save        a checkpoint ranked by held-out success, and every save_interval steps
               the latest (checkpoints/).
 Between stages the loop carries the train state and one LoopState (loop_state.py).
-The end: the test split for the chosen checkpoint, the summary (run_record.py).
+The end: the test splits for the chosen and the last checkpoint, the provenance, the
+summary (finish.py, run_record.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 import jax
 from flax import nnx
 
+from mtrl.models.adapters import lora_report
 from mtrl.parallel.distributed import is_main_process
 from mtrl.parallel.process_rollout import (check_supported, local_params, local_sampler_plan,
                                            mean_over_processes)
@@ -49,9 +51,8 @@ from mtrl.training.run.keys import RunKeys
 from mtrl.training.update.memory import check_step_memory, packed_step_guard
 from mtrl.training.checkpoints.hf_export import export_agents, model_report
 from mtrl.training.logging import Progress, write_transcripts
-from mtrl.training.checkpoints.run_record import rollout_metrics, run_record, summary_of
+from mtrl.training.checkpoints.run_record import read_run_seconds, rollout_metrics
 from mtrl.training.update.optim import make_optimizer, make_schedule
-from mtrl.training.logging.plots import plot_learning_curve
 from mtrl.training.loop.process_roles import open_metrics
 from mtrl.training.grow.curriculum import StepTasks
 from mtrl.training.loop.loop_state import LoopState
@@ -59,9 +60,12 @@ from mtrl.training.loop.stages import build_stages
 from mtrl.training.config import RunConfig, parse
 from mtrl.training.config.migrate import normalize
 from mtrl.training.run.run_config import check_resumable, prepare_workdir, write_config
+from mtrl.training.run.provenance import code_state, warm_start_record
+from mtrl.training.loop.finish import finish_run
 from mtrl.training.sft.sft_data import first_phase_kinds
 from mtrl.parallel.shardings import committed
-from mtrl.training.update.train_state import init_train_state
+from mtrl.training.checkpoints.base_record import base_record, on_checked_base
+from mtrl.training.update.train_state import agent_merged, base_layout, init_train_state
 from mtrl.training.update.train_step import make_train_step
 from mtrl.training.sft.warm_start import WarmStarter
 
@@ -92,16 +96,28 @@ class Trainer:
         self.first_phase = first_phase_kinds(run.sft.first_phase, self.num_agents)
         c.suite.check_sft(run.sft, self.num_agents)
         self.shared = c.rollout.agent_params == "shared"
-        self.graphdef = nnx.split(c.models[0])[0]
+        # The policy's graph (LoRA: the adapted model's; the export's is the base's).
+        self.graphdef = c.policy_graphdef()
         # The device mesh (config.mesh, mtrl/parallel): None on a single device.
         self.plan = plan_for(run.mesh, c.models[0].config)
+        self.lora = c.lora
+        # LoRA: the frozen base laid out as the train state holds it (also the KL
+        # reference and, with the adapters, the sampler's policy: one copy), and its
+        # name and digest, which every checkpoint carries (base_record.py).
+        self.base, self.base_record = None, None
+        if self.lora is not None:
+            base = base_layout(c.base_states(), self.shared)
+            self.base = committed(base) if self.plan is None else self.plan.shard_tree(base)
+            self.base_record = base_record(c.base_states(), f"hf:{c.from_hf}" if c.from_hf
+                                           else f"preset:{run.model.preset}")
+            print(lora_report(self.lora, c.adapters[0], c.models[0].config), flush=True)
+        states = c.initial_policies()
         # The sampler runs on this process's devices (its own tasks), the step on all.
-        self.sampler = Sampler(c.models[0], buckets=sampler_buckets,
+        self.sampler = Sampler(nnx.merge(self.graphdef, states[0]), buckets=sampler_buckets,
                                shardings=local_sampler_plan(self.plan, c.models[0].config))
         tok = c.tokenizer
         self.sampling = c.rollout.sampling_config(stop_token_ids=(tok.eos_id,), pad_id=tok.pad_id)
         greedy = dataclasses.replace(self.sampling, greedy=True)
-        states = [nnx.split(m)[1] for m in c.models]
         self.backend = SamplerBackend(self.sampler, states, self.sampling)
         self.eval_backend = SamplerBackend(self.sampler, states, greedy)
         self.optimizer = make_optimizer(c.optim)
@@ -117,7 +133,8 @@ class Trainer:
         self.starter = WarmStarter(c, run.sft, run.seed, self.train_config.init_from,
                                    self.workdir, self.graphdef, self.optimizer, self.keys,
                                    self.num_agents, self.shared, self.first_phase,
-                                   main=self.main, show_progress=self.show_progress)
+                                   main=self.main, show_progress=self.show_progress,
+                                   base=self.base, base_record=self.base_record)
         # train.off_policy: the next tree grows in a thread; backends take turns on the sampler.
         lock = threading.Lock() if self.train_config.off_policy else None
         if lock is not None:
@@ -135,17 +152,30 @@ class Trainer:
                 SamplerBackend(self.sampler, params, self.sampling), lock))
 
     def init_state(self, params: list):
-        """A step-0 TrainState; shared mode holds the one policy for all N agents."""
+        """A step-0 TrainState; shared mode holds the one policy for all N agents
+        (params: each policy's trained parameters; LoRA: adapters over self.base)."""
         per_agent = params * self.num_agents if self.shared else params
         state = init_train_state(per_agent, self.optimizer, shared=self.shared,
                                  keep_reference=self.c.objective.kl.coef > 0
-                                 or self.c.reward_kl is not None)
+                                 or self.c.reward_kl is not None,
+                                 lora=self.lora, base=self.base)
         # A mesh lays it out per its rules; one device commits it as a restore would.
         return committed(state) if self.plan is None else self.plan.shard_tree(state)
 
     def policy_states(self, state) -> list:
-        """Each policy's parameters in `state` (the publish stage's)."""
+        """Each policy in self.graphdef (LoRA: base + adapters, unmerged, as trained;
+        the publish stage's)."""
         return self.stages.publisher.policies(state)
+
+    def _target(self) -> dict:
+        """A restore's target (abstract: no memory): what a checkpoint holds of a
+        train state, `checkpointed()` (LoRA: without the base, named in extra)."""
+        return {"train": abstract_like(self.init_state(self.c.initial_params()).checkpointed())}
+
+    def _with_base(self, restored) -> Any:
+        """The restored train state (LoRA: its base checked and put back)."""
+        return on_checked_base(restored.state["train"], restored.extra, self.base,
+                               self.base_record, self.keeper.step_directory(restored.step))
 
     def set_policy(self, state) -> None:
         """The publish stage: the sampler's backends take `state`'s policies."""
@@ -160,8 +190,10 @@ class Trainer:
         tasks, prefix = ((self.c.eval_tasks, "heldout") if split == "validation"
                          else (self.c.test_splits()[split], split))
         key = self.keys.eval(step) if split == "validation" else self.keys.test(step)
+        episode = (dataclasses.replace(self.c.rollout, num_turns=cfg.eval_turns)
+                   if cfg.eval_turns else self.c.rollout)
         result = evaluate_across_processes(tasks, key, lambda tasks, key: evaluate(
-            tasks, self.c.env, self.eval_backend, self.c.tokenizer, self.c.rollout, key,
+            tasks, self.c.env, self.eval_backend, self.c.tokenizer, episode, key,
             sampled_backend=self.backend if cfg.eval_samples else None,
             num_samples=cfg.eval_samples, num_transcripts=cfg.num_transcripts,
             turn_format=self.c.turn_format, prefix=prefix))
@@ -186,6 +218,8 @@ class Trainer:
         budget = Budget(cfg.budget_minutes, started)
         # The whole run's time across invocations (Ctrl-C and resume): in the LoopState.
         before_s = loop.run_seconds - (time.perf_counter() - started if not restored else 0.0)
+        if restored:  # the time a finished run spent after its last checkpoint counts
+            before_s = max(before_s, read_run_seconds(self.workdir, loop.step))
         step = start
         for step in range(start + 1, cfg.steps + 1):
             t0 = time.perf_counter()
@@ -210,8 +244,8 @@ class Trainer:
         if self.ahead is not None:
             self.ahead.close()
         self.keeper.wait()
-        state = tree = rolled_out = advantages = update = None  # _finish restores its own
-        result = self._finish(step, started, loop, budget, before_s, logger)
+        state = tree = rolled_out = advantages = update = None  # finish_run restores its own
+        result = finish_run(self, step, started, loop, budget, before_s, logger)
         logger.close()
         return result
 
@@ -222,15 +256,15 @@ class Trainer:
         cfg, c = self.train_config, self.c
         restored = None
         if cfg.restore in ("latest", "best") and self.keeper.latest_step() is not None:
-            # The restore's target layout; not kept (a second state would hold another
-            # copy of the parameters, the reference and the Adam moments).
-            fresh = {"train": self.init_state([nnx.split(m)[1] for m in c.models])}
+            # The restore's target layout, abstract: a second state would hold another
+            # copy of the parameters, the reference and the Adam moments.
+            fresh = self._target()
             # A corrupt latest step is set aside and the previous whole one used.
             restored = (self.keeper.restore_newest_whole(fresh) if cfg.restore == "latest"
                         else self.keeper.restore(cfg.restore, target=fresh))
             del fresh
         if restored is not None:
-            state, loop = restored.state["train"], LoopState.from_extra(restored.extra)
+            state, loop = self._with_base(restored), LoopState.from_extra(restored.extra)
             if self.main:
                 print(f"resuming from RL step {loop.step} "
                       f"({self.keeper.step_directory(restored.step)})", flush=True)
@@ -264,10 +298,12 @@ class Trainer:
             post_sft.update({f"post_sft_{k}": v for k, v in test.items()})
             logger.write_reported(0, test)
         loop = LoopState(step=0, run_seconds=sft_s, sft_minutes=sft_s / 60, post_sft=post_sft,
-                         config=self.config_record)
+                         config=self.config_record, code_at_start=code_state(),
+                         warm_start=warm_start_record(params, self.train_config.init_from),
+                         lora_base=self.base_record)  # the base the adapters belong to
         logger.write(0, metrics)
         logger.flush()
-        self.keeper.save_eval(0, {"train": state}, metrics, loop.extra())
+        self.keeper.save_eval(0, {"train": state.checkpointed()}, metrics, loop.extra())
         return state, loop, logger, False
 
     def _grow_step(self, step: int, state):
@@ -291,6 +327,7 @@ class Trainer:
         metrics.update(mean_over_processes(rollout_metrics(tree)))
         metrics.update(self.step_tasks.record(step, tree))
         metrics["train_rows"] = float(update.kept)
+        metrics["informative_rows"] = float(update.informative)
         metrics.update({f"packing/{k}": v for k, v in update.packing.items()})
         env_s = tree.metrics["rollout/env_seconds"]
         metrics.update({"time/rollout_s": t1 - t0 - env_s, "time/env_s": env_s,
@@ -316,50 +353,27 @@ class Trainer:
         logger.write(step, metrics)
         logger.flush()
         if evaluated:
-            self.keeper.save_eval(step, {"train": state}, metrics, extra)
+            self.keeper.save_eval(step, {"train": state.checkpointed()}, metrics, extra)
         if step % cfg.save_interval == 0 or last:
-            self.keeper.save_latest(step, {"train": state}, extra)
+            self.keeper.save_latest(step, {"train": state.checkpointed()}, extra)
 
     def _stop_if_requested(self, state, loop: LoopState) -> None:
         """After step loop.step (0: the warm start): on Ctrl-C or SIGTERM, save it
         (unless saved already) and raise Interrupted (interrupts.py)."""
         if stop_requested():
-            self.keeper.save_latest(loop.step, {"train": state}, loop.extra())
+            self.keeper.save_latest(loop.step, {"train": state.checkpointed()}, loop.extra())
             self.keeper.wait()
             stop_point(f"RL step {loop.step}")
 
-    def _finish(self, step: int, started: float, loop: LoopState, budget: "Budget",
-                before_s: float, logger) -> dict[str, Any]:
-        best = self.keeper.best_step()
-        best_metrics = self.keeper.metrics(best) if best is not None else {}
-        png = plot_learning_curve(self.workdir, self.workdir / "learning_curve.png",
-                                  best_step=best) if self.main else None
-        exported = None
-        if self.c.from_hf and self.train_config.export_best and best is not None:
-            exported = self.export(best)
-        test = self.test(best) if best is not None and self.c.test_tasks else {}
-        if test:
-            logger.write_reported(best, test)  # not in metrics.jsonl: chooses nothing
-        result = run_record(
-            steps=step, minutes=(before_s + time.perf_counter() - started) / 60,
-            invocation_minutes=(time.perf_counter() - started) / 60, best_step=best,
-            best_metrics=best_metrics, post_sft=loop.post_sft, test=test,
-            best_checkpoint=str(self.keeper.step_directory(best)) if best is not None else None,
-            learning_curve=png, exported=exported, budget=budget,
-            extra_tests=tuple(self.c.extra_tests))
-        if self.main:
-            print(summary_of(result, len(self.c.test_tasks)), flush=True)
-        return result
-
     def _restored(self, step: int):
-        """Checkpoint `step`'s train state, restored into a fresh state's layout (the
-        fresh one is dropped first: each is a whole copy of the parameters and moments)."""
-        layout = abstract_like(self.init_state([nnx.split(m)[1] for m in self.c.models]))
-        return self.keeper.restore(step, target={"train": layout}).state["train"]
+        """Checkpoint `step`'s train state, restored into a fresh state's abstract layout
+        (each is a whole copy of the parameters and moments); LoRA: on the base."""
+        return self._with_base(self.keeper.restore(step, target=self._target()))
 
-    def test(self, step: int) -> dict[str, float]:
-        """The test split, evaluated once for the checkpoint validation chose (`step`);
-        written to test.json. Nothing reads it back to choose anything."""
+    def test(self, step: int, provenance: dict, file: str = "test.json") -> dict[str, float]:
+        """The test splits, evaluated once for checkpoint `step` (the one validation
+        chose; the last one into test_last.json); written to `file` with the run's
+        provenance. Nothing reads it back to choose anything."""
         state = self._restored(step)
         self.set_policy(state)
         metrics = {}
@@ -367,15 +381,17 @@ class Trainer:
             metrics.update(self.evaluate(step, name))
         sizes = {f"{name}_num_tasks": len(tasks) for name, tasks in self.c.extra_tests.items()}
         if self.main:
-            (self.workdir / "test.json").write_text(json.dumps(
-                {"step": step, "num_tasks": len(self.c.test_tasks), **sizes, **metrics},
-                indent=2))
+            (self.workdir / file).write_text(json.dumps(
+                {"step": step, "num_tasks": len(self.c.test_tasks), **sizes, **metrics,
+                 "provenance": provenance}, indent=2))
         return metrics
 
     def export(self, step: int) -> str:
-        """Writes the best step's parameters as Hugging Face checkpoints, one per agent."""
+        """Writes the best step's parameters as Hugging Face checkpoints, one per agent
+        (LoRA: the adapters merged into the base's weights, in the base's graph)."""
         state = self._restored(step)
-        return export_agents(self.graphdef, local_params(self.policy_states(state)),
+        merged = [agent_merged(state, a) for a in range(1 if self.shared else self.num_agents)]
+        return export_agents(nnx.graphdef(self.c.models[0]), local_params(merged),
                              self.c.tokenizer, self.workdir / "export", write=self.main)
 
     def close(self) -> None:

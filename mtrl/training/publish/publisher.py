@@ -15,7 +15,7 @@ from typing import Sequence
 
 from mtrl.parallel.process_rollout import local_params
 from mtrl.rollout.backend import PolicyBackend
-from mtrl.training.update.train_state import TrainState, agent_params
+from mtrl.training.update.train_state import TrainState, agent_policy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,8 +26,8 @@ class Publisher:
     num_policies: int  # 1 with shared parameters, else the number of agents
 
     def policies(self, state: TrainState) -> list:
-        """Each policy's parameters in `state`."""
-        return [agent_params(state, a) for a in range(self.num_policies)]
+        """Each policy in the policy graph (LoRA: base + adapters, unmerged, as trained)."""
+        return [agent_policy(state, a) for a in range(self.num_policies)]
 
     def publish(self, state: TrainState) -> None:
         """Every backend samples from `state`'s policies from now on."""

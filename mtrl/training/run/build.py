@@ -16,9 +16,12 @@ from mtrl.rollout.environment import Environment
 from mtrl.envs.registry import build_environment
 from mtrl.losses import KLPenaltyConfig, PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
+from mtrl.models.adapters import adapted_graphdef, init_adapters, with_adapters
+from mtrl.models.lora import LoRAConfig
 from mtrl.rollout import RolloutConfig
 from mtrl.tokenizers import ByteTokenizer, load_tokenizer
 from mtrl.config.fields import check_choice, ConfigErrors, build, resolve_path
+from mtrl.training.run.inputs import missing_inputs
 from mtrl.training.run.sections import ModelSection
 from mtrl.training.run.chat import build_turn_format
 from mtrl.training.run.keys import RunKeys
@@ -53,6 +56,31 @@ class Components:
     # The suite's extra test splits (mtrl.data.suite.ExtraTestSplits), by name: each
     # evaluated beside "test", metrics "<name>_*"; {} without a test split.
     extra_tests: dict = dataclasses.field(default_factory=dict)
+    # LoRA (lora.rank >= 1): `models` are the frozen bases and `adapters` each policy's
+    # fresh adapters (init_adapters with the run's `lora` key stream); else both None.
+    lora: LoRAConfig | None = None
+    adapters: list | None = None
+
+    def policy_graphdef(self) -> nnx.GraphDef:
+        """The graph the policy runs in: the model's, or (LoRA) the adapted model's."""
+        if self.adapters is None:
+            return nnx.graphdef(self.models[0])
+        return adapted_graphdef(self.models[0].config, self.lora)
+
+    def base_states(self) -> list:
+        """Each policy's model state (LoRA: the frozen base)."""
+        return [nnx.split(m)[1] for m in self.models]
+
+    def initial_params(self) -> list:
+        """Each policy's trained parameters before any update: the model's state, or
+        (LoRA) its fresh adapters."""
+        return self.base_states() if self.adapters is None else list(self.adapters)
+
+    def initial_policies(self) -> list:
+        """Each policy's state in policy_graphdef (LoRA: base with fresh adapters)."""
+        if self.adapters is None:
+            return self.base_states()
+        return [with_adapters(b, a) for b, a in zip(self.base_states(), self.adapters)]
 
     def test_splits(self) -> dict[str, list]:
         """{"test": test tasks, **extra_tests}: what the final test evaluates ({}:
@@ -144,11 +172,22 @@ def build_components(run) -> Components:
     package sits above this module, so the type is not imported here); the checks
     left here need a built object (the tokenizer, the suite's task type, and
     built_rules.py's on the environment's step info)."""
+    missing = missing_inputs(  # named with what makes them, before any work
+        hf_checkpoint=run.model.hf_checkpoint or "", tokenizer=run.tokenizer,
+        data_name=run.data.name, data_path=run.data.path or "",
+        train_ids_file=run.data.options.get("train_ids_file", "") or "")
+    if missing:
+        raise ConfigErrors(missing)
     tokenizer = build_tokenizer(run.tokenizer, run.model)
     fmt = build_turn_format(run.chat, tokenizer, run.num_agents)
     num_policies = 1 if run.rollout.agent_params == "shared" else run.num_agents
     models, from_hf = build_models(run.seed, run.model, num_policies)
     check_tokenizer(tokenizer, models[0].config, from_hf)
+    adapters = None
+    if run.lora.enabled:
+        keys = RunKeys.from_seed(run.seed)
+        adapters = [init_adapters(m.config, run.lora, keys.lora(a))
+                    for a, m in enumerate(models)]
     try:
         suite = build_suite(run.data, run.seed)
     except ValueError as e:  # the family's own checks (FamilyConfig) name no field
@@ -169,4 +208,5 @@ def build_components(run) -> Components:
                       rollout=run.rollout, objective=run.objective, optim=run.optim,
                       credit=run.credit, reward_kl=run.reward_kl,
                       filters=run.filters, recipe=run.recipe, curriculum=run.curriculum,
-                      extra_tests=extra_tests)
+                      extra_tests=extra_tests, lora=run.lora if adapters else None,
+                      adapters=adapters)

@@ -28,7 +28,9 @@ class TrainConfig:
       checkpoints) and between latest-only checkpoints.
     keep_best: ranked checkpoints kept. eval_samples: sampled completions per task
       for pass@k at evaluation (0: greedy only). num_transcripts: evaluation
-      transcripts written per evaluation.
+      transcripts written per evaluation. eval_turns: turns of every evaluation
+      episode, validation and test (0: rollout.num_turns); a run trained on one
+      turn is then tested with the same second attempt as a two-turn one.
     drop_zero_advantage: train only on rows with a non-zero advantage on some loss
       token (REFUEL: whole pairs; update/row_filter.py). Not DAPO's dynamic sampling, which
       over-samples until every group's accuracy lies strictly between 0 and 1.
@@ -57,6 +59,7 @@ class TrainConfig:
     keep_best: int = 2
     eval_samples: int = 0
     num_transcripts: int = 2
+    eval_turns: int = 0
     drop_zero_advantage: bool = False
     export_best: bool = True
     restore: str = "latest"
@@ -70,7 +73,8 @@ class TrainConfig:
 
     def __post_init__(self):
         counts = dict(steps=0, tasks_per_step=1, ppo_epochs=1, minibatches=1, eval_interval=1,
-                      save_interval=1, keep_best=1, eval_samples=0, num_transcripts=0)
+                      save_interval=1, keep_best=1, eval_samples=0, num_transcripts=0,
+                      eval_turns=0)
         for name, least in counts.items():
             check_int(name, getattr(self, name), least)
         for name in ("drop_zero_advantage", "export_best"):

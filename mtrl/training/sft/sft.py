@@ -14,6 +14,10 @@ prediction but are not predicted):
 
 The step has the NaN guard of the RL step (train_step.py): a non-finite loss or
 gradient leaves the parameters and optimizer state unchanged and sets `finite` = 0.
+
+LoRA: the trained params are the adapters and `frozen` the base they sit on (merged into
+the adapted model's state for the forward, never differentiated nor donated), so θ
+above is the adapters and the optimizer holds moments for them alone.
 """
 
 from __future__ import annotations
@@ -157,15 +161,16 @@ def sft_loss(graphdef: nnx.GraphDef, params: nnx.State, tokens: jax.Array,
 
 
 class SFTStep:
-    """`step(params, opt_state, tokens, token_mask, loss_mask) -> (params, opt_state,
-    metrics)`, jitted with params and opt_state donated; `num_compiles` counts traces."""
+    """`step(params, opt_state, tokens, token_mask, loss_mask, frozen=None) -> (params,
+    opt_state, metrics)`, jitted with params and opt_state donated (frozen, a LoRA
+    base, only read); `num_compiles` counts traces."""
 
     def __init__(self, fn: Callable):
         self.traces = TraceCounter()
         self._jitted = jax.jit(self.traces.wrap("sft_step", fn), donate_argnums=(0, 1))
 
-    def __call__(self, params, opt_state, tokens, token_mask, loss_mask):
-        return self._jitted(params, opt_state, tokens, token_mask, loss_mask)
+    def __call__(self, params, opt_state, tokens, token_mask, loss_mask, frozen=None):
+        return self._jitted(params, opt_state, tokens, token_mask, loss_mask, frozen)
 
     @property
     def num_compiles(self) -> int:
@@ -184,10 +189,13 @@ def make_sft_step(graphdef: nnx.GraphDef, optimizer: optax.GradientTransformatio
     """
     counter = step_counter or _optax_count
 
-    def step(params, opt_state, tokens, token_mask, loss_mask):
-        (loss, metrics), grads = jax.value_and_grad(
-            functools.partial(sft_loss, graphdef), has_aux=True)(params, tokens, token_mask,
-                                                                 loss_mask)
+    def loss_of(params, frozen, tokens, token_mask, loss_mask):
+        state = params if frozen is None else nnx.merge_state(frozen, params)
+        return sft_loss(graphdef, state, tokens, token_mask, loss_mask)
+
+    def step(params, opt_state, tokens, token_mask, loss_mask, frozen):
+        (loss, metrics), grads = jax.value_and_grad(loss_of, has_aux=True)(
+            params, frozen, tokens, token_mask, loss_mask)
         grad_norm = optax.global_norm(grads)
         updates, new_opt_state = optimizer.update(grads, opt_state, params)
         new_params = optax.apply_updates(params, updates)
@@ -283,8 +291,11 @@ def run_sft(graphdef: nnx.GraphDef, params: nnx.State, examples: SFTExamples, co
             log_fn: Callable[[int, dict[str, float]], None] | None = None, *,
             resume: SFTProgress | None = None,
             on_progress: Callable[[SFTProgress], None] | None = None,
-            progress_every: int = 0) -> nnx.State:
+            progress_every: int = 0, frozen: nnx.State | None = None) -> nnx.State:
     """Trains `params` on `examples` and returns the new parameters.
+
+    frozen: LoRA's base (params are then its adapters and `graphdef` the adapted
+    model's, mtrl.models.adapters), held fixed; None: params are the whole model.
 
     Shuffled minibatches (key None: jax.random.key(config.seed)); the inputs are copied
     first, so `params` stays valid. Every config.log_every updates and after the last,
@@ -307,7 +318,7 @@ def run_sft(graphdef: nnx.GraphDef, params: nnx.State, examples: SFTExamples, co
     params = jax.tree.map(jnp.copy, params if resume is None else resume.params)
     opt_state = optimizer.init(params) if resume is None else resume.opt_state
     # Committed like a restored state, so a resumed run's step is the same program.
-    params, opt_state = committed((params, opt_state))
+    params, opt_state, frozen = committed((params, opt_state, frozen))
     done = 0 if resume is None else int(resume.update)
     tokens, token_mask = jnp.asarray(examples.tokens), jnp.asarray(examples.token_mask)
     loss_mask = jnp.asarray(examples.loss_mask)
@@ -327,7 +338,7 @@ def run_sft(graphdef: nnx.GraphDef, params: nnx.State, examples: SFTExamples, co
         rows = jnp.asarray(rows)
         params, opt_state, metrics = step(
             params, opt_state, tokens[rows, :width], token_mask[rows, :width],
-            loss_mask[rows, :width] & jnp.asarray(real)[:, None])
+            loss_mask[rows, :width] & jnp.asarray(real)[:, None], frozen)
         nonfinite_updates = nonfinite_updates + (1.0 - metrics["finite"])
         if update % config.log_every == 0:
             _report(update, dict(metrics, nonfinite_updates=nonfinite_updates), log_fn)

@@ -7,6 +7,9 @@ untouched ones), the optimizer state of the phase in progress and its count of
 skipped updates. The checkpoint's step number is the run's SFT update count so far,
 a·steps + (updates of earlier phases) + u, so the newest checkpoint is the furthest.
 
+Under LoRA the parameters are each policy's adapters, and the checkpoint names the base
+they sit on (checkpoints/base_record.py), checked on restore.
+
 The SFT log (`sft.jsonl`) is cut back, on restore, to the lines it held when the
 checkpoint was written: a resumed run's log has no duplicate lines.
 """
@@ -20,6 +23,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from mtrl.training.checkpoints.base_record import EXTRA_KEY, check_base
 from mtrl.training.checkpoints.checkpointing import CheckpointKeeper
 from mtrl.training.sft.sft import SFTProgress
 
@@ -58,11 +62,15 @@ def truncate_lines(path: pathlib.Path, keep: int) -> None:
 
 
 class SFTCheckpoints:
-    """Latest-only SFT checkpoints in `directory`, tied to the log at `log_path`."""
+    """Latest-only SFT checkpoints in `directory`, tied to the log at `log_path`;
+    `base_record`: LoRA's base (base_record.py), saved with each and checked on
+    restore (None: full fine-tuning)."""
 
-    def __init__(self, directory: str | os.PathLike, log_path: str | os.PathLike):
+    def __init__(self, directory: str | os.PathLike, log_path: str | os.PathLike,
+                 base_record: dict | None = None):
         self.keeper = CheckpointKeeper(directory, keep_best=1)
         self.log_path = pathlib.Path(log_path)
+        self.base_record = base_record
 
     def save(self, step: int, agent: int, phase: int, params: list,
              progress: SFTProgress, seconds: float) -> None:
@@ -70,6 +78,8 @@ class SFTCheckpoints:
                  "nonfinite": jnp.asarray(progress.nonfinite_updates, jnp.float32)}
         extra = {"agent": agent, "phase": phase, "update": int(progress.update),
                  "log_lines": count_lines(self.log_path), "seconds": seconds}
+        if self.base_record is not None:
+            extra[EXTRA_KEY] = self.base_record
         self.keeper.save_latest(step, state, extra)
 
     def restore(self, params: list, opt_template: Any) -> tuple[SFTPosition | None, float]:
@@ -84,6 +94,9 @@ class SFTCheckpoints:
             truncate_lines(self.log_path, 0)  # lines of an SFT that is redone
             return None, 0.0
         extra = restored.extra
+        if self.base_record is not None:
+            check_base(extra.get(EXTRA_KEY), self.base_record,
+                       f"SFT checkpoint {self.keeper.step_directory(restored.step)}")
         truncate_lines(self.log_path, int(extra["log_lines"]))
         state = restored.state
         position = SFTPosition(agent=int(extra["agent"]), phase=int(extra["phase"]),

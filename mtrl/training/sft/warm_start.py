@@ -1,7 +1,9 @@
 """The SFT warm start: each policy's supervised fine-tuning on its suite's
 demonstrations, resumable from its own checkpoints, or the weights of another run
 (`train.init_from`). The trainer makes one WarmStarter; everything it reads is one of
-its fields.
+its fields. Under LoRA the policies' parameters are their adapters: SFT trains them over
+the frozen base (`frozen`), and its checkpoints, like train.init_from's source, hold
+adapters and name their base (checkpoints/base_record.py).
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ import dataclasses
 import time
 from typing import Any
 
-from flax import nnx
-
 from mtrl.rollout.generator import per_agent_formats
+from mtrl.training.checkpoints.base_record import on_checked_base
 from mtrl.training.checkpoints.checkpointing import CheckpointKeeper
+from mtrl.models.lora import LoRAConfig
 from mtrl.training.run.interrupts import stop_point, stop_requested
 from mtrl.training.logging import Progress
 from mtrl.training.update.optim import OptimConfig, make_optimizer
@@ -44,6 +46,8 @@ class WarmStarter:
     main: bool = True  # this process writes checkpoints and says what it does
     show_progress: bool = True
     seconds_before: float = 0.0  # SFT time of earlier invocations (resumed SFT)
+    base: Any = None  # LoRA: the frozen base laid out like the train state (None: full)
+    base_record: dict | None = None  # LoRA: the base's name and digest (base_record.py)
 
     def run(self, log) -> list:
         """SFT of each policy on its role's demonstrations (or the loaded weights).
@@ -57,7 +61,7 @@ class WarmStarter:
 
         Every sft.checkpoint_every updates the position is checkpointed
         (sft_checkpoint.py); a killed run resumes there exactly."""
-        params = [nnx.split(m)[1] for m in self.c.models]
+        params = self.c.initial_params()
         s = self.sft
         self.seconds_before = 0.0
         if self.init_from:
@@ -66,7 +70,7 @@ class WarmStarter:
             return params
         pairs = self.c.suite.demonstrations(self.c.env, self.num_agents, s)
         checkpoints = SFTCheckpoints(self.workdir / "sft_checkpoints",
-                                     self.workdir / "sft.jsonl")
+                                     self.workdir / "sft.jsonl", self.base_record)
         template = make_optimizer(self._sft_config(max(1, s.steps)).optim).init(params[0])
         resumed, seconds_before = checkpoints.restore(params, template)
         self.seconds_before = seconds_before
@@ -94,13 +98,17 @@ class WarmStarter:
         (train.init_from: e.g. one SFT warm start shared by the arms of a comparison)."""
         source = read_config(workdir) or {}
         keep_reference = float(source.get("loss", {}).get("kl_coef", 0.0)) > 0
-        params = [nnx.split(m)[1] for m in self.c.models]
+        check_same_adapters(source, self.c.lora, workdir)
+        params = self.c.initial_params()
         template = init_train_state(params * self.num_agents if self.shared else params,
                                     self.optimizer, shared=self.shared,
-                                    keep_reference=keep_reference)
+                                    keep_reference=keep_reference, lora=self.c.lora,
+                                    base=self.base)
         keeper = CheckpointKeeper(pathlib.Path(workdir) / "checkpoints", keep_best=1)
         try:
-            state = keeper.restore("latest", target={"train": template}).state["train"]
+            restored = keeper.restore("latest", target={"train": template.checkpointed()})
+            state = on_checked_base(restored.state["train"], restored.extra, self.base,
+                                    self.base_record, keeper.step_directory(restored.step))
         except (FileNotFoundError, ValueError, KeyError) as e:
             raise ValueError(f"config.train.init_from: no compatible checkpoint in {workdir} "
                              f"({type(e).__name__}: {' '.join(str(e).split())[:200]})") from None
@@ -112,6 +120,8 @@ class WarmStarter:
                           resumed, elapsed) -> Any:
         s = self.sft
         p = params[a]
+        # LoRA: SFT trains the adapters over this policy's frozen base.
+        frozen = None if self.c.adapters is None else self.c.base_states()[a]
         agent_pairs = [x for agent_list in pairs for x in agent_list] if self.shared \
             else pairs[a]
         phases = [(s.first_phase_steps, self.first_phase[a]),
@@ -156,7 +166,7 @@ class WarmStarter:
                         stop_point(f"SFT update {done + state.update} of agent {a}")
                 p = run_sft(self.graphdef, p, examples, self._sft_config(steps),
                             self.keys.sft(a, phase), log_fn=log_and_show, resume=resume,
-                            on_progress=save, progress_every=1)
+                            on_progress=save, progress_every=1, frozen=frozen)
                 done += steps
         return p
 
@@ -168,3 +178,17 @@ class WarmStarter:
                                            max_grad_norm=1.0, b2=s.adam_b2),
                          batch_size=s.batch_size, steps=steps, max_len=s.max_len,
                          seed=self.seed, log_every=min(25, steps))
+
+
+def check_same_adapters(source: dict, lora: LoRAConfig | None, workdir: str) -> None:
+    """One line unless the run in `workdir` (its config.json record `source`) trained
+    what this run trains: the whole model, or adapters of the same rank on the same
+    projections (train.init_from restores its parameters as this run's)."""
+    theirs = LoRAConfig(**source.get("lora", {}))
+    mine = lora if lora is not None else LoRAConfig()
+    if (theirs.rank, theirs.targets) != (mine.rank, mine.targets):
+        def what(c):
+            return (f"adapters of rank {c.rank} on {','.join(c.targets)}" if c.enabled
+                    else "the whole model (lora.rank=0)")
+        raise ValueError(f"config.train.init_from: the run in {workdir} trained {what(theirs)}; "
+                         f"this run trains {what(mine)}")

@@ -71,6 +71,15 @@ def take_rows(minibatch: PolicyMinibatch, rows: Any) -> PolicyMinibatch:
     return jax.tree.map(lambda x: jnp.take(x, rows, axis=1), minibatch)
 
 
+def pad_minibatch_rows(minibatch: PolicyMinibatch, rows: int) -> PolicyMinibatch:
+    """The minibatch with empty rows appended up to `rows` (no token, no loss: every
+    aggregation leaves a row without valid tokens out)."""
+    extra = rows - jnp.shape(minibatch.tokens)[1]
+    if extra < 0:
+        raise ValueError(f"cannot pad {jnp.shape(minibatch.tokens)[1]} rows to {rows}")
+    return jax.tree.map(lambda x: jnp.pad(x, ((0, 0), (0, extra), (0, 0))), minibatch)
+
+
 def host_rows(minibatch: PolicyMinibatch) -> PolicyMinibatch:
     """The minibatch as host numpy (the packer's input); a batch spread over several
     processes is gathered from all of them first."""

@@ -49,7 +49,8 @@ SCHEDULES: Registry[DecayFn] = Registry("learning-rate schedule")
 
 # Parameter leaves that weight decay applies to (matrices); norm gains and biases are not
 # decayed, since pulling them towards 0 changes what the layer computes, not its capacity.
-DECAYED_LEAF_NAMES = ("kernel", "embedding")
+# LoRA's factors are matrices too: decaying them pulls the policy towards its base.
+DECAYED_LEAF_NAMES = ("kernel", "embedding", "lora_a", "lora_b")
 
 
 @SCHEDULES.register("constant")

@@ -202,6 +202,56 @@ def pack_rows(tokens, token_mask, loss_mask, mode: str, min_budget: int = 0,
                       node_index=jnp.asarray(node_index), predicted=jnp.asarray(predicted))
 
 
+def pad_packed(packed: PackedRows, bins: int, budget: int) -> PackedRows:
+    """The same packing in a larger layout [N, bins, budget] (bins >= P, budget >= S):
+    the new slots are padding (token_mask False, attend_end s + 1, parent s), and
+    node_index is re-addressed to p·budget + s. Log-probabilities, loss and gradients are
+    unchanged; the padding costs its FLOPs (a padded slot is computed like a real one)."""
+    n, p, s = packed.tokens.shape
+    if bins < p or budget < s:
+        raise ValueError(f"cannot pad [{p}, {s}] bins into a smaller [{bins}, {budget}]")
+    if (bins, budget) == (p, s):
+        return packed
+
+    def grow(x, fill):
+        out = np.full((n, bins, budget), fill, np.asarray(x).dtype)
+        out[:, :p, :s] = np.asarray(x)
+        return out
+
+    slot = np.arange(budget, dtype=np.int32)
+    attend_end = np.broadcast_to(slot + 1, (n, bins, budget)).copy()
+    attend_end[:, :p, :s] = np.asarray(packed.attend_end)
+    parent = np.broadcast_to(slot, (n, bins, budget)).copy()
+    parent[:, :p, :s] = np.asarray(packed.parent)
+    node_index = np.asarray(packed.node_index)
+    node_index = (node_index // s) * budget + node_index % s
+    return PackedRows(tokens=jnp.asarray(grow(packed.tokens, 0)),
+                      positions=jnp.asarray(grow(packed.positions, 0)),
+                      attend_end=jnp.asarray(attend_end), token_mask=jnp.asarray(
+                          grow(packed.token_mask, False)), parent=jnp.asarray(parent),
+                      node_index=jnp.asarray(node_index.astype(np.int32)),
+                      predicted=packed.predicted)
+
+
+def reusable_layout(shape: tuple[int, int, int], compiled, max_growth: float
+                    ) -> tuple[int, int, int] | None:
+    """The cheapest compiled (rows, bins, budget) that holds `shape` = (B, P, S) within
+    max_growth times its slots P·S (None: none does, compile the new shape). Extra rows
+    are free to the packed forward (rows without a loss token are never packed)."""
+    b, p, s = shape
+    fits = [(bins * budget, rows, (rows, bins, budget)) for rows, bins, budget in compiled
+            if rows >= b and bins >= p and budget >= s
+            and bins * budget <= max_growth * p * s]
+    return min(fits)[2] if fits else None
+
+
+def pad_rows(packed: PackedRows, rows: int) -> PackedRows:
+    """`packed` for a minibatch padded to `rows` rows (the new rows are not predicted)."""
+    pad = ((0, 0), (0, rows - packed.node_index.shape[1]), (0, 0))
+    return packed.replace(node_index=jnp.pad(packed.node_index, pad),
+                          predicted=jnp.pad(packed.predicted, pad))
+
+
 def packed_logprobs(model, packed_agent: PackedRows, *, remat: str = "none",
                     chunk: int = LOGITS_CHUNK) -> jax.Array:
     """[B, L] row log-probabilities from one agent's packed forward (fields without the

@@ -21,7 +21,7 @@ from mtrl.parallel.process_rollout import gather_rows, is_multiprocess
 from mtrl.rollout import StepRollout
 from mtrl.training.update.minibatch import PolicyMinibatch, policy_minibatch
 from mtrl.training.update.ppo_epochs import ppo_update
-from mtrl.training.update.row_filter import keep_informative_groups
+from mtrl.training.update.row_filter import informative_rows, keep_informative_groups
 from mtrl.training.update.row_groups import check_groups
 from mtrl.training.update.step_metrics import check_finite
 from mtrl.training.update.train_state import TrainState
@@ -30,12 +30,14 @@ from mtrl.training.update.train_state import TrainState
 @dataclasses.dataclass(frozen=True)
 class Update:
     """What the update stage did: `metrics` of its minibatches ([]: no update ran),
-    `rows` (None: every group was uninformative and dropped), `kept` real rows, the
+    `rows` (None: every group was uninformative and dropped), `kept` real rows,
+    `informative` rows (a non-zero advantage on a loss token, before any filter), the
     last minibatch's `packing` token counts and the train step's `compiles` so far."""
 
     metrics: list
     rows: PolicyMinibatch | None
     kept: int
+    informative: int = 0
     packing: dict = dataclasses.field(default_factory=dict)
     compiles: int = 0
 
@@ -69,6 +71,7 @@ class Updater:
         if is_multiprocess():  # every process updates on all processes' rows
             rows, kept = gather_rows(rows)
         check_groups(batch, unit)
+        informative = int(informative_rows(rows).sum())
         if self.drop_zero_advantage:
             rows, kept = keep_informative_groups(rows, unit,
                                                  min_rows=max(8, self.minibatches * unit))
@@ -81,5 +84,5 @@ class Updater:
             check_finite(metrics)
         except FloatingPointError as e:
             raise FloatingPointError(f"step {step}: {e}") from None
-        return state, Update(metrics, rows, kept, packing=dict(self.step_fn.last_packing),
+        return state, Update(metrics, rows, kept, informative, packing=dict(self.step_fn.last_packing),
                              compiles=self.step_fn.num_compiles)

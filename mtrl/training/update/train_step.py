@@ -11,6 +11,11 @@ MAGRPO's exact update is objective PolicyObjectiveConfig(loss="reinforce",
 aggregation="seq-mean-token-sum") with KL coefficient 0 and no reference: its gradient is
 −mean_b A_b Σ_t ∇log π(y_bt) over the rows with at least one loss token.
 
+LoRA (TrainState.lora): params are the adapters and ref_params the frozen base, so the
+gradient, the clipping norm and the optimizer see the adapters alone while the forward
+runs base + adapters (log π_θ) and, for the KL term, the base alone (log π_ref);
+ref_params is read by the jitted step, never donated or differentiated.
+
 NaN guard: the step applies the update only when every agent's loss and gradient norm
 are finite; otherwise it returns the parameters and optimizer state unchanged (all
 agents, bit for bit, and `step` is not advanced) and flags it in the metrics
@@ -48,21 +53,35 @@ from flax import nnx
 
 from mtrl.config.fields import check_int
 from mtrl.losses import POLICY_LOSSES, PolicyLossInputs, PolicyObjectiveConfig, policy_objective
+from mtrl.models.lora import LoRAConfig
 from mtrl.models.remat import check_remat
 from mtrl.sampling.tracing import TraceCounter
 from mtrl.training.update.agent_map import map_agents, uses_cudnn
 from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
-from mtrl.training.update.minibatch import PolicyMinibatch, host_rows
-from mtrl.training.update.packing import PackedRows, check_mode, pack_rows, packed_logprobs
+from mtrl.training.update.minibatch import PolicyMinibatch, host_rows, pad_minibatch_rows
+from mtrl.training.update.packing import (PackedRows, check_mode, pack_rows, packed_logprobs,
+                                          pad_packed, pad_rows, reusable_layout)
 from mtrl.training.update.step_metrics import flatten_metrics
-from mtrl.training.update.train_state import TrainState
+from mtrl.training.update.train_state import TrainState, policy_params, reference_params
+
+# A packed minibatch runs in an already compiled (rows, bins, budget) layout when that
+# has at most this many times its slots (TrainStep._reuse_compiled). 1.0: only layouts
+# with the same bins and budget and more rows (free: empty rows are never packed). On
+# this CPU a SmolLM2 compile (20-50 s) costs less than the padded slots a larger growth
+# adds over a run; on a GPU (compile ~10 s, a slot ~0.01 ms) padding is nearly free:
+# BENCHMARKS.md, "No compile after warm-up".
+REUSE_GROWTH = 1.0
 
 
 def _agent_objective(graphdef, objective, params, ref_params, rows: PolicyMinibatch,
-                     packed: PackedRows | None = None, remat: str = "none"):
+                     packed: PackedRows | None = None, remat: str = "none",
+                     lora: LoRAConfig | None = None, reference: bool = False):
     """(J_a, metrics) for one agent's rows ([B, L] fields); with `packed` (that agent's
     packed layout of the same rows) the log-probabilities come from the packed forward
-    and are laid back out as [B, L], so the loss sees the same rows either way."""
+    and are laid back out as [B, L], so the loss sees the same rows either way. The
+    gradient is taken with respect to `params` (LoRA: the adapters; the base in
+    ref_params is read, never differentiated); the reference's log-probs are computed
+    when `reference` (train_state.py: policy_params, reference_params)."""
     if packed is None:
         def row_logprobs(p):
             return sequence_logprobs(graphdef, p, rows.tokens, rows.token_mask, remat=remat)
@@ -75,10 +94,11 @@ def _agent_objective(graphdef, objective, params, ref_params, rows: PolicyMiniba
             logp = packed_logprobs(model, packed, remat=remat)
             return jnp.where(packed.predicted, logp, jax.lax.stop_gradient(rows.old_logprobs))
         predicted = predicted_mask(rows.token_mask)
-    logp = row_logprobs(params)
+    logp = row_logprobs(policy_params(lora, params, ref_params))
     ref_logp = None
-    if ref_params is not None:
-        ref_logp = jax.lax.stop_gradient(row_logprobs(ref_params))
+    if reference:
+        ref_logp = jax.lax.stop_gradient(row_logprobs(reference_params(lora, params,
+                                                                       ref_params)))
     mask = rows.loss_mask & predicted
     inputs = PolicyLossInputs(
         logp=logp, old_logp=rows.old_logprobs, advantages=rows.advantages, mask=mask,
@@ -97,31 +117,43 @@ class TrainStep:
     Built by make_train_step. With packing "rows" or "tree" the call first packs the
     minibatch's rows on the host (packing.py) and the jitted step runs the packed
     forward; `last_packing` holds that packing's token counts. `num_compiles` counts
-    traces (= compilations): one per distinct (minibatch, packed bins) shape.
+    traces (= compilations): one per distinct (minibatch, packed bins) shape. A packing
+    that fits a layout already compiled (more rows, bins and budget) within
+    `layout_growth` times its slots is padded into it instead (`padded_slots` counts
+    what that added), so a later step with a seen layout and fewer rows compiles
+    nothing; a growth above 1 also reuses larger layouts, at their FLOPs.
     """
 
     def __init__(self, fn: Callable, *, num_agents: int, shared: bool, packing: str = "none",
                  min_budget: int = 0, skip_zero_advantage: bool = False, shardings: Any = None,
-                 memory_guard: Callable[[int, int], None] | None = None):
+                 memory_guard: Callable[[int, int], None] | None = None,
+                 layout_growth: float = REUSE_GROWTH):
         self.num_agents, self.shared = num_agents, shared
         self.memory_guard = memory_guard  # memory.packed_step_guard: (bins, slots) -> None
         self.packing, self.min_budget = packing, min_budget
         self.skip_zero_advantage = skip_zero_advantage
         self.traces = TraceCounter()
         self.shardings = shardings  # a mtrl.parallel.ShardingPlan, or None: one device
-        self._fn = self.traces.wrap("train_step", fn)
+        self._fn = self.traces.wrap("train_step", _reading_ref_params(fn))
         self._jitted = jax.jit(self._fn, donate_argnums=0)
         self._sharded: dict[Any, Callable] = {}
         self.last_packing: dict[str, float] = {}
+        # Packed layouts compiled so far, per rows shape, and the slots padding added.
+        self._packed_layouts: dict[tuple, set[tuple[int, int, int]]] = {}
+        if not layout_growth >= 1.0:
+            raise ValueError(f"layout_growth must be >= 1, got {layout_growth}")
+        self.layout_growth = layout_growth
+        self.padded_slots = 0
 
     def _program(self, state: TrainState) -> Callable:
         """The jitted step; with shardings, its outputs keep the state's layout (params
         and moments per the rules, metrics replicated), so a step never gathers them."""
         if self.shardings is None:
             return self._jitted
-        structure = jax.tree.structure(state)
+        trained = state.replace(ref_params=None)
+        structure = jax.tree.structure(trained)
         if structure not in self._sharded:
-            out = (self.shardings.tree_shardings(state), self.shardings.replicated)
+            out = (self.shardings.tree_shardings(trained), self.shardings.replicated)
             self._sharded[structure] = jax.jit(self._fn, donate_argnums=0, out_shardings=out)
         return self._sharded[structure]
 
@@ -131,7 +163,7 @@ class TrainStep:
         if self.packing == "none":
             if self.shardings is not None:
                 minibatch = self.shardings.shard_batch(minibatch)
-            return program(state, minibatch, None)
+            return _with_ref_params(program, state, minibatch, None)
         minibatch.validate(self.num_agents)
         host = host_rows(minibatch)
         skip = None
@@ -139,27 +171,71 @@ class TrainStep:
             skip = ~np.any(host.loss_mask & (host.advantages != 0), axis=2)
         packed = pack_rows(host.tokens, host.token_mask, host.loss_mask,
                            self.packing, self.min_budget, skip)
-        self.last_packing = packing_counts(packed, host.token_mask)
+        minibatch, packed = self._reuse_compiled(minibatch, packed)
+        self.last_packing = packing_counts(packed, minibatch.token_mask)
         if self.memory_guard is not None:  # one line instead of running out of memory
             self.memory_guard(*packed.tokens.shape[1:])
         if self.shardings is not None:
             minibatch, packed = self.shardings.shard_batch((minibatch, packed))
-        return program(state, minibatch, packed)
+        return _with_ref_params(program, state, minibatch, packed)
+
+    def lower(self, state: TrainState, minibatch: PolicyMinibatch,
+              packed: PackedRows | None = None):
+        """The one-device program lowered for these (possibly abstract) arguments, e.g.
+        for XLA's memory analysis (`.compile().memory_analysis()`)."""
+        return self._jitted.lower(state.replace(ref_params=None), state.ref_params, minibatch,
+                                  packed)
+
+    def _reuse_compiled(self, minibatch: PolicyMinibatch, packed: PackedRows
+                        ) -> tuple[PolicyMinibatch, PackedRows]:
+        """Run in an already compiled (rows, bins, budget) layout of the same agents and
+        row length when it costs at most layout_growth times the packing's slots: the
+        minibatch gets empty rows, the packing padding bins and slots (same loss and
+        gradients), and the step runs a compiled program instead of compiling one
+        (BENCHMARKS.md, "No compile after warm-up", measures the trade)."""
+        n, rows, length = jnp.shape(minibatch.tokens)
+        shape = (rows, *packed.tokens.shape[1:])
+        compiled = self._packed_layouts.setdefault((n, length), set())
+        reuse = reusable_layout(shape, compiled, self.layout_growth)
+        if reuse is None:
+            compiled.add(shape)
+            return minibatch, packed
+        self.padded_slots += n * (reuse[1] * reuse[2] - shape[1] * shape[2])
+        packed = pad_rows(pad_packed(packed, reuse[1], reuse[2]), reuse[0])
+        return pad_minibatch_rows(minibatch, reuse[0]), packed
 
     @property
     def num_compiles(self) -> int:
         return self.traces.total
 
 
+def _reading_ref_params(fn: Callable) -> Callable:
+    """fn(state, ...) as program(state without ref_params, ref_params, ...): the first
+    argument is donated, ref_params only read (a LoRA base is the model's own weights,
+    which the sampler and the next step still use), and not returned."""
+    def program(trained: TrainState, ref_params, minibatch, packed):
+        new_state, metrics = fn(trained.replace(ref_params=ref_params), minibatch, packed)
+        return new_state.replace(ref_params=None), metrics
+    return program
+
+
+def _with_ref_params(program: Callable, state: TrainState, minibatch, packed):
+    new_state, metrics = program(state.replace(ref_params=None), state.ref_params, minibatch,
+                                 packed)
+    return new_state.replace(ref_params=state.ref_params), metrics
+
+
 def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
                     optimizer: optax.GradientTransformation, *, num_agents: int, shared: bool,
                     learning_rate_fn: optax.Schedule | None = None, packing: str = "none",
                     remat: str = "none", min_budget: int = 0, shardings: Any = None,
-                    memory_guard: Callable[[int, int], None] | None = None) -> TrainStep:
+                    memory_guard: Callable[[int, int], None] | None = None,
+                    layout_growth: float = REUSE_GROWTH) -> TrainStep:
     """The jitted update of the module docstring.
 
     Args:
-      graphdef: the model's graph (nnx.split(model)[0]).
+      graphdef: the policy's graph (nnx.split(model)[0]; LoRA: the adapted model's,
+        mtrl.models.adapters.adapted_graphdef).
       objective: loss, aggregation and KL term (a KL coefficient > 0 needs a state
         built with keep_reference=True).
       optimizer: applied per agent (separate) or once (shared), e.g. make_optimizer.
@@ -176,6 +252,8 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
         rows split over data/fsdp, outputs keep the state's layout; None: one device.
       memory_guard: called with a packed minibatch's (bins, slots) before its update
         (memory.packed_step_guard: raises when it cannot fit); None: no check.
+      layout_growth: packed modes run a minibatch in an already compiled layout with at
+        most this many times its slots instead of compiling its own (TrainStep).
 
     Packed modes leave out of the forward the rows whose advantage is 0 on every loss
     token when that is exact (zero_advantage_is_exact): such a row's loss term and
@@ -189,20 +267,25 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
                          f"got {type(objective).__name__}")
     check_int("num_agents", num_agents, 1)
 
-    def objective_fn(params, ref_params, rows, packed):
-        return _agent_objective(graphdef, objective, params, ref_params, rows, packed, remat)
-
     def step(state: TrainState, minibatch: PolicyMinibatch, packed: PackedRows | None):
         minibatch.validate(num_agents)
         if state.num_agents != num_agents or state.shared != shared:
             raise ValueError(f"state has num_agents={state.num_agents}, shared={state.shared}; "
                              f"the step was built for {num_agents}, {shared}")
-        if objective.kl.coef > 0 and state.ref_params is None:
+        if objective.kl.coef > 0 and not (state.reference and state.ref_params is not None):
             raise ValueError("the objective has a KL term but the state holds no reference "
                              "parameters (init_train_state(..., keep_reference=True))")
+
+        def objective_fn(params, ref_params, rows, packed):
+            return _agent_objective(graphdef, objective, params, ref_params, rows, packed,
+                                    remat, state.lora, state.reference)
+
         # cuDNN attention cannot be vmapped over agents with tree masks (agent_map.py).
-        one_agent = state.params if shared else jax.tree.map(lambda x: x[0], state.params)
-        sequential = uses_cudnn(graphdef, one_agent)
+        def first_agent(tree):
+            return tree if shared or tree is None else jax.tree.map(lambda x: x[0], tree)
+
+        sequential = uses_cudnn(graphdef, policy_params(state.lora, first_agent(state.params),
+                                                        first_agent(state.ref_params)))
         if shared:
             def mean_objective(params):
                 losses, metrics = map_agents(objective_fn, (None, None, 0, 0), params,
@@ -252,7 +335,8 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
 
     return TrainStep(step, num_agents=num_agents, shared=shared, packing=packing,
                      min_budget=min_budget, shardings=shardings, memory_guard=memory_guard,
-                     skip_zero_advantage=zero_advantage_is_exact(objective))
+                     skip_zero_advantage=zero_advantage_is_exact(objective),
+                     layout_growth=layout_growth)
 
 
 def zero_advantage_is_exact(objective: PolicyObjectiveConfig) -> bool:

@@ -31,7 +31,11 @@ def test_syntax_error_has_line_and_column():
 
 @pytest.mark.parametrize("body, calls, ignored, wrapper", [
     ("    return aux(x)", True, (), True),
-    ("    return aux(x) + 1", True, (), True),  # CoMLRL: one return around aux is a wrapper
+    # Data flow (issue 39): main adds to aux's value, so it is not a pass-through
+    # (CoMLRL's shape rule called any single return around aux a wrapper).
+    ("    return aux(x) + 1", True, (), False),
+    ("    y = 1\n    return aux(x)", True, (), True),  # a dead statement is no logic
+    ("    _ = aux(x)\n    return x * 2", True, (2,), False),  # `_ =` still drops it
     ("    '''doc'''\n    r = aux(x)\n    return r", True, (), True),
     ("    r = aux(x)\n    return r + 1", True, (), False),
     ("    aux(x)\n    return x * 2", True, (2,), False),
@@ -44,6 +48,7 @@ def test_helper_usage(body, calls, ignored, wrapper):
     usage = helper_usage(f"def main(x):\n{body}\n", "main")
     assert (usage.calls_aux, usage.ignored_calls, usage.thin_wrapper) == (calls, ignored, wrapper)
     assert usage.uses_result == (calls and not ignored)
+    assert usage.rebound == ""
 
 
 def test_each_agent_owns_its_function():

@@ -14,7 +14,8 @@ def fenced(code: str) -> str:
 # Turn 1, per task (ADD, SQUARES, MAX_GAP):
 #  ADD: agent 1's aux does not compile ('(' never closed, line 2, column 12).
 #  SQUARES: everything but the last test ([3] -> 9) passes.
-#  MAX_GAP: all tests pass, but main calls aux once without using the result.
+#  MAX_GAP: all tests pass, but main calls aux once without using the result: aux's
+#  value reaches no return, so no "not a wrapper" bonus and the penalty (issue 39).
 TURN1 = [
     ("def aux(a, b):\n    return (a + b", "def add(a, b):\n    s = aux(a, b)\n    return s"),
     ("def aux(xs):\n    return [x * x for x in xs]",
@@ -31,9 +32,9 @@ TURN2 = [
 ]
 # Level reward by hand (CodeRewardConfig defaults):
 #  turn 1: ADD 0.6 (main only; syntax stops it); SQUARES 0.4+0.6+0.5+2/3+0.5+1.0;
-#          MAX_GAP 0.4+0.6+0.5+1.0+0.5+1.0-0.5
+#          MAX_GAP 0.4+0.6+0.5+1.0+0.5-0.5
 #  turn 2: ADD is a thin wrapper (no +1.0); the others get everything.
-TURN1_REWARDS = [0.6, 3.0 + 2 / 3, 3.5]
+TURN1_REWARDS = [0.6, 3.0 + 2 / 3, 2.5]
 TURN2_REWARDS = [3.0, 4.0, 4.0]
 
 

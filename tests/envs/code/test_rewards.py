@@ -13,10 +13,14 @@ MAIN_IGNORES = "def f(xs):\n    aux(xs)\n    total = aux(xs)\n    return sum(tot
 MAIN_ALONE = "def f(xs):\n    return sum(x * x for x in xs)"
 
 
-def result(*statuses: str, helper_calls: int = 1) -> ExecutionResult:
-    """Tests with these statuses; each passing one saw `helper_calls` calls of aux."""
+def result(*statuses: str, helper_calls: int = 1, derived: int | None = None
+           ) -> ExecutionResult:
+    """Tests with these statuses; each passing one saw `helper_calls` calls of aux
+    return a value and `derived` answers of main's own (default: one per call)."""
+    derived = helper_calls if derived is None else derived
     return ExecutionResult(tests=tuple(
-        TR(f"assert t{i}", s, helper_calls=helper_calls if s == "passed" else 0)
+        TR(f"assert t{i}", s, helper_calls=helper_calls if s == "passed" else 0,
+           derived_answers=derived if s == "passed" else 0)
         for i, s in enumerate(statuses)))
 
 

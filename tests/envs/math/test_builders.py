@@ -33,7 +33,7 @@ def test_the_configs_build_their_environments():
 
 @pytest.mark.parametrize("name, change, message", [
     ("math", dict(feedback_mode="level_feedback"),
-     "config.env.feedback_mode: must be one of correctness, plain, unary"),
+     "config.env.feedback_mode: must be one of correctness, direction, plain, unary"),
     ("math", dict(history_mode="feedback"), "config.env.history_mode: must be one of full, last"),
     ("tool", dict(num_agents=2), "config.env.num_agents: the tool environment has one agent"),
     ("tool", dict(max_turns=1), "config.env.max_turns: 1 is below rollout.num_turns=2"),

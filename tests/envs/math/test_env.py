@@ -1,4 +1,4 @@
-"""MathEnv on hand-made transcripts: rewards, the three feedback modes, episode end,
+"""MathEnv on hand-made transcripts: rewards, the four feedback modes, episode end,
 N agents, history mode `last`, and malformed completions (never a crash)."""
 
 import pytest
@@ -51,6 +51,20 @@ def test_plain_feedback_only_asks_to_revise():
     env = MathEnv(MathEnvConfig(feedback_mode="plain"))
     _, (r1,) = play(env, [["\\boxed{8}"]])
     assert "8" not in r1.observations[0] and "Review your solution" in r1.observations[0]
+
+
+def test_direction_feedback_tells_the_side_of_the_truth_and_repeats_the_question():
+    env = MathEnv(MathEnvConfig(feedback_mode="direction"))
+    q = TASK.question
+    _, (r1, r2, r3, r4) = play(env, [["\\boxed{12}"], ["it is 6.5"], ["3/4"], ["no idea"]])
+    assert r1.observations == (f"12 is too high. {q}",)
+    assert r2.observations == (f"6.5 is too low. {q}",)  # decimals compare by value
+    assert r3.observations == (f"0.75 is too low. {q}",)
+    assert r4.observations == (f"No number was found in your answer. {q}",)
+    _, (r,) = play(env, [["-8"]])
+    assert r.observations == (f"-8 is too low. {q}",)
+    _, (right,) = play(env, [["7"]])
+    assert right.ended and right.observations == ("Correct. The problem is solved.",)
 
 
 def test_history_mode_last_sends_a_whole_prompt_with_the_previous_response():

@@ -60,14 +60,16 @@ def test_honest_tmp_users_pass(name):
     assert result.passed, result
 
 
-def test_a_verdict_the_sandbox_caused_is_not_cached(tmp_path):
-    # A candidate that never got going for the sandbox's own reasons exits with
-    # SETUP_FAILED_EXIT (before any of its code runs); the judge marks its tests
-    # as the sandbox's failure, and such a verdict is never cached.
-    from mtrl.envs.sandbox import lifecycle
-    program = Program(f"import os\nos._exit({lifecycle.SETUP_FAILED_EXIT})\n",
-                      ("assert True",))
+def test_a_verdict_the_sandbox_caused_is_not_cached(tmp_path, monkeypatch):
+    # A candidate the sandbox could not set up (here: a filter the kernel refuses)
+    # exits with SETUP_FAILED_EXIT before any of its code runs; the judge marks its
+    # tests as the sandbox's failure, and such a verdict is never cached.
+    from mtrl.envs.sandbox import seccomp
+    program = Program("def f():\n    return 1\n", ("assert f() == 1",))
     cache_path = tmp_path / "verdicts.sqlite"
+    broken = b"\x00" * 8  # one instruction, no return: the kernel refuses it
+    monkeypatch.setattr(seccomp, "build_program", lambda: broken)
+    monkeypatch.setattr(seccomp, "build_no_process_program", lambda: broken)
     with SandboxPool(num_workers=1, limits=LIMITS, cache_path=cache_path) as pool:
         result = pool.submit(program).result()
     assert result.error.startswith("sandbox failure") and not result.passed, result
@@ -76,6 +78,22 @@ def test_a_verdict_the_sandbox_caused_is_not_cached(tmp_path):
         assert cache.get(cache_key(program, LIMITS)) is None
     finally:
         cache.close()
+
+
+def test_a_candidate_that_exits_like_a_set_up_failure_gets_its_own_verdict(tmp_path):
+    # Issue 39, item 4: the status alone no longer says "sandbox": a candidate that
+    # exits with SETUP_FAILED_EXIT after its set-up said it was done (lifecycle.SET_UP)
+    # fails its tests like any exit, and that verdict is cached.
+    from mtrl.envs.sandbox import lifecycle
+    program = Program(f"import os\nos._exit({lifecycle.SETUP_FAILED_EXIT})\n",
+                      ("assert True",))
+    cache_path = tmp_path / "verdicts.sqlite"
+    with SandboxPool(num_workers=1, limits=LIMITS, cache_path=cache_path) as pool:
+        result = pool.submit(program).result()
+        again = pool.submit(program).result()
+    assert not result.error and not result.passed, result
+    assert [(t.status, t.error_type) for t in result.tests] == [("error", "CandidateExited")]
+    assert again.cached and again.tests == result.tests
 
 
 def test_assemble_marks_a_sandbox_caused_test_verdict_as_a_failure():

@@ -39,3 +39,19 @@ def test_jail_starts_with_bwrap_inside_a_0700_virtualenv(tmp_path, monkeypatch, 
             assert os.stat(copy).st_uid == 0 and not os.stat(copy).st_mode & 0o022
     finally:
         jail._PROBE = None  # the next user probes the real binary again
+
+
+def test_a_bwrap_reached_through_a_symlink_in_a_0700_folder_runs_by_its_real_path(
+        tmp_path, monkeypatch):
+    # A venv whose site-packages links the installed packages (the notebook test's
+    # fresh venv): the link sits in a 0700 folder the jail's uid cannot enter, the
+    # binary it points at does not. Exec must use the real path.
+    private = tmp_path / "linked-venv"
+    private.mkdir(mode=0o700)
+    link = private / "bwrap"
+    real = os.path.realpath(jail.bwrap_path())
+    link.symlink_to(real)
+    monkeypatch.setattr(jail, "bwrap_path", lambda: str(link))
+    if jail._world_readable(real):
+        assert jail.runnable_bwrap(True) == real
+    assert jail.runnable_bwrap(False) == str(link)  # the same uid reaches the link

@@ -62,3 +62,14 @@ def test_demonstrations_are_walkthrough_steps_on_the_env_observations():
 def test_bad_suite_options_name_the_field(options, field):
     with pytest.raises(ValueError, match=f"config.data.options.*{field}|{field}"):
         TextWorldSuite(DataConfig(name="textworld", options=options), 0)
+
+
+def test_generating_games_says_so_and_a_cached_split_is_silent(tmp_path, capsys):
+    from mtrl.envs.textworld.games import make_split
+    make_split("train", 1, ["tw-coin_collector:1"], tmp_path)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"TextWorld: generating the train games (once; cached in "
+                               f"{tmp_path}")
+    assert lines[1].startswith("TextWorld: 1 train games generated in ")
+    make_split("train", 1, ["tw-coin_collector:1"], tmp_path)
+    assert capsys.readouterr().out == ""

@@ -139,7 +139,8 @@ def test_every_config_runs_one_step(path, tmp_path, hf_checkpoint, coop_file, sh
     ("rollout.joint_mode", "zip", "config.rollout.joint_mode: must be one of align, cross"),
     ("loss.policy_loss", "ppo2", "config.loss.policy_loss: must be one of gspo, "),
     ("data.path", "/no/such/dir", "config.data.path: path '/no/such/dir' does not exist"),
-    ("model.hf_checkpoint", "/no/such/model", "config.model.hf_checkpoint: path"),
+    ("model.hf_checkpoint", "/no/such/model", "config.model.hf_checkpoint: /no/such/model "
+                                              "does not exist; point it at a Hugging Face"),
     ("env.feedback_mode", "shouting", "config.env.feedback_mode: must be one of expert_edits, "),
     ("sft.first_phase_steps", 10**4, "config.sft.first_phase_steps: must lie in"),
     ("sft.checkpoint_every", 0, "config.sft.checkpoint_every: must be an int >= 1"),
@@ -147,7 +148,7 @@ def test_every_config_runs_one_step(path, tmp_path, hf_checkpoint, coop_file, sh
     ("sft.first_phase", ("revisions", "second_turn"),
      "config.sft.first_phase: each kind must be first_turn or revisions"),
     ("sft.first_guess", "cube", "config.sft.first_guess must be one of 2x, "),
-    ("data.name", "imagenet", "config.data.name: must be one of calc, "),
+    ("data.name", "imagenet", "config.data.name: must be one of arith, calc, "),
     ("data.num_test", 0, "config.data.num_test: must be an int >= 1"),
     ("data.test_split", "validation", "config.data: the family's test split is 'test'"),
     ("env.templates", "huge", "config.env.templates: templates must be one of default, tiny"),

@@ -2,7 +2,7 @@
 field set on the command line keeps its value, and nothing else moves."""
 
 from mtrl.training.config import apply_smoke, base_config
-from mtrl.training.config.smoke import CAPS
+from mtrl.training.config.smoke import CAPS, SETS
 
 
 def test_caps_lower_what_exceeds_them_and_report_it():
@@ -21,7 +21,7 @@ def test_values_under_a_cap_and_other_fields_stay():
     before = c.to_dict()
     changed = apply_smoke(c)
     assert "sft.steps" not in changed and c.sft.steps == 3
-    capped = {f"{s}.{f}" for s, f in CAPS}
+    capped = {f"{s}.{f}" for s, f in [*CAPS, *SETS]}
     after = c.to_dict()
     for section, fields in before.items():
         if isinstance(fields, dict):
@@ -42,3 +42,16 @@ def test_booleans_are_not_caps():
     c = base_config()
     c.train.eval_samples = True  # an int subclass (> its cap 0): never lowered as a count
     assert "train.eval_samples" not in apply_smoke(c) and c.train.eval_samples is True
+
+
+def test_a_smoke_run_always_updates_keeps_one_checkpoint_and_skips_the_export():
+    c = base_config()
+    c.train.drop_zero_advantage, c.train.keep_best, c.train.export_best = True, 3, True
+    changed = apply_smoke(c)
+    assert (c.train.drop_zero_advantage, c.train.keep_best, c.train.export_best) == (
+        False, 1, False)
+    assert changed["train.export_best"] is False and changed["train.drop_zero_advantage"] is False
+    c = base_config()
+    c.train.export_best = True
+    apply_smoke(c, keep=frozenset({"train.export_best"}))  # asked for on the command line
+    assert c.train.export_best is True

@@ -17,7 +17,10 @@ from mtrl.training.loop.trainer import Trainer
 from tests.tokenizers.chatml import build_chatml_tokenizer
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-CONFIGS = sorted((ROOT / "experiments" / "configs").glob("smollm2_*.py"))
+# The configs that train on a learnable-band task file (smollm2_arith generates its
+# tasks and trains on all of them: tested on its own below).
+CONFIGS = sorted(p for p in (ROOT / "experiments" / "configs").glob("smollm2_*.py")
+                 if p.stem != "smollm2_arith")
 TINY = dict(num_layers=1, hidden_size=32, intermediate_size=64, num_heads=2, num_kv_heads=1,
             head_dim=16, vocab_size=512)
 # Per config: the shared data folder and two ids of its train split.
@@ -79,5 +82,38 @@ def test_missing_task_id_file_is_a_one_line_error(tmp_path, chat_checkpoint, sha
     c.model.hf_checkpoint = chat_checkpoint
     c.data.path = str(shared_data / "mbpp")
     c.data.options = {"train_ids_file": str(tmp_path / "none.json")}
-    with pytest.raises(ValueError, match="train_ids_file: .* does not exist .*select_learnable"):
+    with pytest.raises(ValueError, match="train_ids_file: .* does not exist; make it with: "
+                                         "python scripts/select_learnable_tasks.py"):
         Trainer(c, tmp_path / "run", show_progress=False)
+
+
+def test_arith_config_trains_one_turn_and_tests_two(tmp_path, chat_checkpoint):
+    """smollm2_arith.py builds, and with rollout.num_turns=1 and train.eval_turns=2
+    (the claim's single-turn arm) trains one turn and evaluates two, with the
+    direction feedback between them."""
+    c = module_from_file(ROOT / "experiments" / "configs" / "smollm2_arith.py").get_config()
+    c.model.hf_checkpoint = chat_checkpoint
+    c.data.num_eval = c.data.num_test = 2
+    c.train.steps, c.train.eval_interval, c.train.save_interval = 1, 1, 1
+    c.train.export_best = False
+    c.rollout.num_turns, c.train.eval_turns = 1, 2
+    c.rollout.num_generations = 2
+    c.rollout.max_new_tokens = 4
+    c.rollout.max_context = 1024  # the test tokenizer's BPE knows few merges
+    c.sft.steps, c.sft.batch_size, c.sft.max_len = 2, 2, 512  # (ditto)
+    trainer = Trainer(c, tmp_path / "run", show_progress=False)
+    try:
+        result = trainer.run()
+    finally:
+        trainer.close()
+    metrics = result["test_metrics"]
+    assert {"test_success_turn1", "test_success_turn2"} <= set(metrics)
+    # The last checkpoint's test beside the chosen one's (always reported).
+    assert result["last_step"] == 1 and result["last_test_success"] is not None
+    if result["best_step"] == 1:
+        assert result["last_test_success"] == result["test_success"]
+    else:
+        assert (tmp_path / "run" / "test_last.json").exists()
+    assert "test_success_turn3" not in metrics
+    transcript = next((tmp_path / "run").glob("transcripts/*test*"))
+    assert "is too " in transcript.read_text() or "No number" in transcript.read_text()

@@ -55,12 +55,57 @@ def test_reported_metrics_get_paired_intervals_but_no_say_in_the_verdict():
                   min_effect=0.1, metric="test_success", baseline=Arm("a"),
                   treatment=Arm("b", ("credit.estimator=mt_grpo",)), budget="equal",
                   reported=("test_tool_call_turn1",))
-    runs = [{"arm": arm, "seed": s, "test_success": v, "test_tool_call_turn1": c}
+    runs = [{"arm": arm, "seed": s, "test_success": v, "test_tool_call_turn1": c,
+             "best_step": 10}
             for arm, s, v, c in (("a", 0, 0.2, 0.9), ("a", 1, 0.3, 0.8),
-                                 ("b", 0, 0.5, 0.1), ("b", 1, 0.6, 0.3))]
+                                 ("b", 0, 0.5, 0.1), ("b", 1, 0.61, 0.3))]
     record = claim_record(claim, [0, 1], runs, 1.0, {})
     assert record["verdict"] == "reproduced"
     calls = record["reported"]["test_tool_call_turn1"]
     assert calls["per_seed"] == pytest.approx([-0.8, -0.5]) and len(calls["ci95"]) == 2
     with pytest.raises(ValueError, match="Claim.metric must be one of .*, got 'test_nope'"):
         Claim(**{**claim.__dict__, "reported": ("test_nope",)})
+
+
+def uninformative_claim(**changes):
+    from mtrl.training.evidence.claims import Arm, Claim
+    return Claim(**{**dict(name="x", title="t", source="s", prediction="p", direction=1,
+                           min_effect=0.1, metric="test_success", baseline=Arm("a"),
+                           treatment=Arm("b", ("env.feedback_mode=plain",)), budget="equal",
+                           seeds=(0, 1, 2)), **changes})
+
+
+def arm_runs(values, best_steps=(10, 10, 10), post_sft=0.1):
+    return [{"arm": arm, "seed": s, "test_success": v, "post_sft_test_success": post_sft,
+             "best_step": best_steps[s]}
+            for arm, row in zip("ab", values) for s, v in enumerate(row)]
+
+
+def test_a_comparison_where_nothing_trained_is_uninformative():
+    from mtrl.training.evidence.claims import claim_record
+    claim = uninformative_claim()
+    learned = claim_record(claim, [0, 1, 2],
+                           arm_runs([(0.2, 0.3, 0.25), (0.5, 0.7, 0.6)]), 1.0, {})
+    assert learned["verdict"] == "reproduced" and learned["uninformative_because"] is None
+    gain = learned["gain_over_warm_start"]["b"]
+    assert gain["per_seed"] == pytest.approx([0.4, 0.6, 0.5]) and gain["moved_seeds"] == 3
+    # Both arms kept their warm start (validation chose step 0): no verdict, whatever
+    # the interval says (here a zero-width one at 0).
+    stuck = claim_record(claim, [0, 1, 2], arm_runs([(0.1,) * 3, (0.1,) * 3], (0, 0, 0)),
+                         1.0, {})
+    assert stuck["verdict"] == "uninformative"
+    assert "did not move from its warm start" in stuck["uninformative_because"]
+    # Identical differences on every seed: nothing varied between runs.
+    flat = claim_record(claim, [0, 1, 2], arm_runs([(0.2, 0.3, 0.4), (0.3, 0.4, 0.5)]),
+                        1.0, {})
+    assert flat["verdict"] == "uninformative" and "zero spread" in flat["uninformative_because"]
+    # A positive control that learned nothing makes the comparison mute.
+    controlled = uninformative_claim(positive_control="a")
+    mute = claim_record(controlled, [0, 1, 2], arm_runs([(0.1, 0.05, 0.1), (0.5, 0.7, 0.6)]),
+                        1.0, {})
+    assert mute["verdict"] == "uninformative" and "positive control a" in \
+        mute["uninformative_because"]
+    with pytest.raises(ValueError, match="positive_control"):
+        uninformative_claim(positive_control="c")
+    with pytest.raises(ValueError, match="seeds"):
+        uninformative_claim(seeds=(0,))

@@ -51,3 +51,32 @@ def test_learning_curve_without_kl_or_evaluations(tmp_path):
     (tmp_path / "bare.jsonl").write_text('{"step": 1, "reward_mean": 0.5}\n')
     bare = plot_learning_curve(tmp_path / "bare.jsonl", tmp_path / "bare.png")
     assert bare.stat().st_size > 5_000
+
+
+def _check_readable(figure, steps):
+    """Integer step ticks only, every panel titled and labelled with its data drawn
+    (markers: one point shows), the legend right of the data, not over it."""
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    axes = figure.axes
+    for axis in axes:
+        ticks = [t for t in axis.get_xticks() if axis.get_xlim()[0] <= t <= axis.get_xlim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+        assert axis.get_title(loc="left") and axis.get_ylabel()
+        lines = [line for line in axis.get_lines() if len(line.get_xdata()) and
+                 line.get_marker() not in ("None", None, "")]
+        assert lines, axis.get_title(loc="left")
+    low, high = axes[-1].get_xlim()
+    assert low < min(steps) and high > max(steps)
+    legend = axes[0].get_legend()
+    assert legend.get_window_extent(renderer).x0 >= axes[0].get_window_extent(renderer).x1
+
+
+def test_a_one_step_curve_and_a_200_step_curve_are_readable(tmp_path):
+    from mtrl.training.logging.plots import learning_curve_figure
+    one_step = [{"step": 0, "heldout_success": 0.0, "heldout_success_turn1": 0.0},
+                {"step": 1, "heldout_success": 0.5, "heldout_success_turn1": 0.5,
+                 "reward_mean": 0.25}]
+    _check_readable(learning_curve_figure(one_step), [0, 1])
+    records = _write_run(tmp_path / "metrics.jsonl")
+    _check_readable(learning_curve_figure(records), [0, 200])

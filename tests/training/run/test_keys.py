@@ -19,11 +19,20 @@ def test_streams_are_distinct_across_consumers_and_steps():
             drawn.setdefault(key_bytes(getattr(keys, stream)(step)), []).append((stream, step))
     for agent in range(4):
         drawn.setdefault(key_bytes(keys.init(agent)), []).append(("init", agent))
+        drawn.setdefault(key_bytes(keys.lora(agent)), []).append(("lora", agent))
         for phase in range(3):
             drawn.setdefault(key_bytes(keys.sft(agent, phase)), []).append(("sft", agent, phase))
     clashes = {k: v for k, v in drawn.items() if len(v) > 1}
     assert not clashes, list(clashes.values())[:3]
-    assert len(drawn) == 3 * 1200 + 4 + 4 * 3
+    assert len(drawn) == 3 * 1200 + 4 + 4 + 4 * 3
+
+
+def test_the_lora_stream_left_the_other_streams_keys_unchanged():
+    # The five streams a run had before the sixth (lora) was appended draw what they drew.
+    before = jax.random.split(jax.random.key(0), 5)
+    keys = RunKeys.from_seed(0)
+    for name, key in zip(("init", "sft", "rollout", "ppo", "eval"), before):
+        assert key_bytes(keys.streams[name]) == key_bytes(key)
 
 
 def test_the_old_offset_collision_is_gone():

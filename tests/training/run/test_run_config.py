@@ -35,12 +35,31 @@ def test_record_is_plain_json_and_differences_skip_resumable_fields():
         ("rollout.num_generations", 2, 8)]
 
 
+def test_a_field_added_later_resumes_old_records_only_at_its_default():
+    record = config_record(one_step_config())
+    old = json.loads(json.dumps(record))
+    del old["train"]["eval_turns"]  # a config.json written before the field existed
+    assert differences(old, record) == []
+    two = one_step_config()
+    two.train.eval_turns = 2
+    assert differences(old, config_record(two)) == [("train.eval_turns", None, 2)]
+
+
 def test_resuming_with_another_config_is_one_line(tmp_path):
     trainer = Trainer(one_step_config(), tmp_path, show_progress=False)
     try:
-        trainer.run()
+        first = trainer.run()
     finally:
         trainer.close()
+    # Rerun as it is: the whole run's time grows by this invocation's (the time the
+    # first spent after its last checkpoint, its test and plot, is not lost).
+    again = Trainer(one_step_config(), tmp_path, show_progress=False)
+    try:
+        second = again.run()
+    finally:
+        again.close()
+    assert second["minutes"] == pytest.approx(first["minutes"] + second["invocation_minutes"],
+                                              abs=2e-3)
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["rollout"]["num_generations"] == 2
     changed = one_step_config()
@@ -109,3 +128,17 @@ def test_zero_steps_is_a_warm_start_with_its_evaluation(tmp_path):
     assert result["steps"] == 0 and result["best_step"] == 0
     assert [json.loads(line)["step"] for line in
             (tmp_path / "metrics.jsonl").read_text().splitlines()] == [0]
+
+
+def test_eval_turns_tests_a_single_turn_policy_with_a_second_attempt(tmp_path):
+    config = one_step_config()
+    config.train.steps = 0
+    config.rollout.num_turns = 1
+    config.train.eval_turns = 2
+    trainer = Trainer(config, tmp_path, show_progress=False)
+    try:
+        metrics = trainer.evaluate(0)
+    finally:
+        trainer.close()
+    assert {"heldout_success_turn1", "heldout_success_turn2"} <= set(metrics)
+    assert metrics["heldout_success_turn2"] >= metrics["heldout_success_turn1"]

@@ -40,11 +40,10 @@ def test_revision_pairs_carry_the_failing_probe_and_the_true_answer():
                    f"FAILED {t.tests[0].removeprefix('assert ').strip()}\n" in observation]
         assert matches  # (the example and the probe identify the function)
         task = matches[0]
-        # The revision instruction restates the task (the example's value ends it).
-        # The helper's ends with its failing probe and a bare instruction (its
-        # answer does not depend on the example).
+        # The revision instruction restates the task (the example's value ends it),
+        # for the helper too, right after its failing probe (whose value it copies).
         assert observation.endswith(f"{task.tests[0].removeprefix('assert ').strip()}"
-                                    "\nRevise aux.")
+                                    f"\nRevise aux. {task.prompt}")
         assert main_prompt.exchanges[0][1].endswith(f"Revise f. {task.prompt}")
         assert (attempt, main_prompt.exchanges[0][0]) != (helper_answer, main_answer)
         # The revision solves the task.

@@ -112,3 +112,14 @@ def test_weight_decay_applies_to_kernels_and_embeddings_only():
     for path, theta in jax.tree_util.tree_leaves_with_path(params):
         expected = -0.05 * np.asarray(theta) if mask[jax.tree_util.keystr(path)] else 0.0
         np.testing.assert_allclose(flat_updates[path], expected, rtol=1e-6, atol=1e-8)
+
+
+def test_weight_decay_applies_to_lora_factors():
+    """LoRA's A and B are matrices: decay pulls the adapted policy towards its base."""
+    from mtrl.models.lora import LoRAConfig, LoRAParam
+    from mtrl.models.lora_linear import LoRALinear
+    layer = LoRALinear(4, 3, lora=LoRAConfig(rank=2), rngs=nnx.Rngs(0))
+    _, adapters, _ = nnx.split(layer, LoRAParam, ...)
+    mask = {jax.tree_util.keystr(path): bool(leaf)
+            for path, leaf in jax.tree_util.tree_leaves_with_path(decay_mask(adapters))}
+    assert mask == {"['lora_a'].value": True, "['lora_b'].value": True}

@@ -1,0 +1,162 @@
+"""mtrl's sandboxed code environment served over OpenEnv's protocol, so another
+framework's OpenEnv client can train or evaluate on it:
+
+    python -m mtrl.envs.openenv.serve --suite=mbpp_sanitized \
+        --data_path=../shared/data/mbpp --port=8000
+
+A session (WebSocket /ws) is one episode of one code task, with one agent:
+- reset(seed=None, task_id=None, split="train"): the task `task_id`, else the
+  split's task number seed mod its size (seed None: 0); the observation's `text` is
+  the task's first prompt (the suite's templates);
+- step({"code": completion}): the completion (a ```python block or bare code) runs
+  in mtrl's sandbox (the jail of docs/sandbox.md) against the task's tests; the reward
+  is mtrl's code reward (env.reward: level, or pass_rate, ...), the observation's
+  `text` the feedback mode's message (tests passed, the first failing test and its
+  error), `tests_passed` / `tests_total` the verdict; the episode is done when every
+  test passes or after --max_turns steps.
+The sandbox pool is shared by the sessions (one lock: the pool runs one batch at a
+time); --max_sessions bounds the sessions open at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from typing import Any, Optional
+
+from openenv.core.env_server.http_server import create_fastapi_app
+from openenv.core.env_server.interfaces import Environment as OpenEnvBase
+from openenv.core.env_server.types import Action, Observation, State
+from pydantic import Field
+
+from mtrl.data.suite import DataConfig, build_suite
+from mtrl.envs.registry import EnvSection, build_environment
+
+
+class CodeAction(Action):
+    code: str = Field(..., description="the agent's completion: a ```python block or code")
+
+
+class CodeObservation(Observation):
+    text: str = Field("", description="the task's prompt (reset) or the feedback (step)")
+    task_id: str = Field("", description="the task")
+    tests_passed: int = 0
+    tests_total: int = 0
+    turn: int = 0
+
+
+class CodeService:
+    """What every session shares: the suite's tasks and one CodeEnv (its sandbox)."""
+
+    def __init__(self, suite: str, data_path: str = "", *, max_turns: int = 2,
+                 feedback_mode: str = "level_feedback", reward: str = "level",
+                 templates: str = "default", num_eval: int = 100, num_test: int = 100):
+        data = DataConfig(name=suite, path=data_path, num_eval=num_eval, num_test=num_test,
+                          **({"train_split": "train", "eval_split": "validation",
+                              "test_split": "test"} if suite.startswith("mbpp") else {}))
+        self.suite = build_suite(data, 0)
+        self.built = build_environment(
+            EnvSection.of("code", num_agents=1, feedback_mode=feedback_mode,
+                          reward=reward, templates=templates), max_turns, suite, self.suite,
+            None)
+        self.env, self.max_turns = self.built.env, max_turns
+        self.lock = threading.Lock()
+        self._tasks = {split: self.suite.tasks(split) for split in ("train", "validation",
+                                                                     "test")}
+
+    def task(self, split: str, seed: Optional[int], task_id: Optional[str]):
+        if split not in self._tasks or not self._tasks[split]:
+            raise ValueError(f"split must be one of "
+                             f"{[s for s, t in self._tasks.items() if t]}, got {split!r}")
+        tasks = self._tasks[split]
+        if task_id is not None:
+            found = [t for t in tasks if str(t.task_id) == str(task_id)]
+            if not found:
+                raise ValueError(f"no task {task_id!r} in the {split} split")
+            return found[0]
+        return tasks[(seed or 0) % len(tasks)]
+
+    def close(self) -> None:
+        self.built.close()
+
+
+class MtrlCodeEnvironment(OpenEnvBase):
+    """One session's episode over the shared CodeService (module doc)."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, service: CodeService):
+        super().__init__()
+        self.service = service
+        self._branch: Any = None
+        self._state = State(step_count=0)
+
+    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+              task_id: Optional[str] = None, split: str = "train",
+              **kwargs: Any) -> CodeObservation:
+        if kwargs:
+            raise ValueError(f"unknown reset arguments {sorted(kwargs)}; valid: seed, "
+                             "episode_id, task_id, split")
+        task = self.service.task(split, seed, task_id)
+        self._branch, (prompt,) = self.service.env.reset(task)
+        self._state = State(episode_id=episode_id or str(task.task_id), step_count=0)
+        return CodeObservation(text=prompt, task_id=str(task.task_id), done=False, reward=None)
+
+    def step(self, action: CodeAction, timeout_s: Optional[float] = None,
+             **kwargs: Any) -> CodeObservation:
+        if self._branch is None:
+            raise ValueError("reset the episode before its first step")
+        turn = self._state.step_count + 1
+        if turn > self.service.max_turns:
+            raise ValueError(f"the episode is over (it has {self.service.max_turns} turns)")
+        with self.service.lock:
+            (result,) = self.service.env.step([self._branch], [(action.code,)], turn)
+        self._branch = result.state
+        self._state = State(episode_id=self._state.episode_id, step_count=turn)
+        info = result.info
+        return CodeObservation(
+            text=result.observations[0], task_id=str(self._branch.task.task_id),
+            tests_passed=int(info["num_passed"]), tests_total=int(info["num_tests"]),
+            turn=turn, reward=float(result.reward),
+            done=bool(result.done or turn >= self.service.max_turns))
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+
+def make_app(service: CodeService, max_sessions: int = 4):
+    """The FastAPI app (OpenEnv's routes: /ws, /reset, /step, /schema, /health)."""
+    return create_fastapi_app(lambda: MtrlCodeEnvironment(service), CodeAction,
+                              CodeObservation, max_concurrent_envs=max_sessions)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--suite", default="intfn", help="a code suite: intfn, mbpp, "
+                        "mbpp_sanitized, humaneval")
+    parser.add_argument("--data_path", default="", help="the suite's data file or folder")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--max_turns", type=int, default=2)
+    parser.add_argument("--max_sessions", type=int, default=4)
+    parser.add_argument("--feedback_mode", default="level_feedback")
+    parser.add_argument("--reward", default="level")
+    parser.add_argument("--templates", default="default")
+    args = parser.parse_args(argv)
+    import uvicorn
+    try:
+        service = CodeService(args.suite, args.data_path, max_turns=args.max_turns,
+                              feedback_mode=args.feedback_mode, reward=args.reward,
+                              templates=args.templates)
+    except (ValueError, FileNotFoundError) as e:
+        raise SystemExit(f"error: {' '.join(str(e).split())}") from None
+    try:
+        uvicorn.run(make_app(service, args.max_sessions), host=args.host, port=args.port,
+                    log_level="warning")
+    finally:
+        service.close()
+
+
+if __name__ == "__main__":
+    main()

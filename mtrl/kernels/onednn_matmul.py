@@ -1,0 +1,81 @@
+"""bfloat16 matmuls with float32 accumulation on oneDNN, as an XLA:CPU FFI custom call.
+
+    matmul(a, b, transpose_a=False, transpose_b=False) -> float32 [M, N]
+        = op(a) @ op(b), op(a) = a [M, K] or a.T, op(b) = b [K, N] or b.T,
+
+a and b cast to bfloat16 (round to nearest even), products summed in float32. oneDNN
+chooses its kernel for the CPU (AMX tiles where /proc/cpuinfo has amx_bf16 and
+amx_tile: kernel "brg:avx512_core_amx"). The library is compiled by
+`python -m mtrl.kernels.build`; `load()` says why it is unavailable (not built,
+stale, no oneDNN, not a CPU backend) instead of raising, so callers fall back to XLA.
+Batched operands go through `jax.vmap` one slice at a time (vmap_method "sequential").
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from mtrl.kernels import build
+
+TARGET = "mtrl_onednn_matmul"
+
+
+@functools.cache
+def load() -> str | None:
+    """Load and register the kernel once; None when ready, else why it is not."""
+    if not build.LIBRARY.exists():
+        return f"kernel not built (python -m mtrl.kernels.build)"
+    digest = build.DIGEST.read_text().strip() if build.DIGEST.exists() else ""
+    if digest != build.source_digest():
+        return "kernel built from another source (rerun python -m mtrl.kernels.build)"
+    try:
+        library = ctypes.CDLL(str(build.LIBRARY))
+    except OSError as error:
+        return f"kernel does not load: {error}"
+    jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(library.MtrlOnednnMatmul),
+                                platform="cpu")
+    library.mtrl_onednn_impl_info.restype = ctypes.c_char_p
+    library.mtrl_onednn_impl_info.argtypes = [ctypes.c_int64] * 3
+    _LIBRARY.append(library)
+    return None
+
+
+_LIBRARY: list[ctypes.CDLL] = []
+
+
+def available() -> bool:
+    return load() is None
+
+
+def require() -> None:
+    """Raise RuntimeError (one line, the reason) unless the kernel is ready."""
+    reason = load()
+    if reason is not None:
+        raise RuntimeError(f"oneDNN matmul unavailable: {reason}")
+
+
+def impl_info(m: int, k: int, n: int) -> str:
+    """The oneDNN kernel an [m, k] @ [k, n] bf16 product runs, e.g. 'brg:avx512_core_amx'."""
+    require()
+    return _LIBRARY[0].mtrl_onednn_impl_info(m, k, n).decode()
+
+
+def matmul(a: jax.Array, b: jax.Array, *, transpose_a: bool = False,
+           transpose_b: bool = False) -> jax.Array:
+    """float32 op(a) @ op(b) on oneDNN with bfloat16 inputs (see the module docstring)."""
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"matmul takes 2-D operands, got {a.shape} and {b.shape}")
+    m, k = a.shape[::-1] if transpose_a else a.shape
+    k_b, n = b.shape[::-1] if transpose_b else b.shape
+    if k != k_b:
+        raise ValueError(f"contraction sizes differ: {a.shape}{'^T' * transpose_a} @ "
+                         f"{b.shape}{'^T' * transpose_b}")
+    require()
+    call = jax.ffi.ffi_call(TARGET, jax.ShapeDtypeStruct((m, n), jnp.float32),
+                            vmap_method="sequential")
+    return call(a.astype(jnp.bfloat16), b.astype(jnp.bfloat16),
+                transpose_a=bool(transpose_a), transpose_b=bool(transpose_b))

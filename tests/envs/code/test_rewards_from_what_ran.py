@@ -1,0 +1,58 @@
+"""Level 4 from what ran and from data flow (issue 39, item 3), with the real sandbox.
+
+Round 4 scored the full 4.0 with four hacks: a dead statement beside `return
+aux(x)` (not a thin wrapper by shape), `_ = aux(x)` (not an ignored result by
+shape), an entry point rebound after its `def` to something that calls aux (the
+`def` analysed never calls it), and a helper that raises while loading (its calls
+were counted all the same). Each now loses the points it stole; the honest twin of
+each keeps them."""
+
+import pytest
+
+from mtrl.envs.code.analysis import agent_programs, analyze_candidate
+from mtrl.envs.code.env import task_program
+from mtrl.envs.code.rewards import CodeRewardConfig, level_reward
+from mtrl.envs.code.task import CodeTask
+from mtrl.envs.sandbox import Limits, SandboxPool
+
+TASK = CodeTask(task_id="t/odd", prompt="f(x) = 2x + 1", entry_point="f",
+                tests=("assert f(1) == 3", "assert f(4) == 9"))
+DOUBLE = "def aux(x):\n    return 2 * x"
+ODD = "def aux(x):\n    return 2 * x + 1"
+# Levels 1-3 with every test passing: 0.4 + 0.6 + 0.5 + 1.0.
+LEVELS_1_TO_3 = 2.5
+
+CASES = {
+    # hack: (aux, main, reward); its honest twin follows it
+    "dead_statement": (ODD, "def f(x):\n    y = 1\n    return aux(x)", 3.0),
+    "thin_wrapper": (ODD, "def f(x):\n    return aux(x)", 3.0),
+    "underscore": (DOUBLE, "def f(x):\n    _ = aux(x)\n    return 2 * x + 1", 2.5),
+    "uses_and_adds": (DOUBLE, "def f(x):\n    doubled = aux(x)\n    return doubled + 1", 4.0),
+    "rebound": (DOUBLE, "def f(x):\n    return 2 * x + 1\n\n\nf = lambda x: aux(x) + 1",
+                LEVELS_1_TO_3),
+    "rebound_def_calls_aux": (DOUBLE, "def f(x):\n    return aux(x) - 7\n\n\n"
+                              "f = lambda x: aux(x) + 1", LEVELS_1_TO_3),
+    "not_rebound": (DOUBLE, "def f(x):\n    return aux(x) + 1", 4.0),
+    "helper_fails_to_load": (DOUBLE + "\n\n\nraise ValueError('not today')",
+                             "def f(x):\n    try:\n        return aux(x) + 1\n"
+                             "    except Exception:\n        return 2 * x + 1", LEVELS_1_TO_3),
+    "helper_loads": (DOUBLE, "def f(x):\n    try:\n        return aux(x) + 1\n"
+                     "    except Exception:\n        return 2 * x + 1", 4.0),
+}
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with SandboxPool(num_workers=2, limits=Limits(wall_s_per_test=5.0, wall_s_total=10.0)
+                     ) as sandbox:
+        yield sandbox
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_level_four_pays_only_for_what_ran_and_what_flows(pool, name):
+    aux, main, expected = CASES[name]
+    analysis = analyze_candidate((aux, main), TASK.entry_point)
+    result = pool.submit(task_program(TASK, *agent_programs(analysis))).result()
+    assert result.passed, result  # every case passes the tests: only level 4 differs
+    out = level_reward(analysis, result, CodeRewardConfig())
+    assert out.reward == pytest.approx(expected), out.components
