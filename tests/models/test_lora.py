@@ -13,7 +13,8 @@ from flax import nnx
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint, save_hf_checkpoint
 from mtrl.models.adapters import (adapt, adapted_graphdef, adapter_count, init_adapters,
                                   lora_report, merged_state, split_adapters, with_adapters)
-from mtrl.models.lora import LoRAConfig, LoRALinear, LoRAParam
+from mtrl.models.lora import LoRAConfig, LoRAParam
+from mtrl.models.lora_linear import LoRALinear
 
 CONFIG = PRESETS.get("tiny").replace(num_layers=2, hidden_size=32, intermediate_size=48,
                                      num_heads=2, num_kv_heads=1, head_dim=16)
