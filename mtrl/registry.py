@@ -1,4 +1,4 @@
-"""Name -> object registries for swappable pieces (DESIGN.md section 6, rule 10).
+"""Name -> object registries for swappable pieces (docs/design.md section 6, rule 10).
 
 Advantage estimators, policy losses, KL estimators, aggregations, rewards and
 environments register themselves under a name; configs refer to them by that
@@ -33,10 +33,9 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         try:
             return self._entries[name]
-        except KeyError:
-            raise KeyError(
-                f"unknown {self.kind} {name!r}; valid names: {', '.join(self.names())}"
-            ) from None
+        except (KeyError, TypeError):
+            raise KeyError(f"{self.kind} must be one of {', '.join(self.names())}, "
+                           f"got {name!r}") from None
 
     def names(self) -> tuple[str, ...]:
         return tuple(sorted(self._entries))

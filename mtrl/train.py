@@ -2,7 +2,9 @@
 
 Flags:
   --config   an ml_collections config file (default: the embedded default);
-             override fields with --config.rollout.num_generations=8 and so on.
+             override fields with --config.rollout.num_generations=8 and so on;
+             --config.<field>=None sets a field back to the embedded default (what a
+             config file that never set it gives: None where that means "unset").
   --workdir  where checkpoints, metrics.jsonl, TensorBoard events, transcripts and
              the learning curve go (default: ./workdir/<config name>, with the
              config's argument: tool.py:mbpp -> workdir/tool-mbpp; default_workdir).
@@ -20,7 +22,7 @@ Flags:
 
 A bad command line (a config file that does not exist or fails to load, an override of
 a field the config does not have, a value of the wrong type) ends with one line naming
-the flag, not a traceback. Nothing heavy (jax, orbax) is imported before the flags are
+the flag, not a traceback; a config with errors ends with every error, one line each. Nothing heavy (jax, orbax) is imported before the flags are
 parsed, so `--help` is fast.
 """
 
@@ -53,6 +55,7 @@ _DISTRIBUTED_AUTO = flags.DEFINE_bool("distributed_auto", False,
                                       "jax.distributed.initialize() with auto-detection "
                                       "(TPU pod slices, SLURM).")
 _CONFIG = None  # defined by run(): ml_collections reads the overrides at definition
+_UNSET: list[tuple[str, str]] = []  # (flag, dotted field) of each --config.<field>=None
 
 
 def _override_flags(argv: list[str]) -> list[tuple[str, str]]:
@@ -63,6 +66,42 @@ def _override_flags(argv: list[str]) -> list[tuple[str, str]]:
         if match:
             out.append((arg.split("=", 1)[0], match.group(1)))
     return out
+
+
+def take_unsets(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """argv without its --config.<field>=None arguments, and (flag, field) of each
+    (ml_collections cannot parse None for a typed field; main applies them)."""
+    kept, unset = argv[:1], []
+    for arg in argv[1:]:
+        match = re.fullmatch(r"(--?config\.([\w.]+))=None", arg)
+        if match:
+            unset.append((match.group(1), match.group(2)))
+        else:
+            kept.append(arg)
+    return kept, unset
+
+
+def apply_unsets(config, unset: list[tuple[str, str]]) -> None:
+    """Sets each field back to the embedded default (base_config's value)."""
+    from mtrl.training.config.defaults import base_value
+    for flag, dotted in unset:
+        *parents, name = dotted.split(".")
+        node = config
+        try:
+            for parent in parents:
+                node = node[parent]
+            node[name]  # the field must exist, as for any override
+            default = base_value(dotted)
+        except (KeyError, AttributeError):
+            sys.exit(f"error: {flag}: the config has no field {dotted!r}; a flag can only "
+                     "set a field that the config file defines")
+        with node.unlocked():
+            node[name] = default
+
+
+def error_lines(error: BaseException) -> str:
+    """`error: ` before each line of an error (a config's errors come all at once)."""
+    return "\n".join(f"error: {line}" for line in str(error).splitlines() or [""])
 
 
 def config_error(error: BaseException, argv: list[str]) -> str:
@@ -130,6 +169,7 @@ def main(argv) -> None:
         config.keys()  # a file that failed to load raises on first use
     except Exception as e:  # noqa: BLE001 -- e.g. the file failed to load
         sys.exit(f"error: {config_error(e, sys.argv)}")
+    apply_unsets(config, _UNSET)
     config_file = config_flags.get_config_filename(flags.FLAGS["config"])
     from mtrl.training.config import resolve_paths
     resolve_paths(config, config_file)  # data and weights: from the checkout, not the cwd
@@ -141,7 +181,8 @@ def main(argv) -> None:
     if _SMOKE.value:
         from mtrl.training.config import apply_smoke
         from mtrl.training.config.smoke import SAMPLER_BUCKETS
-        apply_smoke(config, keep=frozenset(path for _, path in _override_flags(sys.argv)))
+        apply_smoke(config, keep=frozenset(path for _, path in _override_flags(sys.argv))
+                    | frozenset(path for _, path in _UNSET))
         sampler_buckets = SAMPLER_BUCKETS
     workdir = default_workdir(config_file, _SMOKE.value)
     if _WORKDIR.value:  # a smoke run never shares the real run's directory
@@ -164,7 +205,7 @@ def main(argv) -> None:
     except ValueError as e:
         if created is not None:  # a refused run leaves nothing behind
             shutil.rmtree(created, ignore_errors=True)
-        sys.exit(f"error: {e}")
+        sys.exit(error_lines(e))
     from mtrl.training.checkpoints.checkpointing import CheckpointError
     from mtrl.training.update.memory import StepMemoryError
     from mtrl.rollout.environment import EnvironmentFailure
@@ -213,6 +254,8 @@ def _exit_interrupted(e) -> None:
 
 
 def run() -> None:
+    global _UNSET
+    sys.argv, _UNSET = take_unsets(sys.argv)
     try:
         _define_config_flag()
     except Exception as e:  # noqa: BLE001 -- overrides are applied at definition

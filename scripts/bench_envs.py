@@ -1,5 +1,5 @@
 """Environment throughput and method smoke table for the math and tool environments
-(issue 14), in one run (DESIGN.md section 8).
+(issue 14), in one run (docs/design.md section 8).
 
     python scripts/bench_envs.py --out envs.json
 
@@ -141,7 +141,7 @@ class AdvantageRecorder:
 
 
 def run_trainer(config, workdir: pathlib.Path) -> tuple[list[dict], list[dict]]:
-    import mtrl.training.loop.rl_step as step_module  # the trainer's advantages stage
+    import mtrl.training.advantages.stage as step_module  # the trainer's advantages stage
     import mtrl.training.loop.trainer as trainer_module
     recorder = AdvantageRecorder(step_module.token_advantages)
     step_module.token_advantages = recorder

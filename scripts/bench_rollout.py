@@ -1,5 +1,5 @@
 """Tree rollouts with KV reuse and prefix sharing vs a naive baseline that re-encodes
-every branch's full history each turn, in one run (DESIGN.md section 8).
+every branch's full history each turn, in one run (docs/design.md section 8).
 
     python scripts/bench_rollout.py --out rollout.json
     python scripts/bench_rollout.py --smoke --out /tmp/rollout_smoke.json   # CI's form

@@ -26,7 +26,7 @@ torch's 2 OpenMP threads can spin at barriers while the other core is taken, whi
 HF many times slower than with 1 thread, so report both runs.
 
 The machines are shared and noisy: compare the ratios of one run, not absolute numbers
-across runs (DESIGN.md section 8); the JSON records the load averages.
+across runs (docs/design.md section 8); the JSON records the load averages.
 """
 
 from __future__ import annotations

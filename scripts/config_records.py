@@ -4,12 +4,16 @@ refactor can show it changed no experiment: run it at two commits and compare.
     python scripts/config_records.py --out /tmp/after.json
     python scripts/config_records.py --out /tmp/before.json --root /tmp/old-checkout
     python scripts/config_records.py --compare /tmp/before.json /tmp/after.json
+    python scripts/config_records.py --compare /tmp/before.json /tmp/after.json --normalize
 
 Each experiments/configs/*.py is loaded from --root (tool.py also with each suite it
 takes) and its ConfigDict turned into the record `config_record` writes; paths inside
 the checkout are written as <ROOT>, so two checkouts compare. --root may be an older
 commit's checkout: the record function is looked up where that commit kept it.
---compare prints every field that differs, per config, and exits 1 when any does.
+--compare prints every field that differs, per config, and exits 1 when any does;
+with --normalize both records are first read in today's layout
+(mtrl/training/config/migrate.py normalize, what a resume compares), so a layout
+change that keeps every setting shows no difference.
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ def records(root: pathlib.Path) -> dict[str, dict]:
     return out
 
 
-def differences(before: dict, after: dict) -> list[str]:
+def differences(before: dict, after: dict, normalize=None) -> list[str]:
     """One line per config added or removed and per field that differs (unlike the
     resume check, run_config.differences, no field is exempt)."""
     from mtrl.training.run.run_config import flatten_record
@@ -69,7 +73,10 @@ def differences(before: dict, after: dict) -> list[str]:
         if name not in after or name not in before:
             lines.append(f"{name}: {'removed' if name not in after else 'added'}")
             continue
-        old, new = flatten_record(before[name]), flatten_record(after[name])
+        old, new = before[name], after[name]
+        if normalize is not None:
+            old, new = normalize(old), normalize(new)
+        old, new = flatten_record(old), flatten_record(new)
         for field in sorted(set(old) | set(new)):
             if old.get(field, "<absent>") != new.get(field, "<absent>"):
                 lines.append(f"{name} {field}: {old.get(field, '<absent>')!r} -> "
@@ -82,10 +89,16 @@ def main(argv=None) -> int:
     parser.add_argument("--root", default=str(ROOT), help="the checkout to read")
     parser.add_argument("--out", help="where to write the records")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
+    parser.add_argument("--normalize", action="store_true",
+                        help="compare both records in today's layout (what a resume does)")
     args = parser.parse_args(argv)
     if args.compare:
         before, after = (json.loads(pathlib.Path(p).read_text()) for p in args.compare)
-        lines = differences(before, after)
+        normalize = None
+        if args.normalize:
+            sys.path.insert(0, str(ROOT))
+            from mtrl.training.config.migrate import normalize
+        lines = differences(before, after, normalize)
         print("\n".join(lines) if lines else f"no differences ({len(after)} configs)")
         return 1 if lines else 0
     if not args.out:

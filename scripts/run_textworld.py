@@ -57,11 +57,11 @@ def prepare_games(overrides: list[str]) -> dict:
     """Generates (or finds cached) every game of the three splits; measures the
     environment on the test games with cold engines."""
     from mtrl.envs.textworld.env import TextWorldEnv, play
-    from mtrl.training.config.readers import data_config
+    from mtrl.training.config.readers import read_section
     from mtrl.data.suite import build_suite
     config = load_config(overrides)
     started = time.perf_counter()
-    suite = build_suite(data_config(config), config.seed)
+    suite = build_suite(read_section(config, "data"), config.seed)
     splits = {s: suite.tasks(s) for s in ("train", "validation", "test")}
     games_minutes = (time.perf_counter() - started) / 60
     env = TextWorldEnv()

@@ -65,6 +65,35 @@ def test_loading_configs_and_help_import_no_jax():
     assert "--config" in help_text.stdout and "Traceback" not in help_text.stderr
 
 
+def test_every_config_error_at_once_and_none_unsets_a_field(tmp_path):
+    """Issue 40: each error one line, all together; --config.<field>=None sets a field
+    the config file set back to the embedded default."""
+    config = tmp_path / "mine.py"
+    config.write_text("from mtrl.training.config import base_config\n\n\n"
+                      "def get_config():\n"
+                      "    c = base_config()\n"
+                      "    c.credit.turn_coef = 0.5  # an mt_grpo option under magrpo\n"
+                      "    c.loss.eps_low = 0.1  # a clip under reinforce\n"
+                      "    return c\n")
+    result = launch(f"--config={config}", "--config.train.steps=-1",
+                    f"--workdir={tmp_path / 'run'}")
+    lines = error_lines(result)
+    assert result.returncode != 0 and all(line.startswith("error: config.") for line in lines)
+    assert [line.split(":")[1].strip() for line in lines] == [
+        "config.train.steps", "config.loss.eps_low", "config.credit.turn_coef"], lines
+    result = launch(f"--config={config}", "--config.train.steps=-1",
+                    "--config.credit.turn_coef=None", "--config.loss.eps_low=None",
+                    f"--workdir={tmp_path / 'run'}")
+    assert error_lines(result) == ["error: config.train.steps: must be an int >= 0, got -1"]
+
+
+def test_none_for_a_field_the_config_lacks_is_one_line():
+    result = launch("--config.train.stepz=None")
+    assert error_lines(result) == ["error: --config.train.stepz: the config has no field "
+                                   "'train.stepz'; a flag can only set a field that the "
+                                   "config file defines"]
+
+
 def test_a_refused_run_leaves_no_workdir_behind(tmp_path):
     # Refused by the config's checks, after the launcher made the workdir's folders.
     result = launch("--config.rollout.num_generations=0", f"--workdir={tmp_path / 'new' / 'run'}")

@@ -34,9 +34,8 @@ def get_config():
     c.data = dict(name="textworld", path="", train_split="train", eval_split="heldout",
                   test_split="test", num_train=96, num_eval=24, num_test=48,
                   options=dict(seed=0))
-    c.env = dict(c.env.to_dict(), name="textworld", num_agents=1,
-                 options=dict(history="last", feedback_chars=160, invalid_penalty=0.05,
-                              lose_reward=-1.0, max_moves=20))
+    c.env = dict(c.env.to_dict(), name="textworld", num_agents=1, history_mode="last",
+                 feedback_chars=160, invalid_penalty=0.05, lose_reward=-1.0, max_moves=20)
     c.rollout = dict(c.rollout.to_dict(), num_turns=2, num_generations=4, max_new_tokens=20,
                      max_context=544, temperature=1.0)
     c.credit = dict(c.credit.to_dict(), estimator="gigpo", gigpo_omega=1.0)

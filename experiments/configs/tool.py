@@ -41,7 +41,7 @@ def get_config(suite: str = "gsm8k"):
     c.env.name = "tool"
     c.env.workers = 2
     c.env.wall_s_per_test = 2.0
-    c.env.options = dict(max_output_chars=200)
+    c.env.max_output_chars = 200
     c.rollout.max_new_tokens = 128
     # Prompt <= ~530 bytes + 3 turns of 128 + 2 tool outputs of <= ~230: 1,374.
     c.rollout.max_context = 1536

@@ -19,7 +19,7 @@ Why each choice (the rest is tool.py's):
   mean reward of 0/1 outcomes plus a call reward 0 in the outcome arm): 4 + 16 = 20
   samples per task per step in both arms.
 - Rewards: the environment's (reward.recipe=env): outcome 1 for an exact answer;
-  env.options.call_reward (0 here: outcome only) is the turn-level reward a claim
+  env.call_reward (0 here: outcome only) is the turn-level reward a claim
   arm sets for a clean call whose output holds the answer (MT-GRPO's verifiable turn
   reward). The recipe (tool.py's) would replace every non-final reward with 0,
   leaving MT-GRPO nothing to credit turns with.
@@ -54,7 +54,8 @@ def get_config():
     c.data = dict(name="calc", path="", train_split="train", eval_split="validation",
                   test_split="test", num_train=512, num_eval=100, num_test=200,
                   options=dict(seed=0, digits=(4, 3), direct_fraction=0.3))
-    c.env.options = dict(max_output_chars=200, call_reward=0.0)
+    c.env.max_output_chars = 200
+    c.env.call_reward = 0.0
     c.rollout.num_turns = 2
     c.rollout.num_generations = 4
     c.rollout.termination_threshold = None

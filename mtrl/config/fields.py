@@ -1,9 +1,12 @@
 """Sections of a raw config into validated dataclasses, errors naming the field.
 
     build(cls, "env", **values)  -> cls(**values), or ValueError("config.env: ...")
+    build_all(cls, "env", **values) -> (cls(**values) or None, every error line): each
+        field the class refuses, one line each, not only the first
     known_fields(cls, section, "env") -> the section as a dict, refusing unknown keys
-    check_int / check_number / check_bool(name, value, ...) -> None, or one line
-        "<name> must be <requirement>, got <value!r>" (what every __post_init__ raises)
+    check_int / check_number / check_bool / check_choice(name, value, ...) -> None, or
+        one line "<name> must be <requirement>, got <value!r>" (what every
+        __post_init__ raises; check_choice: "must be one of a, b, c")
     resolve_path(value, "data.path") -> None for "", else the expanded path, which must
         exist ("config.data.path: path ... does not exist")
 
@@ -16,7 +19,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from typing import Any
+
+
+class ConfigErrors(ValueError):
+    """Every error found in a config, one line each (str: the lines, newline-joined)."""
+
+    def __init__(self, lines):
+        self.lines = list(lines)
+        super().__init__("\n".join(self.lines))
 
 
 def build(cls, field: str, **kwargs) -> Any:
@@ -25,6 +37,42 @@ def build(cls, field: str, **kwargs) -> Any:
         return cls(**kwargs)
     except (ValueError, TypeError, KeyError) as e:
         raise ValueError(f"config.{field}: {e}") from None
+
+
+def _named_field(message: str, names) -> tuple[str, str] | None:
+    """(field, the rest of the message) when an error opens with one of `names`
+    ("steps must be ...", "RolloutConfig.top_k must be ...", "estimator: unknown ...")."""
+    match = re.match(r"(?:[A-Z]\w*\.)?(\w+)(?::\s*|\s+)(.*)", message, re.S)
+    if match and match.group(1) in names:
+        return match.group(1), match.group(2)
+    return None
+
+
+def field_line(section: str, message: str, names) -> str:
+    """An error message as one config line, "config.<section>.<name>: ..." when it
+    opens with one of `names`, else "config.<section>: <message>"."""
+    named = _named_field(message, names)
+    return (f"config.{section}.{named[0]}: {named[1]}" if named
+            else f"config.{section}: {message}")
+
+
+def build_all(cls, field: str, **kwargs) -> tuple[Any, list[str]]:
+    """(cls(**kwargs), []) or (None, one line per refused field, "config.<field>.<name>:
+    <what the class says>"): after each error the field it names goes back to its
+    default and the rest is checked again, so every independent error is reported."""
+    values, lines = dict(kwargs), []
+    while True:
+        try:
+            built = cls(**values)
+        except (ValueError, TypeError, KeyError) as e:
+            message = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+            lines.append(field_line(field, message, values))
+            named = _named_field(message, values)
+            if named is None:
+                return None, lines
+            del values[named[0]]
+            continue
+        return (built if not lines else None), lines
 
 
 def as_dict(section) -> dict:
@@ -74,6 +122,20 @@ def check_number(name: str, value, least: float | None = None, *, above: float |
         bound = (f" >= {least}" if least is not None else "") + \
             (f" > {above}" if above is not None else "")
         _refuse(name, ("a finite number" if finite else "a number") + bound, value)
+
+
+def check_choice(name: str, value, valid) -> None:
+    """`value` is one of the names `valid` (a tuple, or a Registry: its names).
+
+    Message: "<name> must be one of a, b, c, got <value!r>"."""
+    names = tuple(valid.names()) if hasattr(valid, "names") else tuple(valid)
+    try:  # a bool is no int choice (True == 1)
+        ok = value in names and (not isinstance(value, bool)
+                                 or any(isinstance(n, bool) for n in names))
+    except TypeError:  # an unhashable value (a list from the command line)
+        ok = False
+    if not ok:
+        _refuse(name, "one of " + ", ".join(str(n) for n in names), value)
 
 
 def check_bool(name: str, value) -> None:

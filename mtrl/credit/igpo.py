@@ -25,6 +25,7 @@ from typing import Callable, Optional
 import jax
 import jax.numpy as jnp
 
+from mtrl.config.fields import check_choice
 from mtrl.credit.group import DEFAULT_GRPO_DDOF, DEFAULT_GRPO_EPSILON, as_float, grpo_advantages
 from mtrl.credit.turn_level import discounted_returns
 from mtrl.registry import Registry
@@ -96,9 +97,7 @@ def igpo_advantages(truth_logprob, outcome, turn_mask: Optional[Array] = None, *
                     ddof: int = DEFAULT_GRPO_DDOF,
                     epsilon: float = DEFAULT_GRPO_EPSILON) -> Array:
     """IGPO turn advantages of a group: [G, K+1], [G], [G, K] → [G, K] (0 on absent turns)."""
-    if normalization not in IGPO_NORMALIZATIONS:
-        raise ValueError(f"normalization must be one of {IGPO_NORMALIZATIONS}, "
-                         f"got {normalization!r}")
+    check_choice("normalization", normalization, IGPO_NORMALIZATIONS)
     truth_logprob, outcome = as_float(truth_logprob), as_float(outcome)
     if truth_logprob.ndim != 2 or outcome.shape != truth_logprob.shape[:1]:
         raise ValueError(f"truth_logprob must be [G, K+1] and outcome [G], got "

@@ -1,7 +1,7 @@
 """Joint actions of N agents with G completions each, and per-agent credit.
 
 At a tree node every agent samples G completions; the environment scores joint
-actions (one completion per agent). Two pairings (DESIGN.md section 2; MAGRPO /
+actions (one completion per agent). Two pairings (docs/design.md section 2; MAGRPO /
 CoMLRL, Liu et al. 2025, "LLM Collaboration with Multi-Agent Reinforcement Learning"):
 
   align   J = G: joint action j pairs completion j of every agent.
@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mtrl.config.fields import check_choice
 from mtrl.credit.group import as_float
 from mtrl.registry import Registry
 
@@ -73,8 +74,7 @@ def per_agent_credit(joint_values, mode: str, num_agents: int, num_generations: 
                       or that sum / #{j : index[j, a] = g}  (reduce="mean")
     In `cross` the count is G^(N−1); in `align` it is 1 and credit[..., a, g] = v[..., g].
     """
-    if reduce not in CREDIT_REDUCTIONS:
-        raise ValueError(f"reduce must be one of {CREDIT_REDUCTIONS}, got {reduce!r}")
+    check_choice("reduce", reduce, CREDIT_REDUCTIONS)
     index = joint_action_index(mode, num_agents, num_generations)
     joint_values = as_float(joint_values)
     if joint_values.ndim < 1 or joint_values.shape[-1] != index.shape[0]:

@@ -10,7 +10,7 @@ CoMLRL) composes three steps, each its own function:
      or averaged; in `align` each completion is in one joint action),
   3. A = a GROUP_ADVANTAGES baseline over the agent's G completions of the node.
 
-Summing returns before the baseline is CoMLRL's order (and DESIGN.md's). Summing
+Summing returns before the baseline is CoMLRL's order (and docs/design.md's). Summing
 advantages of joint actions instead agrees with it for the mean and raw baselines
 only: rloo and max are not linear in the group.
 

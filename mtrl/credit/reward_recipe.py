@@ -1,6 +1,6 @@
 """Reward recipe for tool-using and agent tasks, in which the outcome must dominate.
 
-DESIGN.md section 4: an episode's reward is
+docs/design.md section 4: an episode's reward is
 
   total = outcome + step + invalid + progress
   outcome  = success_reward if the task succeeded else failure_reward   (±1 by default)
@@ -22,7 +22,7 @@ runs it and, per `on_dominance`, warns (default), raises ValueError or ignores.
 `combine` is a pure jnp function and also reports per episode whether the realized
 shaping exceeded the outcome's magnitude.
 
-Source: mtrl's practice rule (DESIGN.md section 4). The step, invalid and progress
+Source: mtrl's practice rule (docs/design.md section 4). The step, invalid and progress
 terms are not potential-based shaping (Ng, Harada & Russell 1999, "Policy Invariance
 Under Reward Transformations: Theory and Application to Reward Shaping", ICML), so
 they can change which policy is optimal; the dominance check bounds them instead.
@@ -37,6 +37,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
+from mtrl.config.fields import check_choice
 from mtrl.credit.group import as_float
 
 Array = jax.Array
@@ -90,9 +91,7 @@ class RewardRecipe:
         if self.max_invalid_calls is not None and self.max_invalid_calls < 0:
             raise ValueError(f"RewardRecipe.max_invalid_calls must be >= 0, got "
                              f"{self.max_invalid_calls}")
-        if self.on_dominance not in DOMINANCE_ACTIONS:
-            raise ValueError(f"RewardRecipe.on_dominance must be one of {DOMINANCE_ACTIONS}, "
-                             f"got {self.on_dominance!r}")
+        check_choice("RewardRecipe.on_dominance", self.on_dominance, DOMINANCE_ACTIONS)
         report = self.shaping_report()
         if report.outcome_dominates or self.on_dominance == "ignore":
             return

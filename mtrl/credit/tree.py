@@ -1,6 +1,6 @@
 """Returns and sibling-relative advantages on dense multi-turn rollout trees.
 
-Layout (DESIGN.md section 2): turn t = 1..T holds `r_t` of shape B + [J]*t, where B is
+Layout (docs/design.md section 2): turn t = 1..T holds `r_t` of shape B + [J]*t, where B is
 any batch shape (usually [P] prompts; empty when the caller vmaps over prompts) and
 the t trailing J axes are the path of joint actions (j_1, …, j_t). Entry
 r_t[b, j_1..j_t] is the immediate reward of joint action j_t at the node reached by

@@ -28,6 +28,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
+from mtrl.config.fields import check_choice
 from mtrl.credit.group import GROUP_ADVANTAGES, as_float, grpo_advantages
 
 Array = jax.Array
@@ -86,8 +87,7 @@ def per_turn_advantages(turn_rewards, turn_mask: Optional[Array] = None, *, gamm
     GROUP_ADVANTAGES entry: group_by="turn" takes the G returns at the same turn k
     as one group (absent turns excluded); group_by="all" pools every present (g, k).
     """
-    if group_by not in TURN_GROUPINGS:
-        raise ValueError(f"group_by must be one of {TURN_GROUPINGS}, got {group_by!r}")
+    check_choice("group_by", group_by, TURN_GROUPINGS)
     turn_rewards = as_float(turn_rewards)
     if turn_rewards.ndim != 2:
         raise ValueError(f"turn_rewards must have shape [G, K], got {turn_rewards.shape}")
@@ -128,8 +128,7 @@ def mt_grpo_advantages(turn_rewards, outcome_rewards, mask: Optional[Array] = No
                        ddof: int = MT_GRPO_DDOF,
                        epsilon: float = MT_GRPO_EPSILON) -> MTGRPOAdvantages:
     """MT-GRPO advantages of one group (module docstring): [G], [G] → ([G], [G])."""
-    if lambda_on not in LAMBDA_PLACEMENTS:
-        raise ValueError(f"lambda_on must be one of {LAMBDA_PLACEMENTS}, got {lambda_on!r}")
+    check_choice("lambda_on", lambda_on, LAMBDA_PLACEMENTS)
     turn_rewards, outcome_rewards = as_float(turn_rewards), as_float(outcome_rewards)
     if turn_rewards.shape != outcome_rewards.shape:
         raise ValueError(f"turn_rewards {turn_rewards.shape} and outcome_rewards "

@@ -30,6 +30,7 @@ from typing import Callable
 
 import numpy as np
 
+from mtrl.config.fields import check_choice
 from mtrl.data.suite import SUITES, DataConfig, check_split
 from mtrl.envs.math.prompts import MathTemplates
 from mtrl.envs.math.task import MathTask
@@ -89,6 +90,8 @@ ARITH_TEMPLATES = MathTemplates(first="{question}")
 
 
 class ArithSuite:
+    task_type = MathTask
+
     def __init__(self, data: DataConfig, seed: int):
         del seed  # the split's seed is data.options.seed (module doc)
         unknown = sorted(set(data.options) - set(_OPTIONS))
@@ -98,9 +101,7 @@ class ArithSuite:
         if data.path:
             raise ValueError("config.data.path: arith tasks are generated; leave it ''")
         name = data.options.get("kind", "add2")
-        if name not in KINDS:
-            raise ValueError(f"config.data.options.kind: unknown {name!r}; valid: "
-                             f"{sorted(KINDS)}")
+        check_choice("config.data.options.kind", name, sorted(KINDS))
         self.seed = data.options.get("seed", 0)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"config.data.options.seed: an int >= 0, got {self.seed!r}")
@@ -136,8 +137,7 @@ class ArithSuite:
         return self._splits[check_split(split)]
 
     def templates(self, name: str) -> MathTemplates:
-        if name != "default":
-            raise ValueError(f"unknown templates {name!r} for arith; valid: ['default']")
+        check_choice("templates", name, ("default",))
         return ARITH_TEMPLATES
 
     def check_sft(self, sft, num_agents: int) -> None:

@@ -30,6 +30,7 @@ import functools
 
 import numpy as np
 
+from mtrl.config.fields import check_choice
 from mtrl.data.demonstrations import Revision
 from mtrl.data.suite import SUITES, DataConfig, check_split
 from mtrl.envs.math.task import MathTask
@@ -52,6 +53,8 @@ def answer(value: str) -> str:
 
 
 class CalcSuite:
+    task_type = MathTask
+
     def __init__(self, data: DataConfig, seed: int):
         del seed  # the tasks' seed is data.options.seed (module doc)
         unknown = sorted(set(data.options) - set(_OPTIONS))
@@ -111,8 +114,7 @@ class CalcSuite:
 
     def templates(self, name: str):
         from mtrl.envs.math.prompts import MathTemplates
-        if name != "default":
-            raise ValueError(f"unknown templates {name!r} for calc; valid: ['default']")
+        check_choice("templates", name, ("default",))
         return MathTemplates()
 
     def check_sft(self, sft, num_agents: int) -> None:

@@ -1,4 +1,4 @@
-"""The code data sets by name (DESIGN.md section 6, rule 10).
+"""The code data sets by name (docs/design.md section 6, rule 10).
 
 Every entry is a loader with one calling convention, so a config can name a data set
 and hand over a path and a split:

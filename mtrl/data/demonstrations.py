@@ -39,15 +39,20 @@ class Revision:
 
 
 def per_agent(value, num_agents: int, field: str) -> tuple[float, ...]:
-    """A config.sft fraction as one value per agent: a number (every agent) or a
-    sequence with one entry per agent (e.g. revision_fraction=(0.2, 0.0): revisions
-    for the helper only); each must lie in [0, 1]."""
+    """A config.sft fraction as one value per agent: a number or a one-entry sequence
+    (every agent) or a sequence with one entry per agent (e.g.
+    revision_fraction=(0.2, 0.0): revisions for the helper only); each must lie in
+    [0, 1]."""
     if isinstance(value, (int, float)):
         fractions = (float(value),) * num_agents
     else:
         fractions = tuple(float(v) for v in value)
+        if len(fractions) == 1:
+            fractions *= num_agents
     if len(fractions) != num_agents:
-        raise ValueError(f"config.sft.{field}: {len(fractions)} entries for {num_agents} agents")
+        raise ValueError(f"config.sft.{field}: env.num_agents={num_agents} needs "
+                         f"sft.{field} with {num_agents} entries (or one number for every "
+                         f"agent), got {len(fractions)}: {tuple(value)!r}")
     if not all(0.0 <= f <= 1.0 for f in fractions):
         raise ValueError(f"config.sft.{field}: every entry must lie in [0, 1], got {fractions}")
     return fractions

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 
+from mtrl.config.fields import check_choice
 from mtrl.data.files import PathLike, read_jsonl, require_fields, resolve_in_folder
 from mtrl.envs.math.task import MathTask
 
@@ -38,8 +39,7 @@ def load_gsm8k(path: PathLike, split: str = "test") -> list[MathTask]:
 
     path: the folder holding train.jsonl / test.jsonl, or the split's file itself.
     """
-    if split not in GSM8K_SPLITS:
-        raise ValueError(f"split must be one of {GSM8K_SPLITS}, got {split!r}")
+    check_choice("split", split, GSM8K_SPLITS)
     what = f"GSM8K's {split}.jsonl (fields question, answer), or a folder holding it"
     file = resolve_in_folder(path, f"{split}.jsonl", what)
     tasks = []

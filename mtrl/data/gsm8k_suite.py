@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from mtrl.config.fields import check_int
+from mtrl.config.fields import check_choice, check_int
 from mtrl.data.gsm8k import GSM8K_SPLITS, MathTask, load_gsm8k
 from mtrl.data.suite import SUITES, DataConfig, check_split, parse_split
 from mtrl.data.task_filter import keep_tasks, read_task_ids
@@ -38,6 +38,8 @@ def demonstration(task: MathTask) -> str:
 
 
 class GSM8KSuite:
+    task_type = MathTask
+
     def __init__(self, data: DataConfig, seed: int):
         del seed  # fixed files, fixed slices
         unknown = sorted(set(data.options) - set(_OPTIONS))
@@ -101,8 +103,7 @@ class GSM8KSuite:
 
     def templates(self, name: str):
         from mtrl.envs.math.prompts import MathTemplates
-        if name != "default":
-            raise ValueError(f"unknown templates {name!r} for gsm8k; valid: ['default']")
+        check_choice("templates", name, ("default",))
         return MathTemplates()
 
     def check_sft(self, sft, num_agents: int) -> None:

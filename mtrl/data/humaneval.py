@@ -36,6 +36,7 @@ import os
 import pathlib
 from typing import Any, Iterable
 
+from mtrl.config.fields import check_choice
 from mtrl.data.check_split import CheckSplit, split_check_function
 from mtrl.data.files import PathLike, read_jsonl, require_fields
 from mtrl.envs.code.task import CodeTask
@@ -159,9 +160,7 @@ def read_humaneval_format(path: PathLike, what: str) -> list[HumanEvalRecord]:
 
 
 def _check_split(split: str) -> None:
-    if split not in HUMANEVAL_SPLITS:
-        raise ValueError(f"HumanEval-format sets have one split; split must be one of "
-                         f"{HUMANEVAL_SPLITS}, got {split!r}")
+    check_choice("split", split, HUMANEVAL_SPLITS)  # HumanEval-format sets have one
 
 
 def load_humaneval(path: PathLike | None = None, split: str = "test") -> list[CodeTask]:

@@ -39,6 +39,7 @@ import os
 import sys
 from typing import Any, Literal
 
+from mtrl.config.fields import check_choice
 from mtrl.data.files import (PathLike, normalize_newlines, read_json_array, read_jsonl,
                              require_fields, resolve_in_folder)
 from mtrl.envs.code.task import CodeTask
@@ -156,8 +157,7 @@ def mbpp_record_to_task(record: dict[str, Any], variant: MbppVariant, *,
                         include_challenge_tests: bool = False,
                         where: str = "record") -> CodeTask:
     """Builds the CodeTask for one MBPP record (see the module docstring)."""
-    if variant not in MBPP_VARIANTS:
-        raise ValueError(f"variant must be one of {MBPP_VARIANTS}, got {variant!r}")
+    check_choice("variant", variant, MBPP_VARIANTS)
     description_field = "text" if variant == "full" else "prompt"
     require_fields(record, ("task_id", description_field, "code", "test_list"), where)
     if include_challenge_tests and variant != "full":
@@ -198,10 +198,8 @@ def load_mbpp(path: PathLike, variant: MbppVariant = "full", split: str = "all",
     show_first_test: append the first test to the prompt (standard MBPP prompting).
     include_challenge_tests: add challenge_test_list to the tests (full set only).
     """
-    if variant not in MBPP_VARIANTS:
-        raise ValueError(f"variant must be one of {MBPP_VARIANTS}, got {variant!r}")
-    if split not in MBPP_SPLITS:
-        raise ValueError(f"split must be one of {MBPP_SPLITS}, got {split!r}")
+    check_choice("variant", variant, MBPP_VARIANTS)
+    check_choice("split", split, MBPP_SPLITS)
     if path is None:
         raise ValueError("load_mbpp needs the local folder of the MBPP files "
                          "(e.g. ../shared/data/mbpp)")

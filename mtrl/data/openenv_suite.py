@@ -21,6 +21,8 @@ _OPTIONS = ("seed_base", "reset")
 
 
 class OpenEnvSuite:
+    task_type = EpisodeTask
+
     def __init__(self, data: DataConfig, seed: int):
         del seed  # the episodes' seeds are the splits' (module doc)
         unknown = sorted(set(data.options) - set(_OPTIONS))

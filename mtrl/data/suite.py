@@ -8,6 +8,9 @@ set by name:
     suite.check_sft(sft, agents)    one-line errors for SFT options it cannot honour
     suite.demonstrations(env, agents, sft)   SFT rows: [agent] -> (prompt, completion)
 
+declares the type of its tasks (`task_type`: an environment registered to play it,
+envs/registry.py `plays`, is the only kind a run may pair it with),
+
 and may declare extra test splits (`ExtraTestSplits`: suite.extra_test_splits()).
 
 The splits are disjoint: train trains, validation chooses the best checkpoint, test
@@ -15,7 +18,7 @@ is evaluated once at the end for the chosen checkpoint (empty list: no test spli
 A demonstration's prompt is the environment's own observation (`env.reset`), so an
 SFT row's tokens are those a rollout sees (`mtrl.rollout.formatting` renders both).
 
-Suites register a builder under a name (SUITES, DESIGN.md section 6 rule 10):
+Suites register a builder under a name (SUITES, docs/design.md section 6 rule 10):
 
     builder(data: DataConfig, seed: int) -> TaskSuite
 
@@ -31,11 +34,12 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Callable, Protocol, runtime_checkable
 
-from mtrl.config.fields import check_int
+from mtrl.config.fields import check_choice, check_int
 from mtrl.data.datasets import DATASETS, load_code_tasks
 from mtrl.envs.code.prompts import PromptTemplates
+from mtrl.envs.code.task import CodeTask
 from mtrl.registry import Registry
 from mtrl.data.task_filter import keep_tasks, read_task_ids
 
@@ -66,8 +70,7 @@ class DataConfig:
     options: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
-        if self.name not in suite_names():
-            raise ValueError(f"name: unknown suite {self.name!r}; valid: {list(suite_names())}")
+        check_choice("name", self.name, suite_names())
         for field in ("path", "train_split", "eval_split", "test_split"):
             if not isinstance(getattr(self, field), str):
                 raise ValueError(f"{field} must be a string, got {getattr(self, field)!r}")
@@ -82,12 +85,13 @@ class DataConfig:
 
 
 def check_split(split: str) -> str:
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    check_choice("split", split, SPLITS)
     return split
 
 
 class TaskSuite(Protocol):
+    task_type: type  # the type of its tasks (CodeTask, MathTask, GameTask, ...)
+
     def tasks(self, split: str) -> list: ...
 
     def templates(self, name: str) -> PromptTemplates: ...
@@ -129,9 +133,7 @@ def default_templates(name: str, own: dict[str, PromptTemplates] | None = None
     own = own or {}
     if name == "default":
         return PromptTemplates()
-    if name not in own:
-        raise ValueError(f"unknown templates {name!r} for this suite; valid: "
-                         f"{['default', *sorted(own)]}")
+    check_choice("templates", name, ("default", *sorted(own)))
     return own[name]
 
 
@@ -147,6 +149,8 @@ def parse_split(spec: str) -> tuple[str, slice]:
 class DatasetSuite:
     """A code data set from DATASETS: slices of its own splits, the environment's
     default templates, canonical solutions as one agent's demonstrations."""
+
+    task_type = CodeTask
 
     def __init__(self, data: DataConfig, seed: int):
         del seed  # file suites are fixed lists

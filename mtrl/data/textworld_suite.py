@@ -30,6 +30,8 @@ _OPTIONS = ("challenges", "seed", "cache_dir")
 
 
 class TextWorldSuite:
+    task_type = GameTask
+
     def __init__(self, data: DataConfig, seed: int):
         del seed  # the games' seed is data.options.seed (module doc)
         unknown = sorted(set(data.options) - set(_OPTIONS))

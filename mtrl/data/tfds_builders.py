@@ -35,6 +35,7 @@ except ImportError as e:
                       f'".[tfds]" ({e})') from None
 from etils import epath
 
+from mtrl.config.fields import check_choice
 from mtrl.data.files import PathLike
 from mtrl.data.humaneval import load_coop_humaneval, load_humaneval
 from mtrl.data.mbpp import MBPP_SPLIT_RANGES, MBPP_VARIANTS, load_mbpp
@@ -191,9 +192,7 @@ class MbppConfig(tfds.core.BuilderConfig):
     include_challenge_tests: bool = False
 
     def __post_init__(self):
-        if self.variant not in MBPP_VARIANTS:
-            raise ValueError(f"MbppConfig.variant must be one of {MBPP_VARIANTS}, "
-                             f"got {self.variant!r}")
+        check_choice("MbppConfig.variant", self.variant, MBPP_VARIANTS)
         if self.include_challenge_tests and self.variant != "full":
             raise ValueError("MbppConfig.include_challenge_tests needs variant='full'")
 

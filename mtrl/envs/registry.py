@@ -6,57 +6,66 @@ itself, and no environment reads the raw experiment config.
     builder(request: EnvRequest) -> BuiltEnv
 
 Builders register under a name in ENV_BUILDERS with `register_env`, which records the
-environment's traits beside its builder: `reads`, the EnvSection fields it reads (a
-field another environment reads, set away from its default, is refused at parse time
-by check_env_fields instead of being ignored), and `ends_on_success(section)`, whether
-the built environment ends an episode at its first success (the config checks read
-it before anything is built); each environment package registers its own
-(`mtrl/envs/<name>/builder.py`, imported by `load_builders`). A builder reads only
-the request: its EnvSection (`env.*`, `env.options` for the environment's extras), the
-rollout's number of turns, the data suite's name, the suite and the tokenizer; it raises
-ValueError naming the field, and `build_environment` prefixes "config.env" where the
-message does not already name a field.
+environment's traits beside its builder:
+
+  options          its options dataclass: the env.* fields it reads, with its own
+                   defaults (the config's env section holds every environment's
+                   options, mtrl/config/options.py; one set away from its default for
+                   another environment is refused at parse time, not ignored)
+  config_names     {option field: env.* field} where the config names one differently
+  plays            the task type(s) it plays; the run's suite declares its own
+                   (TaskSuite.task_type) and a mismatch is refused in one line
+  ends_on_success  options -> whether a step that solves the task ends the episode
+
+Each environment package registers its own (`mtrl/envs/<name>/builder.py`, imported by
+`load_builders`). A builder reads only the request: its EnvSection (name, num_agents
+and the typed options), the rollout's number of turns, the data suite's name, the
+suite and the tokenizer; it raises ValueError naming the field, and
+`build_environment` prefixes "config.env" where the message does not already name one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
-from mtrl.config.fields import check_bool, check_int
+from mtrl.config.fields import check_choice, check_int
+from mtrl.config.options import OptionsDecl
 from mtrl.rollout.environment import Environment
 from mtrl.registry import Registry
 
 
 @dataclasses.dataclass(frozen=True)
 class EnvSection:
-    """The `env` section, read once (mtrl/training/config/readers.py env_section). The
-    fields after `options` are the code environment's; another environment reads the
-    ones its registration names (`reads`) and `options` for its own extras, and refuses
-    the rest when they are set (check_env_fields)."""
+    """The typed `env` section: the environment's name, the number of agents (every
+    environment's; parse gives it to the rollout section too) and the selected
+    environment's options object (None: its defaults)."""
 
     name: str = "code"  # a builder in ENV_BUILDERS
-    options: dict = dataclasses.field(default_factory=dict)  # the environment's extras
     num_agents: int = 2
-    feedback_mode: str = "level_feedback"
-    sandbox_slice: int = 1
-    history_mode: str = "full"
-    reward: str = "level"
-    templates: str = "tiny"
-    reward_points: dict = dataclasses.field(default_factory=dict)
-    feedback_style: str = "compact"
-    workers: int = 0  # sandbox workers (0: the pool's default)
-    wall_s_per_test: float = 2.0
-    expert: str = ""
-    expert_options: dict = dataclasses.field(default_factory=dict)
-    # Code environment only: a program passing every test ends its episode. Math, tool
-    # and TextWorld always end at success (an answer, a win); they refuse the field.
-    end_on_success: bool = False
+    options: Any = None
 
     def __post_init__(self):
         check_int("num_agents", self.num_agents, 1)
-        check_bool("end_on_success", self.end_on_success)
+        check_env_name(self.name)
+        entry = ENV_BUILDERS.get(self.name)
+        if self.options is None:
+            object.__setattr__(self, "options", entry.options())
+        elif not isinstance(self.options, entry.options):
+            raise ValueError(f"options of env {self.name!r} must be "
+                             f"{entry.options.__name__}, got {type(self.options).__name__}")
+
+    @classmethod
+    def of(cls, name: str = "code", num_agents: int = 2, **options) -> "EnvSection":
+        """The section with `options` (fields of the environment's options type)."""
+        check_env_name(name)
+        return cls(name, num_agents, ENV_BUILDERS.get(name).options(**options))
+
+    @property
+    def ends_on_success(self) -> bool:
+        """Whether the environment it builds ends an episode at its first success."""
+        return bool(ENV_BUILDERS.get(self.name).ends_on_success(self.options))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,46 +88,51 @@ class BuiltEnv:
             self.pool.close()
 
 
-def _always(section: EnvSection) -> bool:
-    del section
+def _always(options) -> bool:
+    del options
     return True
-
-
-# Read for every environment: the registry's key, the environment's own extras and
-# the number of agents (parse gives it to the rollout section, whatever the builder).
-COMMON_FIELDS = frozenset({"name", "options", "num_agents"})
-SECTION_FIELDS = frozenset(f.name for f in dataclasses.fields(EnvSection))
 
 
 @dataclasses.dataclass(frozen=True)
 class EnvBuilder:
-    """A registered environment: its builder and its traits (`reads`: the EnvSection
-    fields it reads besides COMMON_FIELDS)."""
+    """A registered environment: its builder and its traits (module docstring)."""
 
     build: Callable[[EnvRequest], BuiltEnv]
-    reads: frozenset
-    ends_on_success: Callable[[EnvSection], bool] = _always
+    options: type
+    plays: tuple[type, ...]
+    ends_on_success: Callable[[Any], bool] = _always
+    config_names: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
-        unknown = sorted(set(self.reads) - SECTION_FIELDS)
-        if unknown:
-            raise ValueError(f"EnvBuilder.reads: {unknown} are no EnvSection fields")
+        plays = self.plays if isinstance(self.plays, tuple) else (self.plays,)
+        if not plays or not all(isinstance(t, type) for t in plays):
+            raise ValueError(f"EnvBuilder.plays must be a task type or a tuple of them, "
+                             f"got {self.plays!r}")
+        object.__setattr__(self, "plays", plays)
+        self.options_decl  # a dataclass whose fields the config names map
+
+    @property
+    def options_decl(self) -> OptionsDecl:
+        return OptionsDecl(self.options, dict(self.config_names))
 
 
 ENV_BUILDERS: Registry[EnvBuilder] = Registry("environment builder")
 
 
-def register_env(name: str, *, reads: tuple[str, ...],
-                 ends_on_success: Callable[[EnvSection], bool] = _always):
-    """Decorator: registers `build` under `name` with the environment's traits
-    (`reads`: the EnvSection fields it reads besides name, options and num_agents;
-    ends_on_success(section), default: every episode ends at its first success)."""
+def register_env(name: str, *, options: type, plays: type | tuple[type, ...],
+                 ends_on_success: Callable[[Any], bool] = _always,
+                 config_names: Mapping[str, str] | None = None):
+    """Decorator: registers `build` under `name` with the environment's traits (module
+    docstring; ends_on_success(options), default: every episode ends at its first
+    success)."""
 
     def add(build: Callable[[EnvRequest], BuiltEnv]) -> Callable[[EnvRequest], BuiltEnv]:
-        ENV_BUILDERS.register(name)(EnvBuilder(build, frozenset(reads), ends_on_success))
+        ENV_BUILDERS.register(name)(EnvBuilder(build, options, plays, ends_on_success,
+                                               dict(config_names or {})))
         return build
 
     return add
+
 
 # Modules whose import registers a builder; one line per environment package.
 BUILDER_MODULES = (
@@ -135,40 +149,36 @@ def load_builders() -> None:
         importlib.import_module(module)
 
 
-def check_env_name(section: EnvSection) -> None:
+def env_options() -> dict[str, OptionsDecl]:
+    """{environment: its options declaration}: the env section's owned fields."""
     load_builders()
-    if section.name not in ENV_BUILDERS:
-        raise ValueError(f"config.env.name: unknown {section.name!r}; valid: "
-                         f"{', '.join(ENV_BUILDERS.names())}")
+    return {n: ENV_BUILDERS.get(n).options_decl for n in ENV_BUILDERS.names()}
 
 
-def check_env_fields(section: EnvSection) -> None:
-    """One-line error for an `env` field set away from its default that the selected
-    environment does not read (it would be ignored silently: the user meant another
-    environment, or a field of env.options)."""
-    check_env_name(section)
-    reads = ENV_BUILDERS.get(section.name).reads | COMMON_FIELDS
-    defaults = EnvSection()
-    for field in sorted(SECTION_FIELDS - reads):
-        value = getattr(section, field)
-        if value != getattr(defaults, field):
-            raise ValueError(
-                f"config.env.{field}: set to {value!r}, but env {section.name!r} does not "
-                f"read it (it reads "
-                f"{', '.join(sorted(reads - COMMON_FIELDS)) or 'no other env.* field'} "
-                "besides num_agents and env.options); leave it unset")
+def check_env_name(name: str) -> None:
+    load_builders()
+    check_choice("name", name, ENV_BUILDERS)
 
 
-def ends_on_success(section: EnvSection) -> bool:
-    """Whether the environment `section` builds ends an episode at its first success
-    (its builder's trait; read by the config checks, before anything is built)."""
-    check_env_name(section)
-    return ENV_BUILDERS.get(section.name).ends_on_success(section)
+def check_plays(section: EnvSection, data_name: str, task_type: type | None) -> None:
+    """One line unless the suite's declared task type is one the environment plays."""
+    plays = ENV_BUILDERS.get(section.name).plays
+    names = " or ".join(t.__name__ for t in plays)
+    if task_type is None:
+        raise ValueError(f"config.data.name: suite {data_name!r} declares no task_type "
+                         f"(TaskSuite.task_type); env {section.name!r} plays {names} tasks")
+    if not issubclass(task_type, plays):
+        fitting = [n for n in ENV_BUILDERS.names()
+                   if issubclass(task_type, ENV_BUILDERS.get(n).plays)]
+        raise ValueError(f"config.env.name: env {section.name!r} plays {names} tasks, but "
+                         f"suite {data_name!r} has {task_type.__name__} tasks "
+                         f"(environments for them: {', '.join(fitting) or 'none'})")
 
 
 def build_environment(section: EnvSection, num_turns: int, data_name: str, suite,
                       tokenizer) -> BuiltEnv:
-    check_env_name(section)
+    check_env_name(section.name)
+    check_plays(section, data_name, getattr(suite, "task_type", None))
     try:
         return ENV_BUILDERS.get(section.name).build(
             EnvRequest(section, num_turns, data_name, suite, tokenizer))

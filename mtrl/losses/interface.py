@@ -29,13 +29,14 @@ Conventions:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import flax.struct
 import jax
 import jax.numpy as jnp
 
 from mtrl.config.fields import check_bool as check_flag, check_int
+from mtrl.config.options import OptionsDecl
 from mtrl.losses.checks import check_bool, check_floating, check_integer, check_shapes
 from mtrl.registry import Registry
 
@@ -75,8 +76,13 @@ class PolicyLoss:
     Every trait is required, so a new loss says each one where it is registered and
     no consumer keeps a list of loss names (docs/methods.md, "How to add a loss"):
 
-      options           the loss's frozen config dataclass (PolicyObjectiveConfig
-                        .loss_config); training/config/loss.py fills it from config.loss.
+      options           the loss's frozen config dataclass with its own defaults
+                        (PolicyObjectiveConfig.loss_config); its fields are the
+                        config.loss fields it owns (mtrl/config/options.py: one set
+                        under another loss is refused), named in the config as
+                        `config_names` says ({option field: config field}); the
+                        `context` fields are filled from the run (turn-ratio's
+                        num_turns = rollout.num_turns).
       aggregation       the AGGREGATIONS name of its paper's objective, used when
                         config.loss.aggregation is unset.
       clipped           takes PPO's clip settings (eps_low, eps_high, dual_clip);
@@ -87,6 +93,9 @@ class PolicyLoss:
       group_size        consecutive rows that form one unit of the loss (REFUEL: 2,
                         a pair of siblings); they are shuffled, filtered and split
                         into minibatches together (training/update/row_groups.py).
+      needs_unscaled_returns  it regresses on return differences (REFUEL), so the
+                        credit estimator's returns must be unscaled (the estimator's
+                        own trait, training/advantages/registry.py).
     """
 
     fn: Callable[[PolicyLossInputs, Any], PolicyLossOutput]
@@ -95,16 +104,31 @@ class PolicyLoss:
     clipped: bool
     advantage_linear: bool
     group_size: int
+    needs_unscaled_returns: bool
+    config_names: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    context: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not dataclasses.is_dataclass(self.options):
             raise ValueError(f"PolicyLoss.options must be a config dataclass, got {self.options!r}")
+        self.options_decl  # the names it maps are fields of its options
         check_flag("PolicyLoss.clipped", self.clipped)
         check_flag("PolicyLoss.advantage_linear", self.advantage_linear)
         check_int("PolicyLoss.group_size", self.group_size, 1)
+        check_flag("PolicyLoss.needs_unscaled_returns", self.needs_unscaled_returns)
+
+
+    @property
+    def options_decl(self) -> OptionsDecl:
+        return OptionsDecl(self.options, dict(self.config_names), tuple(self.context))
 
 
 POLICY_LOSSES: Registry[PolicyLoss] = Registry("policy loss")
+
+
+def loss_options() -> dict[str, OptionsDecl]:
+    """{loss: its options declaration}: the config.loss fields the losses own."""
+    return {n: POLICY_LOSSES.get(n).options_decl for n in POLICY_LOSSES.names()}
 
 
 def check_policy_inputs(inputs: PolicyLossInputs, needs_turn_ids: bool = False) -> tuple[int, int]:

@@ -37,6 +37,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
+from mtrl.config.fields import check_choice
 from mtrl.losses.checks import check_bool, check_floating, check_shapes
 from mtrl.losses.interface import LOG_RATIO_LIMIT
 from mtrl.losses.masked import masked_mean, masked_sum
@@ -104,8 +105,7 @@ def sequence_kl(logp_t: jax.Array, ref_logp_t: jax.Array, mask_t: jax.Array, *,
     arrays; vmap over sequences. `reduction="mean"` divides by max(n_valid, 1).
     """
     check_shapes("[L]", logp_t=logp_t, ref_logp_t=ref_logp_t, mask_t=mask_t)
-    if reduction not in SEQUENCE_REDUCTIONS:
-        raise ValueError(f"reduction must be one of {SEQUENCE_REDUCTIONS}, got {reduction!r}")
+    check_choice("reduction", reduction, SEQUENCE_REDUCTIONS)
     kl_t = masked_kl(logp_t, ref_logp_t, mask_t, estimator)
     if reduction == "sum":
         return masked_sum(kl_t, mask_t)
@@ -123,6 +123,8 @@ KL_PLACEMENTS = {
     ("k2", "reward"): ("grad E_pi[k2] - grad KL(pi||ref)", False),
     ("k3", "reward"): ("grad KL(pi||ref) - grad KL(ref||pi)", False),
 }
+# Where loss.kl_coef's penalty may go (config.loss.kl_in), from the table above.
+KL_PLACES = tuple(sorted({place for _, place in KL_PLACEMENTS}))
 _PLACE_FIX = {"loss": "use k3 (KL(ref||pi)) or k2 (KL(pi||ref)) in the loss, or k1 in the reward",
               "reward": "use k1 in the reward (KL(pi||ref)), or k2 / k3 in the loss"}
 
@@ -155,8 +157,6 @@ class KLPenaltyConfig:
     coef: float = 0.0
 
     def __post_init__(self):
-        if self.estimator not in KL_ESTIMATORS:
-            raise ValueError(f"KLPenaltyConfig.estimator must be one of {KL_ESTIMATORS.names()}, "
-                             f"got {self.estimator!r}")
+        check_choice("KLPenaltyConfig.estimator", self.estimator, KL_ESTIMATORS)
         if not self.coef >= 0.0:
             raise ValueError(f"KLPenaltyConfig.coef must be >= 0, got {self.coef}")

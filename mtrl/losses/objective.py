@@ -24,6 +24,7 @@ from typing import Any
 
 import jax
 
+from mtrl.config.fields import check_choice
 from mtrl.losses.aggregation import AGGREGATIONS, aggregate
 from mtrl.losses.interface import POLICY_LOSSES, PolicyLossInputs
 from mtrl.losses.kl import KLPenaltyConfig, masked_kl
@@ -51,20 +52,17 @@ class PolicyObjectiveConfig:
     kl: KLPenaltyConfig = KLPenaltyConfig()
 
     def __post_init__(self):
-        if self.loss not in POLICY_LOSSES:
-            raise ValueError(f"PolicyObjectiveConfig.loss must be one of {POLICY_LOSSES.names()}, "
-                             f"got {self.loss!r}")
+        check_choice("PolicyObjectiveConfig.loss", self.loss, POLICY_LOSSES)
         config_type = POLICY_LOSSES.get(self.loss).options
         if self.loss_config is None:
             object.__setattr__(self, "loss_config", config_type())
-        elif type(self.loss_config) is not config_type:
+        # Its options type, or the type it specializes (ppo's PPOOptions: a PPOClipConfig).
+        elif type(self.loss_config) not in config_type.__mro__[:-1]:
             raise ValueError(f"loss {self.loss!r} takes a {config_type.__name__}, "
                              f"got {type(self.loss_config).__name__}")
         if self.aggregation is None:
             object.__setattr__(self, "aggregation", POLICY_LOSSES.get(self.loss).aggregation)
-        if self.aggregation not in AGGREGATIONS:
-            raise ValueError(f"PolicyObjectiveConfig.aggregation must be one of "
-                             f"{AGGREGATIONS.names()}, got {self.aggregation!r}")
+        check_choice("PolicyObjectiveConfig.aggregation", self.aggregation, AGGREGATIONS)
         if self.max_length is not None and (not isinstance(self.max_length, int)
                                             or self.max_length < 1):
             raise ValueError(f"PolicyObjectiveConfig.max_length must be a positive int or None, "

@@ -114,6 +114,14 @@ def ppo_loss(inputs: PolicyLossInputs, config: PPOClipConfig = PPOClipConfig()) 
 
 
 # DAPO's token-mean goes with the default clip-higher range (training/config/loss.py).
+@dataclasses.dataclass(frozen=True)
+class PPOOptions(PPOClipConfig):
+    """The `ppo` loss's options: PPOClipConfig with DAPO's clip-higher as the default
+    upper clip (what a run uses when config.loss leaves eps_high unset)."""
+
+    eps_high: float = 0.28
+
+
 POLICY_LOSSES.register("ppo")(PolicyLoss(
-    fn=ppo_loss, options=PPOClipConfig, aggregation="token-mean", clipped=True,
-    advantage_linear=True, group_size=1))
+    fn=ppo_loss, options=PPOOptions, aggregation="token-mean", clipped=True,
+    advantage_linear=True, group_size=1, needs_unscaled_returns=False))

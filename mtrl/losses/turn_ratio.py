@@ -107,4 +107,5 @@ def turn_ratio_loss(inputs: PolicyLossInputs, config: TurnRatioConfig = TurnRati
 # per-turn ratios, so it does not claim advantage_linear.
 POLICY_LOSSES.register("turn-ratio")(PolicyLoss(
     fn=turn_ratio_loss, options=TurnRatioConfig, aggregation="token-mean", clipped=True,
-    advantage_linear=False, group_size=1))
+    advantage_linear=False, group_size=1, needs_unscaled_returns=False,
+    context=("num_turns",)))

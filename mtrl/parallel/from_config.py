@@ -1,5 +1,5 @@
 """The run's `mesh` section (a MeshConfig, read from the experiment config by
-mtrl/training/config/readers.py mesh_config) -> the run's ShardingPlan.
+mtrl/training/config/readers.py) -> the run's ShardingPlan.
 
     c.mesh = dict(shape="auto")     # or "d,f,t", e.g. --config.mesh.shape=2,4,1
 

@@ -1,4 +1,4 @@
-"""Multi-turn, multi-agent tree rollouts (DESIGN.md sections 1-2)."""
+"""Multi-turn, multi-agent tree rollouts (docs/design.md sections 1-2)."""
 
 from mtrl.rollout.backend import Contexts, PolicyBackend, Samples
 from mtrl.rollout.batch import RolloutBatch, make_batch, round_up_pow2

@@ -1,4 +1,4 @@
-"""Configuration of multi-turn, multi-agent tree rollouts (DESIGN.md section 2)."""
+"""Configuration of multi-turn, multi-agent tree rollouts (docs/design.md section 2)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import dataclasses
 import math
 from typing import Literal
 
-JointMode = Literal["align", "cross"]
-JOINT_MODES = ("align", "cross")
+from mtrl.config.fields import check_choice
+from mtrl.credit.joint_actions import JOINT_ACTION_MODES
+
+JointMode = Literal["align", "cross"]  # the names of JOINT_ACTION_MODES
 AGENT_PARAMS = ("separate", "shared")
 
 
@@ -58,12 +60,8 @@ class RolloutConfig:
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"RolloutConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.joint_mode not in JOINT_MODES:
-            raise ValueError(f"RolloutConfig.joint_mode must be one of {JOINT_MODES}, "
-                             f"got {self.joint_mode!r}")
-        if self.agent_params not in AGENT_PARAMS:
-            raise ValueError(f"RolloutConfig.agent_params must be one of {AGENT_PARAMS}, "
-                             f"got {self.agent_params!r}")
+        check_choice("RolloutConfig.joint_mode", self.joint_mode, JOINT_ACTION_MODES)
+        check_choice("RolloutConfig.agent_params", self.agent_params, AGENT_PARAMS)
         if not 0.0 <= self.discount <= 1.0:
             raise ValueError(f"RolloutConfig.discount must be in [0, 1], got {self.discount}")
         if self.temperature < 0:

@@ -1,4 +1,4 @@
-"""The environment protocol the trajectory generator drives (DESIGN.md section 1),
+"""The environment protocol the trajectory generator drives (docs/design.md section 1),
 kept beside it: environments (mtrl/envs) implement it and import it from here.
 
 An environment is host-side and batched. For each task it produces the agents'
@@ -16,8 +16,9 @@ won, lost or out of moves; code: all tests passed when `end_on_success`) says so
 the generator plays no later turn on that branch. This is the one rule: the step that
 ends an episode is its path's last step, so every estimator, filter, curriculum and
 reward recipe reads the outcome there, and no text written after the end is
-generated, rewarded or trained. `ends_on_success` tells the build whether a correct
-step ends the episode (UFO's "first success" needs it).
+generated, rewarded or trained. Whether a correct step ends the episode is the
+environment's registered trait (envs/registry.py `ends_on_success`, read by the config
+rules before anything is built: UFO's "first success" needs it).
 
 History modes (`full` or `last`): with `full`, the generator appends the agent's
 response and the observation to the branch's token history (append-only, so the
@@ -59,8 +60,6 @@ class Environment(abc.ABC):
     # StepResult.info keys reported on every step, which credit estimators may read
     # (docs/methods.md: e.g. anchor_id for GiGPO, answer_logprob for IGPO).
     info_keys: frozenset = frozenset()
-    # Whether a step that solves the task ends its episode (module docstring).
-    ends_on_success: bool = True
 
     @abc.abstractmethod
     def reset(self, task: Any) -> tuple[Any, tuple[str, ...]]:

@@ -1,4 +1,4 @@
-"""The trajectory generator: multi-turn, multi-agent tree rollouts (DESIGN.md §1-2).
+"""The trajectory generator: multi-turn, multi-agent tree rollouts (docs/design.md §1-2).
 
 Per turn, every active node of every task is generated in one backend call per
 agent: each agent samples G completions per node (one prefill per node, shared by

@@ -1,4 +1,4 @@
-"""The host-side record of one tree rollout and its dense views (DESIGN.md section 2).
+"""The host-side record of one tree rollout and its dense views (docs/design.md section 2).
 
 Nodes of turn t are numbered by their flat index in the dense layout
 [P, J, …, J] (t−1 trailing J axes): the child reached from node n by joint action

@@ -3,7 +3,7 @@
 `jax.jit` traces (and then compiles) a function once per new combination of input
 shapes, dtypes and static arguments; later calls with the same signature reuse the
 compiled program without running the Python body. A counter bumped inside the body
-therefore counts compilations of that function exactly (DESIGN.md section 6, rule 7).
+therefore counts compilations of that function exactly (docs/design.md section 6, rule 7).
 """
 
 from __future__ import annotations

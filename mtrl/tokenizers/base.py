@@ -1,6 +1,6 @@
 """The one interface every tokenizer in mtrl offers.
 
-Token-in/token-out (DESIGN.md section 1): text is encoded once for the prompt and the
+Token-in/token-out (docs/design.md section 1): text is encoded once for the prompt and the
 sampled ids are what gets trained; `decode` only renders completions for environments,
 so it must never raise, whatever the policy sampled (special ids, ids past the
 vocabulary, byte sequences that are not valid UTF-8 -> U+FFFD replacement characters).

@@ -4,7 +4,7 @@ checkpointing, logging, pictures, and the trainer loop (mtrl.training.loop.train
 One subpackage per concern, each importing only those below it (docs/design.md
 section 5):
 
-  loop/          the trainer and its RL stages (Learner), budget, roles
+  loop/          the trainer, its stage objects and loop state, budget, roles
   evidence/      claims and what backs them: seeds, arms, paired intervals, table
   config/        the experiment config: parse(ConfigDict) -> RunConfig
   sft/           the SFT warm start: steps, data kinds, its checkpoints
@@ -16,6 +16,7 @@ section 5):
                  the reference pass
   update/        the jitted RL update: rows (their groups and filter), packing,
                  log-probs, optimizer, PPO epochs
+  publish/       the publish stage: the updated parameters to the sampler
   evaluate/      held-out evaluation, and its reduction across processes
   checkpoints/   RL checkpoints, typed keys in them, HF export, the run's record
   logging/       metrics, progress, summaries, transcripts, the learning curve

@@ -26,7 +26,7 @@ def frozen(**per_name):
 
 def test_registry_names():
     assert NAMES == ("dr_grpo", "grpo", "max", "mean", "raw", "rloo")
-    with pytest.raises(KeyError, match="valid names: dr_grpo, grpo, max, mean, raw, rloo"):
+    with pytest.raises(KeyError, match="group advantage must be one of dr_grpo, grpo, max, mean, raw, rloo"):
         group_advantages(ONE_HOT, estimator="ppo")
 
 
@@ -50,7 +50,7 @@ def test_dr_grpo_rloo_and_baseline_references():
     out = all_estimators(ONE_HOT, np.ones(4, bool))
     np.testing.assert_allclose(out["dr_grpo"], [0.75, -0.25, -0.25, -0.25])
     np.testing.assert_allclose(out["rloo"], [1.0, -1 / 3, -1 / 3, -1 / 3], rtol=1e-6)
-    # DESIGN.md worked check: R = [3, 1, 2, 2] with the mean baseline gives [1, −1, 0, 0].
+    # docs/design.md worked check: R = [3, 1, 2, 2] with the mean baseline gives [1, −1, 0, 0].
     returns = np.array([3.0, 1.0, 2.0, 2.0], np.float32)
     out = all_estimators(returns, np.ones(4, bool))
     np.testing.assert_allclose(out["mean"], [1, -1, 0, 0])

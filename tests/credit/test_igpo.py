@@ -96,5 +96,5 @@ def test_registry_and_checks():
         igpo_turn_rewards(np.zeros(1, np.float32), 1.0)
     with pytest.raises(ValueError, match="turn_mask"):
         igpo_advantages(TRUTH_LOGPROB, OUTCOME, MASK[:, :2])
-    with pytest.raises(KeyError, match="valid names: logprob, prob"):
+    with pytest.raises(KeyError, match="information gain must be one of logprob, prob"):
         igpo_turn_rewards(TRUTH_LOGPROB[0], 1.0, gain="entropy")

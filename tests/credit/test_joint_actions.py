@@ -11,7 +11,7 @@ from mtrl.credit import (JOINT_ACTION_MODES, joint_action_index, num_joint_actio
 
 def test_modes_registered():
     assert JOINT_ACTION_MODES.names() == ("align", "cross")
-    with pytest.raises(KeyError, match="valid names: align, cross"):
+    with pytest.raises(KeyError, match="joint-action mode must be one of align, cross"):
         joint_action_index("zip", 2, 2)
 
 

@@ -21,5 +21,5 @@ def test_registry_loaders_match_the_direct_loaders(mbpp_dir, humaneval_tasks):
 
 
 def test_unknown_name_lists_the_valid_ones():
-    with pytest.raises(KeyError, match="valid names: coop_humaneval, humaneval, intfn, mbpp"):
+    with pytest.raises(KeyError, match="must be one of coop_humaneval, humaneval, intfn, mbpp"):
         DATASETS.get("apps")

@@ -180,7 +180,7 @@ def test_coop_loader_errors_name_the_problem(tmp_path):
     (tmp_path / "broken.jsonl").write_text('{"task_id": \n')
     with pytest.raises(ValueError, match="broken.jsonl:1: not valid JSON"):
         load_coop_humaneval(tmp_path / "broken.jsonl")
-    with pytest.raises(ValueError, match="one split"):
+    with pytest.raises(ValueError, match="split must be one of test, all, got .train."):
         load_coop_humaneval(tmp_path / "broken.jsonl", split="train")
 
 

@@ -8,7 +8,7 @@ import pytest
 from mtrl.losses import (AGGREGATIONS, aggregate, seq_mean_token_mean, seq_mean_token_sum,
                          seq_mean_token_sum_norm, token_mean)
 
-# DESIGN.md section 4: lengths 2 and 4 with values [1, 1] and [2, 2, 2, 2]; the
+# docs/design.md section 4: lengths 2 and 4 with values [1, 1] and [2, 2, 2, 2]; the
 # padding positions hold other values that must not count.
 LOSS = jnp.array([[1.0, 1.0, 1.0, 1.0], [2.0, 2.0, 2.0, 2.0]])
 MASK = jnp.array([[True, True, False, False], [True, True, True, True]])

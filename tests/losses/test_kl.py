@@ -15,7 +15,7 @@ def test_registry_names():
 
 
 def test_worked_example():
-    # DESIGN.md section 4: π = 0.5, π_ref = 0.25.
+    # docs/design.md section 4: π = 0.5, π_ref = 0.25.
     logp, ref_logp = jnp.log(jnp.array([0.5])), jnp.log(jnp.array([0.25]))
     np.testing.assert_allclose(kl_k1(logp, ref_logp), [0.693147], atol=1e-6)
     np.testing.assert_allclose(kl_k2(logp, ref_logp), [0.240227], atol=1e-6)

@@ -1,7 +1,7 @@
 """scripts/bench_gpu.py --small runs every part on CPU and writes the record's keys with
 positive, finite numbers; the sampler and transformers generate the same greedy tokens
 (same weights), so the throughput ratio compares two runs of one model. No timing is
-asserted (DESIGN.md section 8)."""
+asserted (docs/design.md section 8)."""
 
 import json
 import math

@@ -34,9 +34,9 @@ from typing import Sequence
 
 import numpy as np
 
-from mtrl.data.synthetic.family import IntFunction, consistent_members, with_offset
+from mtrl.data.synthetic.family import IntFunction, consistent_members
 from mtrl.data.synthetic.tasks import SyntheticTask
-from mtrl.data.synthetic.terms import TERMS, get_term
+from mtrl.data.synthetic.terms import check_term, get_term
 from mtrl.envs.code.analysis import AUX_NAME as HELPER_NAME
 from mtrl.envs.code.task import CodeTask
 
@@ -119,11 +119,7 @@ def check_first_guess(first_guess: str | None, num_agents: int) -> None:
         return
     if num_agents != 2:
         raise ValueError("first_guess is the helper's term: it needs num_agents = 2")
-    try:
-        get_term(first_guess)
-    except KeyError:
-        raise ValueError(f"first_guess: unknown term {first_guess!r}; valid: "
-                         f"{', '.join(TERMS.names())} or a linear 'Kx' / 'negKx'") from None
+    check_term("first_guess", first_guess)
 
 
 @dataclasses.dataclass(frozen=True)

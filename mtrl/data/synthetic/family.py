@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from mtrl.data.synthetic.terms import get_term, linear_term_name
+from mtrl.config.fields import check_choice
+from mtrl.data.synthetic.terms import check_term, get_term, linear_term_name
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -46,11 +47,7 @@ class IntFunction:
     offset: int
 
     def __post_init__(self):
-        try:
-            get_term(self.term)
-        except KeyError:
-            raise ValueError(f"unknown term {self.term!r}; valid: registered names "
-                             "or a linear 'Kx' / 'negKx'") from None
+        check_term("term", self.term)
 
     def __call__(self, x: int) -> int:
         return get_term(self.term).apply(x) + self.offset
@@ -181,12 +178,8 @@ class FamilyConfig:
         if not 0.0 < self.heldout_offset_fraction < 1.0:
             raise ValueError(f"FamilyConfig.heldout_offset_fraction must be in (0, 1), "
                              f"got {self.heldout_offset_fraction}")
-        if self.probe_form not in PROBE_FORMS:
-            raise ValueError(f"FamilyConfig.probe_form must be one of {PROBE_FORMS}, "
-                             f"got {self.probe_form!r}")
-        if self.heldout_by not in HELDOUT_BY:
-            raise ValueError(f"FamilyConfig.heldout_by must be one of {HELDOUT_BY}, "
-                             f"got {self.heldout_by!r}")
+        check_choice("FamilyConfig.probe_form", self.probe_form, PROBE_FORMS)
+        check_choice("FamilyConfig.heldout_by", self.heldout_by, HELDOUT_BY)
         self._check_test_members()
         if not isinstance(self.iid_test, bool):
             raise ValueError(f"FamilyConfig.iid_test must be a bool, got {self.iid_test!r}")

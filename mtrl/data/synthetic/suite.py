@@ -22,11 +22,14 @@ from mtrl.data.synthetic.demonstrations import (check_first_guess, revision_demo
 from mtrl.data.synthetic.family import FamilyConfig
 from mtrl.data.synthetic.prompts import TINY_PROMPT_TEMPLATES
 from mtrl.data.synthetic.tasks import SyntheticSplits, make_splits
+from mtrl.envs.code.task import CodeTask
 
 _SPLIT_NAMES = {"train": "train", "validation": "heldout", "test": "test"}
 
 
 class FamilySuite:
+    task_type = CodeTask  # the environments that play it: code, tool
+
     def __init__(self, data: DataConfig, seed: int):
         if data.path:
             raise ValueError("config.data.path: the integer-function family is generated; "

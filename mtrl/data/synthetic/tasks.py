@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from mtrl.config.fields import check_choice
 from mtrl.data.synthetic.family import (FamilyConfig, IntFunction, consistent_members,
                                         heldout_value_count, separating_probes)
 from mtrl.data.synthetic.terms import get_term
@@ -60,8 +61,7 @@ class SyntheticSplits:
 
 
 def _checked(split: str) -> str:
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    check_choice("split", split, SPLITS)
     return split
 
 

@@ -89,3 +89,14 @@ def get_term(name: str) -> Term:
         TERMS.get(name)  # raises, listing the registered names
     k = int(match.group(2)) * (-1 if match.group(1) else 1)
     return Term(name, f"{k}*x", lambda x, k=k: k * x, coefficient=k)
+
+
+def check_term(field: str, name) -> None:
+    """`name` is a registered term or a linear "Kx" / "negKx" one; otherwise one line,
+    check_choice's wording: "<field> must be one of x, 2x, ... or a linear 'Kx' /
+    'negKx', got <name!r>"."""
+    try:
+        get_term(name)
+    except (KeyError, TypeError):
+        raise ValueError(f"{field} must be one of {', '.join(TERMS.names())} or a linear "
+                         f"'Kx' / 'negKx', got {name!r}") from None

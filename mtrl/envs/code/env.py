@@ -39,7 +39,8 @@ import zlib
 from typing import Any, Protocol, Sequence
 
 from mtrl.config.fields import check_bool
-from mtrl.rollout.environment import Environment, StepResult
+from mtrl.envs.base import TurnEnvironment
+from mtrl.rollout.environment import StepResult
 from mtrl.envs.code.analysis import (AUX_NAME, CandidateAnalysis, agent_programs,
                                      analyze_candidate, role_function_names)
 from mtrl.envs.code.experts.base import Expert, ExpertRequest
@@ -114,34 +115,34 @@ class CodeBranchState:
     turn: int  # turns completed on this branch (0 after reset)
     responses: tuple[tuple[str, ...], ...]  # [agent][turn]: decoded completions
     last_verdict: Verdict | None = None
+    ended: bool = False  # end_on_success and its last program passed every test
 
     def __post_init__(self):
         if self.turn < 0 or any(len(r) != self.turn for r in self.responses):
             raise ValueError("CodeBranchState needs one response per agent per completed turn")
 
 
-class CodeEnv(Environment):
+class CodeEnv(TurnEnvironment):
     """Code environment (module docstring). `sandbox` defaults to a SandboxPool the
     environment owns (and closes); `expert` is required by the expert_edits mode."""
 
     info_keys = frozenset({"correct", "answer_id", "void", "progress"})
+    state_type = CodeBranchState
 
     def __init__(self, config: CodeEnvConfig = CodeEnvConfig(), *,
                  sandbox: BatchExecutor | None = None, expert: Expert | None = None):
-        if config.feedback_mode == "expert_edits" and expert is None:
-            raise ValueError("feedback_mode 'expert_edits' needs an expert "
+        self._feedback = FEEDBACK_MODES.get(config.feedback_mode)
+        # A feedback mode's trait (feedback.py): it shows an expert's suggestions.
+        self._needs_expert = getattr(self._feedback, "needs_expert", False)
+        if self._needs_expert and expert is None:
+            raise ValueError(f"feedback_mode {config.feedback_mode!r} needs an expert "
                              "(ReferenceExpert, OpenAICompatibleExpert or LocalModelExpert)")
         self.config = config
         self.num_agents = config.num_agents
         self._sandbox = sandbox
         self._owns_sandbox = sandbox is None
         self._expert = expert
-        self._feedback = FEEDBACK_MODES.get(config.feedback_mode)
         self._reward = CODE_REWARDS.get(config.reward)
-
-    @property
-    def ends_on_success(self) -> bool:
-        return self.config.end_on_success
 
     @property
     def max_reward(self) -> float:
@@ -153,9 +154,8 @@ class CodeEnv(Environment):
         state = CodeBranchState(task=task, turn=0, responses=((),) * self.num_agents)
         return state, self.config.templates.first_turn(task, self.num_agents)
 
-    def step(self, states: Sequence[CodeBranchState], actions: Sequence[tuple[str, ...]],
-             turn: int) -> list[StepResult]:
-        self._check_batch(states, actions, turn)
+    def step_branches(self, states: list[CodeBranchState], actions: list[tuple[str, ...]],
+                      turn: int) -> list[StepResult]:
         cfg = self.config
         texts = [tuple(decode_completion(a, cfg.max_completion_chars) for a in action)
                  for action in actions]
@@ -170,7 +170,7 @@ class CodeEnv(Environment):
         contexts = [FeedbackContext(task=state.task, verdict=verdict,
                                     options=cfg.feedback_options, templates=cfg.templates)
                     for state, verdict in zip(states, verdicts)]
-        if cfg.feedback_mode == "expert_edits":
+        if self._needs_expert:
             contexts = self._with_suggestions(contexts)
         out = []
         for state, text, verdict, ctx in zip(states, texts, verdicts, contexts):
@@ -188,7 +188,7 @@ class CodeEnv(Environment):
             child = CodeBranchState(
                 task=state.task, turn=turn,
                 responses=tuple(past + (now,) for past, now in zip(state.responses, text)),
-                last_verdict=verdict)
+                last_verdict=verdict, ended=cfg.end_on_success and verdict.all_passed)
             out.append(StepResult(
                 reward=verdict.reward, done=verdict.all_passed, observations=observations,
                 state=child, components=verdict.components,
@@ -206,20 +206,6 @@ class CodeEnv(Environment):
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
-
-    def _check_batch(self, states: Sequence[CodeBranchState],
-                     actions: Sequence[tuple[str, ...]], turn: int) -> None:
-        if len(states) != len(actions):
-            raise ValueError(f"{len(states)} states but {len(actions)} joint actions")
-        for i, (state, action) in enumerate(zip(states, actions)):
-            if not isinstance(state, CodeBranchState):
-                raise TypeError(f"states[{i}] is {type(state).__name__}, not CodeBranchState")
-            if len(action) != self.num_agents:
-                raise ValueError(f"actions[{i}] has {len(action)} completions for "
-                                 f"{self.num_agents} agents")
-            if state.turn != turn - 1:
-                raise ValueError(f"states[{i}] has completed {state.turn} turns; "
-                                 f"cannot play turn {turn}")
 
     def _analyze(self, task: CodeTask, texts: tuple[str, ...]) -> CandidateAnalysis:
         names = role_function_names(self.num_agents, task.entry_point)

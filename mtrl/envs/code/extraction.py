@@ -33,7 +33,8 @@ import keyword
 import re
 import textwrap
 
-MAX_COMPLETION_CHARS = 64_000
+# Rule 1, shared by every environment (math and tool decode completions too).
+from mtrl.envs.text import MAX_COMPLETION_CHARS, decode_completion  # noqa: F401
 
 _PYTHON_TAGS = frozenset({"", "python", "py", "python3", "py3", "ipython", "pycon"})
 _FENCE_OPEN = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<tag>[\w+.#-]*)[^\n`]*$")
@@ -44,22 +45,6 @@ _MAX_EXTENSIONS = 20  # bounded repair work per chunk, whatever the input size
 _MAX_TRIMMED_LINES = 10
 # Calls that mark a top-level assignment as example usage rather than a definition.
 _USAGE_CALLS = frozenset({"print", "input", "exit", "quit", "breakpoint", "help"})
-
-
-def decode_completion(completion: str | bytes, max_chars: int = MAX_COMPLETION_CHARS) -> str:
-    """Completion text as clean, bounded `str` (rule 1 of the module docstring)."""
-    if max_chars <= 0:
-        raise ValueError(f"max_chars must be positive, got {max_chars}")
-    if isinstance(completion, (bytes, bytearray, memoryview)):
-        # A UTF-8 character is at most 4 bytes: this cap never cuts wanted text.
-        text = bytes(completion[: 4 * max_chars]).decode("utf-8", errors="replace")
-    elif isinstance(completion, str):
-        text = completion
-    else:
-        raise TypeError(f"completion must be str or bytes, got {type(completion).__name__}")
-    text = text[:max_chars]
-    text = text.encode("utf-8", errors="replace").decode("utf-8")
-    return text.replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def extract_code(completion: str | bytes, function_name: str | None = None,

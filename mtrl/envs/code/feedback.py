@@ -1,5 +1,4 @@
-"""Feedback modes: the text that tells each agent how its last attempt went
-(DESIGN.md section 3, `external.mode`).
+"""Feedback modes: how each agent's last attempt went (docs/design.md, section 3).
 
 A feedback mode is a function `mode(ctx: FeedbackContext) -> tuple[str, ...]`
 registered in `FEEDBACK_MODES`; it returns, per agent, the diagnostics and the
@@ -13,7 +12,7 @@ is the history mode's business, see `compose_observation`).
 - level_passed: which reward levels were passed (no test text, no counts).
 - passed: whether all tests passed (no test text).
 - plain: only the instruction to revise.
-- expert_edits: the expert's suggestion; `sandbox_slice` has no effect.
+- expert_edits: the expert's suggestion (its `needs_expert`); `sandbox_slice` has no effect.
 
 `sandbox_slice` picks the tests whose failures level_feedback shows: 1 the first
 test, 0 / None / "all" every test, -k the last k. The reward always uses every
@@ -364,6 +363,7 @@ def expert_edits(ctx: FeedbackContext) -> tuple[str, ...]:
     return tuple(f"{head}\n\n{ctx.revise(agent)}" for agent in range(ctx.num_agents))
 
 
+expert_edits.needs_expert = True  # a mode's trait: CodeEnv asks the expert before it runs
 def expert_diagnostics(ctx: FeedbackContext, show_tests: bool) -> str:
     """Neutral diagnostics handed to an expert (expert_edits). Without `show_tests`
     the expert learns only whether all tests passed, so no test text can reach the

@@ -27,10 +27,11 @@ import dataclasses
 import zlib
 from typing import Any, Sequence
 
-from mtrl.config.fields import check_int
+from mtrl.config.fields import check_choice, check_int
 from mtrl.envs.math.task import MathTask
-from mtrl.rollout.environment import Environment, StepResult
-from mtrl.envs.code.extraction import decode_completion
+from mtrl.envs.base import TurnEnvironment
+from mtrl.rollout.environment import StepResult
+from mtrl.envs.text import decode_completion
 from mtrl.envs.math.answer import extract_answer, normalize_number
 from mtrl.envs.math.prompts import MATH_FEEDBACK, FeedbackInput, MathTemplates, first_prompt
 
@@ -50,12 +51,8 @@ class MathEnvConfig:
 
     def __post_init__(self):
         check_int("num_agents", self.num_agents, 1)
-        if self.feedback_mode not in MATH_FEEDBACK:
-            raise ValueError(f"feedback_mode: unknown {self.feedback_mode!r}; valid: "
-                             f"{', '.join(MATH_FEEDBACK.names())}")
-        if self.history_mode not in MATH_HISTORY_MODES:
-            raise ValueError(f"history_mode must be one of {MATH_HISTORY_MODES}, "
-                             f"got {self.history_mode!r}")
+        check_choice("feedback_mode", self.feedback_mode, MATH_FEEDBACK)
+        check_choice("history_mode", self.history_mode, MATH_HISTORY_MODES)
         if self.max_completion_chars < 1:
             raise ValueError("max_completion_chars must be positive")
 
@@ -68,6 +65,11 @@ class MathBranchState:
     turn: int  # turns completed (0 after reset)
     solved: bool = False  # a correct team answer was given on this branch
     answers: tuple[tuple[str | None, ...], ...] = ()  # [turn][agent] extracted answers
+
+    @property
+    def ended(self) -> bool:
+        """The episode ends at its first correct answer."""
+        return self.solved
 
 
 def team_answer(answers: Sequence[str | None]) -> str | None:
@@ -84,9 +86,10 @@ def answer_id(answer: str | None) -> int:
     return zlib.crc32(answer.encode()) if answer is not None else 0
 
 
-class MathEnv(Environment):
+class MathEnv(TurnEnvironment):
     """Math environment (module docstring)."""
 
+    state_type = MathBranchState
     info_keys = frozenset({"correct", "answer_id", "void", "truth"})
 
     def __init__(self, config: MathEnvConfig = MathEnvConfig()):
@@ -103,24 +106,12 @@ class MathEnv(Environment):
         return tuple(first_prompt(self.config.templates, task.question, a, self.num_agents)
                      for a in range(self.num_agents))
 
-    def step(self, states: Sequence[MathBranchState], actions: Sequence[tuple[str, ...]],
-             turn: int) -> list[StepResult]:
-        if len(states) != len(actions):
-            raise ValueError(f"{len(states)} states but {len(actions)} joint actions")
+    def step_branches(self, states: list[MathBranchState], actions: list[tuple[str, ...]],
+                      turn: int) -> list[StepResult]:
         return [self._step_one(state, action, turn) for state, action in zip(states, actions)]
 
     def _step_one(self, state: MathBranchState, action: tuple[str, ...], turn: int
                   ) -> StepResult:
-        if not isinstance(state, MathBranchState):
-            raise TypeError(f"state is {type(state).__name__}, not MathBranchState")
-        if len(action) != self.num_agents:
-            raise ValueError(f"a joint action has {len(action)} completions for "
-                             f"{self.num_agents} agents")
-        if state.turn != turn - 1:
-            raise ValueError(f"branch has completed {state.turn} turns; cannot play {turn}")
-        if state.solved:
-            raise ValueError("the branch's episode ended with a correct answer; "
-                             "no later turn is played on it (StepResult.ended)")
         cfg = self.config
         texts = tuple(decode_completion(a, cfg.max_completion_chars) for a in action)
         answers = tuple(extract_answer(t) for t in texts)

@@ -3,7 +3,7 @@
   client.py   whole episodes on an OpenEnv server through the protocol's own client,
               with timeouts, retries and checked replies
   env.py      an OpenEnv server as a multi-turn mtrl environment (env.name=openenv)
-  builder.py  its registration (reads env.options) and the server's action schema
+  builder.py  its registration (options: OpenEnvConfig's env.* fields) and the server's action schema
   task.py     an episode's reset arguments (the `openenv` suite's tasks)
   serve.py    the reverse: mtrl's sandboxed code environment served as an OpenEnv
               server (python -m mtrl.envs.openenv.serve)

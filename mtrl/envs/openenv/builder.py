@@ -1,13 +1,16 @@
 """`env.name = "openenv"`: an environment served over OpenEnv's protocol (env.py) on
-the `openenv` suite's episodes; its options are OpenEnvConfig's fields (`env.options`).
+the `openenv` suite's episodes (EpisodeTask); its options are OpenEnvConfig's fields
+(env.url, env.action_key, env.observation_key, env.success_reward, env.timeout_s,
+env.retries, env.concurrency, env.max_observation_chars).
 
 The build asks the server for its action schema (GET /schema): so a server that is
-not up fails here, in one line, before any model work, and an unset
-`env.options.action_key` is the action's only string field."""
+not up fails here, in one line, before any model work, and an unset `env.action_key`
+is the action's only string field."""
 
 from __future__ import annotations
 
-from mtrl.config import build
+from mtrl.envs.openenv.env import OpenEnvConfig
+from mtrl.envs.openenv.task import EpisodeTask
 from mtrl.envs.registry import BuiltEnv, EnvRequest, register_env
 
 
@@ -21,7 +24,7 @@ def action_key_from_schema(url: str, timeout_s: float) -> tuple[str, list[str]]:
         reply.raise_for_status()
         properties = reply.json()["action"].get("properties", {})
     except (requests.RequestException, ValueError, KeyError, AttributeError) as e:
-        raise ValueError(f"config.env.options.url: no OpenEnv server answers GET {http}/schema "
+        raise ValueError(f"config.env.url: no OpenEnv server answers GET {http}/schema "
                          f"({type(e).__name__}: {str(e)[:160]}); start it first") from None
     strings = sorted(name for name, spec in properties.items()
                      if name != "metadata" and spec.get("type") == "string")
@@ -30,21 +33,21 @@ def action_key_from_schema(url: str, timeout_s: float) -> tuple[str, list[str]]:
 
 # An episode ends at its first success (the default ends_on_success) or at the server's
 # done.
-@register_env("openenv", reads=())
+@register_env("openenv", options=OpenEnvConfig, plays=EpisodeTask)
 def build_openenv_env(request: EnvRequest) -> BuiltEnv:
-    from mtrl.envs.openenv.env import OpenEnvConfig, OpenEnvEnvironment
-    e = request.env
-    if e.num_agents != 1:
+    from mtrl.envs.openenv.env import OpenEnvEnvironment
+    if request.env.num_agents != 1:
         raise ValueError(f"config.env.num_agents: an OpenEnv environment has one agent, got "
-                         f"{e.num_agents}")
-    if request.data_name != "openenv":
-        raise ValueError(f"config.data.name: env openenv plays the 'openenv' suite's "
-                         f"episodes, got {request.data_name!r}")
-    config = build(OpenEnvConfig, "env.options", **e.options)
+                         f"{request.env.num_agents}")
+    config = request.env.options
+    if not config.url:
+        raise ValueError("config.env.url: unset; name the OpenEnv server "
+                         "(http://host:port, e.g. $MTRL_OPENENV_URL in "
+                         "experiments/configs/openenv.py)")
     found, strings = action_key_from_schema(config.url, config.timeout_s)
     key = config.action_key or found
     if not key or key not in strings:
-        raise ValueError(f"config.env.options.action_key: the server's action has the string "
+        raise ValueError(f"config.env.action_key: the server's action has the string "
                          f"fields {strings}; name the one that carries the completion"
                          + (f" (got {config.action_key!r})" if config.action_key else ""))
     return BuiltEnv(OpenEnvEnvironment(config, key))

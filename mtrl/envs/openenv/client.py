@@ -151,7 +151,7 @@ class EpisodeClient:
                         f"openenv server {self.url}: {progress['what']} of "
                         f"{self._episode(reset)} failed {self.retries + 1} times (last: "
                         f"{last[:200]}); is the server up and answering within "
-                        f"{self.timeout_s:g} s (env.options.timeout_s, retries)?") from None
+                        f"{self.timeout_s:g} s (env.timeout_s, env.retries)?") from None
                 self.attempts += 1
                 await asyncio.sleep(0.2 * 2 ** attempt)
 

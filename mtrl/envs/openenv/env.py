@@ -30,19 +30,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import zlib
-from typing import Sequence
 
 from mtrl.config.fields import check_int, check_number
+from mtrl.envs.base import TurnEnvironment
 from mtrl.envs.openenv.client import EpisodeClient, ExternalEnvError, Reply
 from mtrl.envs.openenv.task import EpisodeTask
-from mtrl.rollout.environment import Environment, StepResult
+from mtrl.rollout.environment import StepResult
 
 
 @dataclasses.dataclass(frozen=True)
 class OpenEnvConfig:
-    """env.options of `env.name = "openenv"`.
+    """The options of `env.name = "openenv"` (its env.* fields, envs/registry.py).
 
-    url: the server (http://127.0.0.1:8000). action_key: the action field that carries
+    url: the server (http://127.0.0.1:8000; "": unset, refused by the build). action_key: the action field that carries
     the completion ("": the only string field of the server's action schema, read
     from GET /schema). observation_key: the observation field shown to the agent ("":
     the only string field, else the whole observation as JSON). success_reward: a
@@ -59,8 +59,9 @@ class OpenEnvConfig:
     max_observation_chars: int = 2000
 
     def __post_init__(self):
-        if not isinstance(self.url, str) or not self.url.startswith(
-                ("http://", "https://", "ws://", "wss://")):
+        # "" (the default) is unset: the build refuses it, naming env.url.
+        if not isinstance(self.url, str) or (self.url and not self.url.startswith(
+                ("http://", "https://", "ws://", "wss://"))):
             raise ValueError(f"url must be the server's http://host:port, got {self.url!r}")
         for name in ("action_key", "observation_key"):
             if not isinstance(getattr(self, name), str):
@@ -74,15 +75,22 @@ class OpenEnvConfig:
 
 @dataclasses.dataclass(frozen=True)
 class EpisodeState:
-    """A branch: its task, the actions played and the replies they got."""
+    """A branch: its task, the actions played and the replies they got, and whether
+    its episode is over (the server's done, or a success)."""
 
     task: EpisodeTask
     actions: tuple[dict, ...] = ()
     replies: tuple[Reply, ...] = ()
+    ended: bool = False
+
+    @property
+    def turn(self) -> int:
+        return len(self.actions)
 
 
-class OpenEnvEnvironment(Environment):
+class OpenEnvEnvironment(TurnEnvironment):
     num_agents = 1
+    state_type = EpisodeState
     info_keys = frozenset({"anchor_id", "correct", "answer_id"})
 
     def __init__(self, config: OpenEnvConfig, action_key: str):
@@ -101,17 +109,8 @@ class OpenEnvEnvironment(Environment):
                                    f"{task.task_id} is over at its reset")
         return EpisodeState(task), (self.text(first.observation),)
 
-    def step(self, states: Sequence[EpisodeState], actions: Sequence[tuple[str, ...]],
-             turn: int) -> list[StepResult]:
-        if len(states) != len(actions):
-            raise ValueError(f"{len(states)} states but {len(actions)} joint actions")
-        for i, (state, action) in enumerate(zip(states, actions)):
-            if len(action) != 1:
-                raise ValueError(f"actions[{i}] has {len(action)} completions; an OpenEnv "
-                                 "environment has one agent")
-            if len(state.actions) != turn - 1:
-                raise ValueError(f"states[{i}] has played {len(state.actions)} turns; "
-                                 f"cannot play turn {turn}")
+    def step_branches(self, states: list[EpisodeState], actions: list[tuple[str, ...]],
+                      turn: int) -> list[StepResult]:
         moves = [{self.action_key: action[0]} for action in actions]
         played = self.client.play([(s.task.reset_kwargs, s.actions + (m,))
                                    for s, m in zip(states, moves)])
@@ -129,7 +128,8 @@ class OpenEnvEnvironment(Environment):
         reply = replies[-1]
         correct = reply.reward >= self.config.success_reward
         observation = self.text(reply.observation)
-        child = EpisodeState(state.task, state.actions + (move,), state.replies + (reply,))
+        child = EpisodeState(state.task, state.actions + (move,), state.replies + (reply,),
+                             ended=reply.done or correct)
         action_text = move[self.action_key]
         return StepResult(
             reward=reply.reward, done=correct, observations=(observation,), state=child,
@@ -146,7 +146,7 @@ class OpenEnvEnvironment(Environment):
         if key:
             if key not in observation:
                 raise ExternalEnvError(f"openenv server {self.config.url}: the observation "
-                                       f"has no field {key!r} (env.options.observation_key); "
+                                       f"has no field {key!r} (env.observation_key); "
                                        f"it has {sorted(observation)}")
             text = observation[key] if isinstance(observation[key], str) else json.dumps(
                 observation[key])

@@ -56,8 +56,9 @@ class CodeService:
                               "test_split": "test"} if suite.startswith("mbpp") else {}))
         self.suite = build_suite(data, 0)
         self.built = build_environment(
-            EnvSection(name="code", num_agents=1, feedback_mode=feedback_mode,
-                       reward=reward, templates=templates), max_turns, suite, self.suite, None)
+            EnvSection.of("code", num_agents=1, feedback_mode=feedback_mode,
+                          reward=reward, templates=templates), max_turns, suite, self.suite,
+            None)
         self.env, self.max_turns = self.built.env, max_turns
         self.lock = threading.Lock()
         self._tasks = {split: self.suite.tasks(split) for split in ("train", "validation",

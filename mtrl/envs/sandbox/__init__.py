@@ -1,4 +1,4 @@
-"""Hardened execution of untrusted Python against tests (DESIGN.md section 7).
+"""Hardened execution of untrusted Python against tests (docs/design.md section 7).
 
     with SandboxPool(limits=Limits(wall_s_per_test=2.0)) as pool:
         results = pool.run_batch([Program(code, ("assert f(1) == 2",))])

@@ -30,8 +30,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from mtrl.config.fields import check_int
-from mtrl.rollout.environment import Environment, StepResult
+from mtrl.config.fields import check_choice, check_int
+from mtrl.envs.base import TurnEnvironment
+from mtrl.rollout.environment import StepResult
 from mtrl.envs.textworld.commands import MAX_COMMAND_CHARS, match_admissible, parse_command
 from mtrl.envs.textworld.engine import GameEngine, Outcome
 from mtrl.envs.textworld.games import GameTask
@@ -52,8 +53,7 @@ class TextWorldEnvConfig:
     max_command_chars: int = MAX_COMMAND_CHARS
 
     def __post_init__(self):
-        if self.history not in HISTORY_MODES:
-            raise ValueError(f"history must be one of {HISTORY_MODES}, got {self.history!r}")
+        check_choice("history", self.history, HISTORY_MODES)
         for name in ("feedback_chars", "max_moves", "max_command_chars"):
             check_int(name, getattr(self, name), 1)
         if not isinstance(self.hidden_verbs, (tuple, list)) or not all(
@@ -67,16 +67,24 @@ class TextWorldEnvConfig:
 
 @dataclasses.dataclass(frozen=True)
 class GameState:
-    """A branch: its game, the admitted commands played, and every move made."""
+    """A branch: its game, the admitted commands played, every move made (one a turn)
+    and whether the game is over (won, lost or out of moves)."""
 
     task: GameTask
     history: tuple[str, ...] = ()
     moves: int = 0
     out_of_moves: bool = False
+    ended: bool = False
+
+    @property
+    def turn(self) -> int:
+        """Turns completed: every turn makes one move (a refused command too)."""
+        return self.moves
 
 
-class TextWorldEnv(Environment):
+class TextWorldEnv(TurnEnvironment):
     num_agents = 1
+    state_type = GameState
     info_keys = frozenset({"anchor_id", "correct", "won", "lost", "valid"})
 
     def __init__(self, config: TextWorldEnvConfig = TextWorldEnvConfig()):
@@ -108,16 +116,13 @@ class TextWorldEnv(Environment):
                  if c.split(" ", 1)[0] not in self.config.hidden_verbs]
         return f"{text}\nCommands: {' | '.join(shown)}"
 
-    def step(self, states: Sequence[GameState], actions: Sequence[tuple[str, ...]],
-             turn: int) -> list[StepResult]:
-        del turn  # a game's moves are in its state
+    def step_branches(self, states: list[GameState], actions: list[tuple[str, ...]],
+                      turn: int) -> list[StepResult]:
+        del turn  # the base class checked it against the state's moves
         return [self._step(state, action[0]) for state, action in zip(states, actions)]
 
     def _step(self, state: GameState, text: str) -> StepResult:
         before = self.outcome(state)
-        if before.won or before.lost or state.out_of_moves:
-            raise ValueError(f"{state.task.name}: the game is over; no later turn is "
-                             "played on this branch (StepResult.ended)")
         command, reason = parse_command(text, self.config.max_command_chars)
         chosen = match_admissible(command, before.admissible) if command else None
         if chosen is None:
@@ -139,6 +144,7 @@ class TextWorldEnv(Environment):
     def _result(self, state: GameState, outcome: Outcome, reward: float, text: str,
                 valid: bool) -> StepResult:
         lost = outcome.lost or (state.out_of_moves and not outcome.won)
+        state = dataclasses.replace(state, ended=outcome.won or lost)
         if state.out_of_moves and not outcome.won:
             text = f"{text}\nYou are out of moves."
         observation = (self.prompt(state, text) if self.config.history == "last"

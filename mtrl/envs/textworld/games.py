@@ -25,6 +25,8 @@ import tempfile
 import time
 from typing import Iterable
 
+from mtrl.config.fields import check_choice
+
 SPLIT_SEED_BASE = {"train": 0, "validation": 100_000, "test": 200_000}
 DEFAULT_CHALLENGES = ("tw-coin_collector:1", "tw-coin_collector:2", "tw-treasure_hunter:1")
 
@@ -72,8 +74,7 @@ def default_cache_dir() -> pathlib.Path:
 def check_challenge(text: str) -> None:
     from textworld.challenges import CHALLENGES
     spec = GameSpec.parse(text, 0)
-    if spec.challenge not in CHALLENGES:
-        raise ValueError(f"unknown challenge {spec.challenge!r}; valid: {sorted(CHALLENGES)}")
+    check_choice("challenge", spec.challenge, sorted(CHALLENGES))
 
 
 def generate(spec: GameSpec, cache_dir: pathlib.Path | str) -> GameTask:

@@ -32,12 +32,13 @@ from __future__ import annotations
 import dataclasses
 import re
 import zlib
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from mtrl.config.fields import check_int, check_number
 from mtrl.envs.math.task import MathTask
-from mtrl.rollout.environment import Environment, StepResult
-from mtrl.envs.code.extraction import decode_completion
+from mtrl.envs.base import TurnEnvironment
+from mtrl.rollout.environment import StepResult
+from mtrl.envs.text import decode_completion
 from mtrl.envs.code.task import CodeTask
 from mtrl.envs.math.answer import normalize_number
 from mtrl.envs.sandbox.types import ExecutionResult, Program
@@ -96,8 +97,10 @@ def call_error(result: ExecutionResult) -> str:
     return ""
 
 
-class ToolEnv(Environment):
+class ToolEnv(TurnEnvironment):
     """Tool-integrated reasoning environment (module docstring)."""
+
+    state_type = ToolBranchState
 
     info_keys = frozenset({"correct", "void", "invalid_calls", "progress", "answer_id",
                            "truth"})
@@ -120,20 +123,8 @@ class ToolEnv(Environment):
                             f"got {type(task).__name__}")
         return ToolBranchState(task=task), (prompt,)
 
-    def step(self, states: Sequence[ToolBranchState], actions: Sequence[tuple[str, ...]],
-             turn: int) -> list[StepResult]:
-        if len(states) != len(actions):
-            raise ValueError(f"{len(states)} states but {len(actions)} joint actions")
-        for state, action in zip(states, actions):
-            if not isinstance(state, ToolBranchState):
-                raise TypeError(f"state is {type(state).__name__}, not ToolBranchState")
-            if len(action) != 1:
-                raise ValueError(f"the tool environment has one agent, got {len(action)}")
-            if state.turn != turn - 1:
-                raise ValueError(f"branch has completed {state.turn} turns; cannot play {turn}")
-            if state.ended:
-                raise ValueError("the branch's episode has ended; no later turn is played "
-                                 "on it (StepResult.ended)")
+    def step_branches(self, states: list[ToolBranchState], actions: list[tuple[str, ...]],
+                      turn: int) -> list[StepResult]:
         cfg = self.config
         parsed = [parse_turn(decode_completion(a[0], cfg.max_completion_chars))
                   for a in actions]

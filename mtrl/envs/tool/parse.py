@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from mtrl.config.fields import check_choice
 from mtrl.envs.math.answer import boxed_contents
 
 _BLOCK = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.DOTALL)
@@ -29,8 +30,7 @@ class TurnAction:
     answer: str = ""  # the \boxed{} contents of an answer
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        check_choice("kind", self.kind, KINDS)
 
 
 def code_blocks(text: str) -> list[str]:

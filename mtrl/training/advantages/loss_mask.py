@@ -1,17 +1,17 @@
 """The RL loss mask's one pipeline: an ordered tuple of named filters, each a rule
 `mask -> mask` on the step's [N, C, L] loss mask, applied in order by filter_loss_mask
-(the credit stage's one call, from filters.py shape_rollout, before any return penalty or
-advantage reads the mask).
+(the advantages stage's first call, stage.py, before any return penalty or advantage
+reads the mask).
 
 The mask starts as rollout/batch.py makes it: the sampled tokens of rows that were not
 truncated. Each filter only clears tokens (it ANDs a keep mask) and returns the mask
 unchanged when its config is off, so the pipeline never puts a token back:
 
-  tcod_turns  curriculum.tcod (curriculum.py): tokens outside the turns the step trains
+  tcod_turns  curriculum.tcod (grow/curriculum.py): tokens outside the turns the step trains
   void_turns  filters.void_turns (SimpleTIR): void completions and every row of the
               subtree that continues from one
 
-The only other edit is after the rows of the update are gathered: row_filter.py's
+The only other edit is after the rows of the update are gathered: update/row_filter.py's
 padding rows (copies of a kept group) get an all-false mask, the train step's padding
 convention. The train step and the reward KL read the mask and never write it.
 """
@@ -19,25 +19,37 @@ convention. The train step and the reward KL read the mask and never write it.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from mtrl.rollout.step_rollout import StepRollout
-from mtrl.training.grow.curriculum import tcod_turn_mask
+from mtrl.training.grow.curriculum import CurriculumConfig, tcod_turn_mask
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskSettings:
+    """The config the filters read: the curriculum section (TCOD's schedule),
+    filters.void_turns and rollout.num_turns."""
+
+    curriculum: CurriculumConfig
+    void_turns: bool
+    num_turns: int
 
 
 @dataclasses.dataclass(frozen=True)
 class MaskInputs:
-    """What the filters read besides the mask: the run's components (curriculum, filters,
-    rollout sections), the step's rollout (its tree's infos; its batch's rows' turn,
-    node, sample and each token's turn), and the 1-based RL step."""
+    """What the filters read besides the mask: the settings, the step's rollout (its
+    tree's infos; its batch's rows' turn, node, sample and each token's turn), and the
+    1-based RL step."""
 
-    components: Any
+    settings: MaskSettings
     rollout: StepRollout
     step: int
+
+
+VOID_NEEDS = frozenset({"void"})  # step info the void-turn filter reads on every step
 
 
 def void_keep_mask(rollout: StepRollout) -> np.ndarray:
@@ -68,19 +80,18 @@ def void_keep_mask(rollout: StepRollout) -> np.ndarray:
 def tcod_turns(mask: jax.Array, inputs: MaskInputs) -> jax.Array:
     """TCOD (curriculum.tcod): a token stays only when its turn is one the schedule trains
     at this step (curriculum.py tcod_turn_mask); tcod off: unchanged."""
-    c = inputs.components
-    curriculum = getattr(c, "curriculum", None)
-    if curriculum is None or not curriculum.tcod:
+    settings = inputs.settings
+    if not settings.curriculum.tcod:
         return mask
-    return mask & tcod_turn_mask(curriculum, inputs.rollout.batch.turn_index, inputs.step,
-                                 c.rollout.num_turns)
+    return mask & tcod_turn_mask(settings.curriculum, inputs.rollout.batch.turn_index,
+                                 inputs.step, settings.num_turns)
 
 
 def void_turns(mask: jax.Array, inputs: MaskInputs) -> jax.Array:
     """SimpleTIR's void-turn filter (filters.void_turns): a row leaves the loss when its
     own completion is void or a completion on the way from the root to its node was
     (void_keep_mask); off: unchanged."""
-    if not inputs.components.filters.void_turns:
+    if not inputs.settings.void_turns:
         return mask
     keep = jnp.asarray(void_keep_mask(inputs.rollout))
     return mask & keep[:, :, None]
@@ -89,11 +100,11 @@ def void_turns(mask: jax.Array, inputs: MaskInputs) -> jax.Array:
 LOSS_MASK_FILTERS = (tcod_turns, void_turns)  # in order; each names its rule
 
 
-def filter_loss_mask(components, rollout: StepRollout, step: int,
+def filter_loss_mask(settings: MaskSettings, rollout: StepRollout, step: int,
                      filters=LOSS_MASK_FILTERS) -> StepRollout:
     """The rollout with its loss mask through `filters` in order (the rollout itself
     when no filter changed the mask)."""
-    inputs = MaskInputs(components, rollout, step)
+    inputs = MaskInputs(settings, rollout, step)
     mask = rollout.batch.loss_mask
     for rule in filters:
         mask = rule(mask, inputs)

@@ -24,9 +24,7 @@ import numpy as np
 from mtrl.config.fields import check_bool, check_int
 from mtrl.credit import dapo_overlong_penalty
 from mtrl.rollout.batch import RolloutBatch
-from mtrl.rollout.step_rollout import StepRollout
-from mtrl.training.advantages.loss_mask import filter_loss_mask
-from mtrl.training.advantages.reference_pass import reward_kl_penalty, rows_to_turns
+from mtrl.training.advantages.reference_pass import ReferencePass, rows_to_turns
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,20 +53,17 @@ def overlong_penalty(batch: RolloutBatch, max_length: int, cache: int,
     return rows_to_turns(np.where(real[None], penalty, 0.0), batch, num_tasks)
 
 
-def shape_rollout(components, graphdef, state, rollout: StepRollout, num_tasks: int,
-                  step: int = 1) -> tuple[StepRollout, list | None]:
-    """The trainer's one call at RL step `step`: the rollout with its loss mask through
-    the loss-mask pipeline (loss_mask.py: TCOD turns, then void turns), and the summed
-    per-completion return penalties (KL in the reward, overlong) or None."""
-    c = components
-    rollout = filter_loss_mask(c, rollout, step)
-    batch = rollout.batch
+def return_penalties(batch: RolloutBatch, state, *, filters: FilterConfig,
+                     max_new_tokens: int, reference: ReferencePass | None,
+                     num_tasks: int) -> list | None:
+    """Per turn [P, J^(t−1), N, G]: the summed per-completion return penalties (the KL
+    of kl_in=reward through the reference pass, DAPO's overlong), or None when none
+    is on. Read after the loss mask's filters (stage.py)."""
     parts = []
-    if c.reward_kl is not None:
-        parts.append(reward_kl_penalty(graphdef, state, batch, c.reward_kl, num_tasks))
-    if c.filters.overlong_cache:
-        parts.append(overlong_penalty(batch, c.rollout.max_new_tokens, c.filters.overlong_cache,
-                                      num_tasks))
+    if reference is not None:
+        parts.append(reference.penalty(state, batch, num_tasks))
+    if filters.overlong_cache:
+        parts.append(overlong_penalty(batch, max_new_tokens, filters.overlong_cache, num_tasks))
     if not parts:
-        return rollout, None
-    return rollout, [sum(turn) for turn in zip(*parts)]
+        return None
+    return [sum(turn) for turn in zip(*parts)]

@@ -1,4 +1,5 @@
-"""`loss.kl_in=reward`: the KL to the reference as a per-completion return penalty.
+"""The reference pass (`loss.kl_in=reward`): a forward pass of the frozen reference
+parameters over the step's rows, its KL as a per-completion return penalty.
 
 CoMLRL (Liu et al. 2025) subtracts β·KL_i from each sequence's return instead of adding
 β·k_t to the loss (mtrl.credit.kl_penalty):
@@ -14,6 +15,9 @@ mtrl.credit.magrpo_advantages takes as `penalty`.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,9 +26,6 @@ from mtrl.losses import KLPenaltyConfig, masked_kl
 from mtrl.rollout.batch import RolloutBatch
 from mtrl.training.update.train_state import TrainState, agent_reference
 from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
-
-KL_PLACES = ("loss", "reward")
-
 
 def row_kl(graphdef, state: TrainState, batch: RolloutBatch, estimator: str) -> jax.Array:
     """[N, C] Σ over each row's loss tokens of k(π_old, π_ref)."""
@@ -59,3 +60,17 @@ def reward_kl_penalty(graphdef, state: TrainState, batch: RolloutBatch, kl: KLPe
     """Per turn [P, J^(t−1), N, G]: β·KL_i of every completion (module docstring)."""
     return rows_to_turns(kl.coef * row_kl(graphdef, state, batch, kl.estimator), batch,
                          num_tasks)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReferencePass:
+    """The advantages stage's reference pass: the policies' graph and the penalty's
+    estimator and β (loss.kl_estimator, loss.kl_coef)."""
+
+    graphdef: Any
+    kl: KLPenaltyConfig
+
+    def penalty(self, state: TrainState, batch: RolloutBatch, num_tasks: int
+                ) -> list[np.ndarray]:
+        """Per turn [P, J^(t−1), N, G]: β·KL_i of every completion."""
+        return reward_kl_penalty(self.graphdef, state, batch, self.kl, num_tasks)

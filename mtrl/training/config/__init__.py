@@ -6,14 +6,19 @@ point (mtrl/train.py) loads it, resolves its paths and, with --smoke, shrinks it
 config-only check before any model, data or sandbox work. Outside this package only
 mtrl/train.py and the Trainer (which parses a raw config it is given) touch a raw one.
 
-  defaults.py  base_config(): every field with the embedded default's value
+  sections.py  each section's dataclass, the run's own defaults, the entries' options
+  generate.py  writes defaults_table.py from sections.py (each default written once)
+  defaults.py  base_config(): every field with its default (from defaults_table.py)
   files.py     module_from_file (config files load by path); resolve_paths (relative
                paths from the checkout, then the config file's folder)
   smoke.py     apply_smoke: --smoke's caps
-  readers.py   one reader per section: raw section -> its validated dataclass
-  loss.py      the `loss` section's readers: the policy objective, where the KL goes
+  readers.py   one reader per section: raw section -> its validated dataclass, every
+               error line
+  loss.py      the `loss` section: the policy objective, where the KL goes
+  rules.py     the checks across sections: one ordered list of small named rules
   record.py    config_record: the resolved config as JSON data (config.json)
-  root.py      RunConfig and parse: every reader once, then the checks across sections
+  migrate.py   an older layout's record read as today's (resume)
+  root.py      RunConfig and parse: every reader once, then the rules; ConfigErrors
 
 Importing the package imports no jax (every experiment file imports it, and
 `python -m mtrl.train --help` stays fast): `parse` and `RunConfig` load on first use.

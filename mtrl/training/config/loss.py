@@ -1,92 +1,97 @@
-"""The `loss` section: the policy objective (loss, clip, aggregation, the KL in the loss)
-and where loss.kl_coef's KL penalty goes, "loss" or "reward" (the returns).
+"""The `loss` section: the policy objective (loss, its options, aggregation, the KL in
+the loss) and where loss.kl_coef's KL penalty goes, "loss" or "reward" (the returns).
 
-    build_objective(config) -> PolicyObjectiveConfig   # policy_loss, eps_*, aggregation
-    kl_place(config) -> "loss" | "reward"              # loss.kl_in
-    build_reward_kl(config) -> KLPenaltyConfig | None  # kl_in=reward with kl_coef > 0
+    LossSection                        policy_loss, aggregation, kl_estimator, kl_coef,
+                                       kl_in; each loss's options are config.loss fields
+                                       too (its PolicyLoss.options: eps_low, eps_high,
+                                       dual_clip, refuel_eta, ...)
+    read_loss(section, num_turns) -> (LossParts | None, error lines)
+
+An option a loss owns takes its loss's own default when the config leaves it unset
+(None); one set under another loss is refused (mtrl/config/options.py), and an unset
+loss.aggregation is the loss's own (GSPO: seq-mean-token-mean).
 """
 
 from __future__ import annotations
 
-from mtrl.config.fields import build
-from mtrl.losses import (AGGREGATIONS, KL_ESTIMATORS, KLPenaltyConfig, POLICY_LOSSES,
-                         PolicyObjectiveConfig, check_kl_placement)
-from mtrl.training.advantages.reference_pass import KL_PLACES
+import dataclasses
+
+from mtrl.config.fields import build_all, check_choice, check_number
+from mtrl.config.options import refuse_unowned, section_options, take_options
+from mtrl.losses import (AGGREGATIONS, KL_ESTIMATORS, KL_PLACES, POLICY_LOSSES,
+                         KLPenaltyConfig, PolicyObjectiveConfig, check_kl_placement,
+                         loss_options)
+
+# The old spelling of "no dual clip" (loss.dual_clip=0.0) is read as unset.
+DUAL_CLIP_OFF = 0.0
 
 
-# PPO's clip range when the config sets none: DAPO's clip-higher (the default so far).
-PPO_DEFAULT_CLIP = (0.2, 0.28)
+@dataclasses.dataclass(frozen=True)
+class LossSection:
+    """The loss section's own fields (its losses' options come from their entries).
+
+    policy_loss: a POLICY_LOSSES name ("turn_ratio" also names "turn-ratio").
+    aggregation: an AGGREGATIONS name, None: the loss's own.
+    kl_estimator / kl_coef: the KL penalty's estimator (k1 | k2 | k3) and β >= 0.
+    kl_in: where the penalty goes, "loss" (β·k per token) or "reward" (β·KL_i off each
+      completion's return, training/advantages/reference_pass.py)."""
+
+    policy_loss: str = "reinforce"
+    aggregation: str | None = None
+    kl_estimator: str = "k3"
+    kl_coef: float = 0.0
+    kl_in: str = "loss"
+
+    def __post_init__(self):
+        object.__setattr__(self, "policy_loss", loss_name(self.policy_loss))
+        check_choice("policy_loss", self.policy_loss, POLICY_LOSSES)
+        if self.aggregation is not None:
+            check_choice("aggregation", self.aggregation, AGGREGATIONS)
+        check_choice("kl_estimator", self.kl_estimator, KL_ESTIMATORS)
+        check_number("kl_coef", self.kl_coef, 0)
+        check_choice("kl_in", self.kl_in, KL_PLACES)
+
+
+@dataclasses.dataclass(frozen=True)
+class LossParts:
+    objective: PolicyObjectiveConfig  # the policy loss, its options, the KL in the loss
+    kl_in: str
+    reward_kl: KLPenaltyConfig | None  # kl_in=reward with kl_coef > 0: β·KL_i off returns
 
 
 def loss_name(name: str) -> str:
     """The registry name of config.loss.policy_loss; "turn_ratio" also names "turn-ratio"."""
-    dashed = name.replace("_", "-")
+    dashed = name.replace("_", "-") if isinstance(name, str) else name
     return dashed if dashed in POLICY_LOSSES else name
 
 
-def build_objective(config) -> PolicyObjectiveConfig:
-    """The objective of config.loss: every clip setting reaches every clipped loss,
-    turn-ratio gets the rollout's number of turns (without it turn 2+ tokens drop out),
-    and an unset loss.aggregation is the loss's own (GSPO: seq-mean-token-mean)."""
-    loss = config.loss
-    name = loss_name(loss.policy_loss)
-    if name not in POLICY_LOSSES:
-        raise ValueError(f"config.loss.policy_loss: unknown {loss.policy_loss!r}; valid: "
-                         f"{', '.join(POLICY_LOSSES.names())} (turn_ratio = turn-ratio)")
-    clip = {k: v for k, v in (("eps_low", loss.eps_low), ("eps_high", loss.eps_high),
-                              ("dual_clip", loss.dual_clip or None)) if v is not None}
-    if name == "ppo":
-        clip = {"eps_low": PPO_DEFAULT_CLIP[0], "eps_high": PPO_DEFAULT_CLIP[1], **clip}
-    if clip and not POLICY_LOSSES.get(name).clipped:
-        clipped = [n for n in POLICY_LOSSES.names() if POLICY_LOSSES.get(n).clipped]
-        raise ValueError(f"config.loss: {sorted(clip)} set, but {name!r} has no clip "
-                         f"(clipped losses: {', '.join(clipped)})")
-    options = dict(clip)
-    if name == "turn-ratio":
-        options["num_turns"] = config.rollout.num_turns
-    elif name == "refuel":
-        options["eta"] = loss.refuel_eta
-    loss_config = build(POLICY_LOSSES.get(name).options, "loss", **options)
-    if loss.aggregation is not None and loss.aggregation not in AGGREGATIONS:
-        raise ValueError(f"config.loss.aggregation: unknown {loss.aggregation!r}; valid: "
-                         f"{', '.join(AGGREGATIONS.names())} (unset: the loss's own)")
-    kl = kl_penalty(config)
-    if kl_place(config) == "reward":
-        kl = KLPenaltyConfig(kl.estimator, 0.0)  # the penalty goes into the returns instead
-    return build(PolicyObjectiveConfig, "loss", loss=name, loss_config=loss_config,
-                 aggregation=loss.aggregation, kl=kl)
-
-
-def kl_place(config) -> str:
-    """config.loss.kl_in: "loss" (β·k per token in the loss) or "reward" (β·KL_i off
-    each completion's return, training/advantages/reference_pass.py)."""
-    if config.loss.kl_in not in KL_PLACES:
-        raise ValueError(f"config.loss.kl_in: unknown {config.loss.kl_in!r}; valid: "
-                         f"{', '.join(KL_PLACES)}")
-    return config.loss.kl_in
-
-
-def kl_penalty(config) -> KLPenaltyConfig:
-    """config.loss.kl_estimator and kl_coef, each error naming its own field; an
-    estimator that regularises nothing in loss.kl_in's place is refused
-    (mtrl.losses.KL_PLACEMENTS: k1 in the loss, k2 / k3 in the reward)."""
-    loss = config.loss
-    if loss.kl_estimator not in KL_ESTIMATORS:
-        raise ValueError(f"config.loss.kl_estimator: unknown {loss.kl_estimator!r}; valid: "
-                         f"{', '.join(KL_ESTIMATORS.names())}")
-    coef = loss.kl_coef
-    if isinstance(coef, bool) or not isinstance(coef, (int, float)) or not coef >= 0:
-        raise ValueError(f"config.loss.kl_coef: must be >= 0, got {coef!r}")
+def read_loss(section: dict, num_turns: int | None) -> tuple[LossParts | None, list[str]]:
+    """The loss section's parts, or the error lines (every one found)."""
+    entries = loss_options()
+    options = {k: section.pop(k) for k in list(section) if k in section_options(entries)}
+    if options.get("dual_clip") == DUAL_CLIP_OFF:
+        options["dual_clip"] = None
+    own, lines = build_all(LossSection, "loss", **section)
+    if own is None:
+        return None, lines
+    decl = entries[own.policy_loss]
+    lines += refuse_unowned("loss", "policy_loss", own.policy_loss, options, entries)
+    loss_config, more = build_all(lambda **kw: take_options(decl, kw, section_options(entries),
+                                                            {"num_turns": num_turns}),
+                                  "loss", **{k: v for k, v in options.items()
+                                             if k in decl.fields()})
+    lines += more
     try:
-        check_kl_placement(loss.kl_estimator, kl_place(config), coef)
+        check_kl_placement(own.kl_estimator, own.kl_in, own.kl_coef)
     except ValueError as e:
-        raise ValueError(f"config.loss.kl_estimator: {e} (loss.kl_in={loss.kl_in!r}, "
-                         f"kl_coef={coef})") from None
-    return KLPenaltyConfig(loss.kl_estimator, float(coef))
-
-
-def build_reward_kl(config) -> KLPenaltyConfig | None:
-    """The KL penalty applied to returns (kl_in=reward with kl_coef > 0), else None."""
-    if kl_place(config) != "reward" or not config.loss.kl_coef > 0:
-        return None
-    return kl_penalty(config)
+        lines.append(f"config.loss.kl_estimator: {e} (loss.kl_in={own.kl_in!r}, "
+                     f"kl_coef={own.kl_coef})")
+    if lines:
+        return None, lines
+    kl = KLPenaltyConfig(own.kl_estimator, float(own.kl_coef))
+    in_loss = kl if own.kl_in == "loss" else KLPenaltyConfig(own.kl_estimator, 0.0)
+    objective, more = build_all(PolicyObjectiveConfig, "loss", loss=own.policy_loss,
+                                loss_config=loss_config, aggregation=own.aggregation,
+                                kl=in_loss)
+    reward_kl = kl if own.kl_in == "reward" and own.kl_coef > 0 else None
+    return (LossParts(objective, own.kl_in, reward_kl) if objective else None), more

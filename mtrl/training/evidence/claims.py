@@ -31,6 +31,7 @@ import json
 import pathlib
 import re
 
+from mtrl.config.fields import check_choice
 from mtrl.training.config import module_from_file
 from mtrl.training.evidence.paired_ci import non_inferior, paired_differences, t_interval, verdict
 
@@ -105,8 +106,7 @@ class Claim:
             raise ValueError(f"Claim.min_effect must be >= 0, got {self.min_effect}")
         for metric in (self.metric, *((self.guard.metric,) if self.guard else ()),
                        *self.reported):
-            if metric not in METRICS:
-                raise ValueError(f"Claim.metric: unknown {metric!r}; valid: {', '.join(METRICS)}")
+            check_choice("Claim.metric", metric, METRICS)
         if self.baseline.name == self.treatment.name:
             raise ValueError("Claim: baseline and treatment need different names")
         if len(set(self.seeds)) != len(self.seeds) or len(self.seeds) < 2:

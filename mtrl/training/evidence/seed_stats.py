@@ -7,6 +7,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Callable, Mapping, Sequence
 
+from mtrl.config.fields import check_choice
+
 # The statistics a summary may hold: stats_over_seeds(stats=...) names some of these.
 STATS: dict[str, Callable[[list[float]], float]] = {
     "mean": statistics.fmean, "std": statistics.pstdev, "min": min, "max": max, "n": len}
@@ -31,9 +33,8 @@ def stats_over_seeds(runs: Sequence[Mapping[str, Any]], names: Sequence[str],
     Returns {name: {stat: value}}, names in the order of `names`, stats in the
     order of `stats`.
     """
-    unknown = [s for s in stats if s not in STATS]
-    if unknown:
-        raise ValueError(f"stats: unknown {unknown}; valid: {', '.join(STATS)}")
+    for stat in stats:
+        check_choice("stats", stat, STATS)
     out = {}
     for name in names:
         values = [run[name] for run in runs if run.get(name) is not None]

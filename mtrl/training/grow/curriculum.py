@@ -25,7 +25,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from mtrl.config.fields import check_bool, check_int
+from mtrl.config.fields import check_choice, check_bool, check_int
 from mtrl.credit.curriculum import (BandFilterConfig, LearnableBandFilter,
                                     back_to_front_turn_mask, front_to_back_turn_mask)
 from mtrl.rollout.tree_paths import tree_paths
@@ -44,8 +44,7 @@ class CurriculumConfig:
     band_min_attempts: int = 1
 
     def __post_init__(self):
-        if self.tcod not in TCOD_SCHEDULES:
-            raise ValueError(f"tcod: unknown {self.tcod!r}; valid: {TCOD_SCHEDULES}")
+        check_choice("tcod", self.tcod, TCOD_SCHEDULES)
         check_int("steps_per_stage", self.steps_per_stage, 1)
         check_bool("learnable_band", self.learnable_band)
         self.band()  # the band's own checks
@@ -161,10 +160,11 @@ class StepTasks:
             self.band.record(ids, path_successes(tree))
             return {"curriculum/in_band_fraction": self.band.in_band_fraction()}
 
-    def state(self) -> dict[str, Any]:
+    def band_state(self) -> dict[str, Any] | None:
+        """The band sampler's state (JSON data; None when the band is off)."""
         with self._lock:
-            return {} if self.band is None else {"band": self.band.state()}
+            return None if self.band is None else self.band.state()
 
-    def restore(self, extra: dict[str, Any]) -> None:
-        if self.band is not None and "band" in extra:
-            self.band.restore(extra["band"])
+    def restore_band(self, state: dict[str, Any] | None) -> None:
+        if self.band is not None and state is not None:
+            self.band.restore(state)

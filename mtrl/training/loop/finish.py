@@ -11,14 +11,15 @@ from typing import Any
 from mtrl.training.checkpoints.run_record import (run_record, summary_of, update_counts,
                                                   write_run_seconds)
 from mtrl.training.logging.metrics import read_metrics
+from mtrl.training.loop.loop_state import LoopState
 from mtrl.training.logging.plots import plot_learning_curve
 from mtrl.training.run.provenance import run_provenance, write_provenance
 
 
-def finish_run(trainer, step: int, started: float, extra: dict, budget, before_s: float,
+def finish_run(trainer, step: int, started: float, loop: LoopState, budget, before_s: float,
                logger) -> dict[str, Any]:
     """run_record's summary of a finished `trainer` (mtrl.training.loop.trainer.Trainer)
-    whose last RL step is `step`; prints it on the main process."""
+    whose last RL step is `step` (`loop`: its LoopState); prints it on the main process."""
     t = trainer
     best = t.keeper.best_step()
     best_metrics = t.keeper.metrics(best) if best is not None else {}
@@ -27,8 +28,7 @@ def finish_run(trainer, step: int, started: float, extra: dict, budget, before_s
     exported = None
     if t.c.from_hf and t.train_config.export_best and best is not None:
         exported = t.export(best)
-    provenance = run_provenance(t.config_record, extra.get("warm_start"),
-                                extra.get("code_at_start"))
+    provenance = run_provenance(t.config_record, loop.warm_start, loop.code_at_start)
     if t.main:
         write_provenance(t.workdir, provenance)
     test = t.test(best, provenance) if best is not None and t.c.test_tasks else {}
@@ -42,7 +42,7 @@ def finish_run(trainer, step: int, started: float, extra: dict, budget, before_s
     result = run_record(
         steps=step, minutes=total_s / 60,
         invocation_minutes=(time.perf_counter() - started) / 60, best_step=best,
-        best_metrics=best_metrics, post_sft=extra, test=test,
+        best_metrics=best_metrics, post_sft=loop.post_sft, test=test,
         best_checkpoint=str(t.keeper.step_directory(best)) if best is not None else None,
         learning_curve=png, exported=exported, budget=budget,
         extra_tests=tuple(t.c.extra_tests), last_test=last, provenance=provenance,

@@ -1,19 +1,21 @@
 """The training loop: SFT warm start, then multi-turn multi-agent RL with held-out
-evaluation and best-checkpoint selection (DESIGN.md section 1).
+evaluation and best-checkpoint selection (docs/design.md section 1).
 
 Per step s (keys: named streams folded with s, keys.py, so a resumed run repeats an
-uninterrupted one), the stages of `run`, top to bottom:
+uninterrupted one), the stages of `run`, top to bottom, each one package:
   grow        tasks[s·P : (s+1)·P] of a seeded per-epoch permutation of the train
-              split (grow/curriculum.py), rolled out as a tree (sampler with KV reuse; the
-              environment of env.name);
-  score       IGPO's answer log-probs (rl_step.Learner.score);
+              split (through the learnable band), rolled out as a tree (grow/);
+  score       the reward recipe and IGPO's answer log-probs on the tree (score/);
   advantages  the tree and its rows as one StepRollout, its loss mask through the
-              filters, per-token advantages of credit.estimator (Learner.advantages);
+              filters, per-token advantages of credit.estimator (advantages/);
   update      PPO epochs/minibatches of the jitted train step (one optimizer per
               agent) on the rows (train.drop_zero_advantage: informative groups only),
-              packed by train.packing ("tree": each shared prefix once, packing.py);
-  evaluate    every eval_interval steps: held-out evaluation, a checkpoint ranked by
-  / save      held-out success; every save_interval steps: the latest checkpoint.
+              packed by train.packing (update/);
+  publish     the new parameters to the sampler (publish/);
+  evaluate    every eval_interval steps: held-out evaluation (evaluate/);
+  save        a checkpoint ranked by held-out success, and every save_interval steps
+              the latest (checkpoints/).
+Between stages the loop carries the train state and one LoopState (loop_state.py).
 The end: the test splits for the chosen and the last checkpoint, the provenance, the
 summary (finish.py, run_record.py).
 """
@@ -32,11 +34,9 @@ from flax import nnx
 
 from mtrl.models.adapters import lora_report
 from mtrl.parallel.distributed import is_main_process
-from mtrl.parallel.process_rollout import (check_supported, is_multiprocess, local_params,
-                                           local_sampler_plan, local_tasks,
+from mtrl.parallel.process_rollout import (check_supported, local_params, local_sampler_plan,
                                            mean_over_processes)
 from mtrl.parallel.from_config import plan_for
-from mtrl.rollout import rollout
 from mtrl.rollout.sampler_backend import SamplerBackend
 from mtrl.sampling.buckets import BucketPolicy
 from mtrl.sampling.sampler import Sampler
@@ -49,25 +49,23 @@ from mtrl.training.evaluate.evaluation import evaluate
 from mtrl.training.run.interrupts import stop_point, stop_requested
 from mtrl.training.run.keys import RunKeys
 from mtrl.training.update.memory import check_step_memory, packed_step_guard
-from mtrl.training.score.answer_probs import scores_answers
-from mtrl.training.advantages.estimators import CREDIT_ESTIMATORS
 from mtrl.training.checkpoints.hf_export import export_agents, model_report
 from mtrl.training.logging import Progress, write_transcripts
 from mtrl.training.checkpoints.run_record import read_run_seconds, rollout_metrics
 from mtrl.training.update.optim import make_optimizer, make_schedule
 from mtrl.training.loop.process_roles import open_metrics
 from mtrl.training.grow.curriculum import StepTasks
-from mtrl.training.score.recipe import apply_recipe
-from mtrl.training.loop.rl_step import Learner
+from mtrl.training.loop.loop_state import LoopState
+from mtrl.training.loop.stages import build_stages
 from mtrl.training.config import RunConfig, parse
+from mtrl.training.config.migrate import normalize
 from mtrl.training.run.run_config import check_resumable, prepare_workdir, write_config
 from mtrl.training.run.provenance import code_state, warm_start_record
 from mtrl.training.loop.finish import finish_run
 from mtrl.training.sft.sft_data import first_phase_kinds
 from mtrl.parallel.shardings import committed
-from mtrl.training.checkpoints.base_record import EXTRA_KEY, base_record, on_checked_base
-from mtrl.training.update.train_state import (agent_merged, agent_policy, base_layout,
-                                              init_train_state)
+from mtrl.training.checkpoints.base_record import base_record, on_checked_base
+from mtrl.training.update.train_state import agent_merged, base_layout, init_train_state
 from mtrl.training.update.train_step import make_train_step
 from mtrl.training.sft.warm_start import WarmStarter
 
@@ -86,7 +84,8 @@ class Trainer:
         self.sft, self.train_config = run.sft, run.train
         # Several processes: each rolls out a share, process 0 logs (process_rollout.py).
         self.main = is_main_process()
-        check_resumable(self.workdir, run.record)  # before any work: one line if it differs
+        # Before any work: one line if it differs (an older layout's record migrated).
+        check_resumable(self.workdir, run.record, normalize=normalize)
         self.c: Components = build_components(run)
         self.config_record = write_config(self.workdir, run.record) if self.main else run.record
         c = self.c
@@ -131,25 +130,25 @@ class Trainer:
         self.keeper = CheckpointKeeper(self.workdir / "checkpoints", keep_best=train.keep_best)
         self.keys = RunKeys.from_seed(run.seed)
         self.step_tasks = StepTasks(c.train_tasks, train.tasks_per_step, run.seed, c.curriculum)
-        # IGPO on an environment that reports the truth: score it after each rollout.
-        self.scores_answers = scores_answers(CREDIT_ESTIMATORS.get(c.credit.estimator).needs,
-                                             frozenset(c.env.info_keys))
-        check_supported(band=self.step_tasks.band is not None,
-                        reward_kl=c.reward_kl is not None, answer_scores=self.scores_answers)
         self.starter = WarmStarter(c, run.sft, run.seed, self.train_config.init_from,
                                    self.workdir, self.graphdef, self.optimizer, self.keys,
                                    self.num_agents, self.shared, self.first_phase,
                                    main=self.main, show_progress=self.show_progress,
                                    base=self.base, base_record=self.base_record)
-        self.learner = Learner(c, self.train_config, self.graphdef, self.step_fn, self.keys,
-                               self.scores_answers)
         # train.off_policy: the next tree grows in a thread; backends take turns on the sampler.
-        self.ahead = None
-        if self.train_config.off_policy:
-            lock = threading.Lock()
+        lock = threading.Lock() if self.train_config.off_policy else None
+        if lock is not None:
             self.backend, self.eval_backend = (SerializedBackend(b, lock)
                                                for b in (self.backend, self.eval_backend))
-            self.ahead = OffPolicyRollouts(self._grow, lambda params: SerializedBackend(
+        self.stages = build_stages(run, c, graphdef=self.graphdef, step_fn=self.step_fn,
+                                   keys=self.keys, step_tasks=self.step_tasks,
+                                   backends=(self.backend, self.eval_backend))
+        # IGPO on an environment that reports the truth: its answers are scored.
+        self.scores_answers = self.stages.scorer.answers is not None
+        check_supported(band=self.step_tasks.band is not None,
+                        reward_kl=c.reward_kl is not None, answer_scores=self.scores_answers)
+        self.ahead = None if lock is None else OffPolicyRollouts(
+            self.stages.grower.grow, lambda params: SerializedBackend(
                 SamplerBackend(self.sampler, params, self.sampling), lock))
 
     def init_state(self, params: list):
@@ -164,8 +163,9 @@ class Trainer:
         return committed(state) if self.plan is None else self.plan.shard_tree(state)
 
     def policy_states(self, state) -> list:
-        """Each policy in self.graphdef (LoRA: base + adapters, unmerged, as trained)."""
-        return [agent_policy(state, a) for a in range(1 if self.shared else self.num_agents)]
+        """Each policy in self.graphdef (LoRA: base + adapters, unmerged, as trained;
+        the publish stage's)."""
+        return self.stages.publisher.policies(state)
 
     def _target(self) -> dict:
         """A restore's target (abstract: no memory): what a checkpoint holds of a
@@ -178,21 +178,8 @@ class Trainer:
                                self.base_record, self.keeper.step_directory(restored.step))
 
     def set_policy(self, state) -> None:
-        states = local_params(self.policy_states(state))  # whole on every process
-        self.backend.set_states(states)
-        self.eval_backend.set_states(states)
-
-    def _grow(self, step: int, backend) -> Any:
-        """Step `step`'s tree: its tasks rolled out with `backend` (and reward.recipe)."""
-        c = self.c
-        tasks = self.step_tasks.choose(step)  # grow/curriculum.py (learnable band)
-        first_group = None
-        if is_multiprocess():  # this process's share; keys as one process's env groups
-            tasks, index = local_tasks(tasks)
-            first_group = index * c.rollout.env_groups
-        tree = rollout(tasks, c.env, backend, c.tokenizer, c.rollout, self.keys.rollout(step),
-                       c.turn_format, first_group=first_group)
-        return apply_recipe(c.recipe, tree) if c.recipe is not None else tree
+        """The publish stage: the sampler's backends take `state`'s policies."""
+        self.stages.publisher.publish(state)
 
     def evaluate(self, step: int, split: str = "validation") -> dict[str, float]:
         """Greedy (and, with train.eval_samples, sampled) episodes of the current
@@ -218,55 +205,54 @@ class Trainer:
 
     def run(self) -> dict[str, Any]:
         """SFT (or a restore), then per RL step: grow -> score -> advantages -> update
-        -> evaluate -> save (rl_step.py holds the middle stages); then the test."""
-        cfg = self.train_config
+        -> publish -> evaluate -> save (one package each); then the test."""
+        cfg, stages = self.train_config, self.stages
         started = time.perf_counter()
         stop_point("start-up")
-        state, start, extra, logger, restored = self._begin(started)
-        self._stop_if_requested(start, state, extra)
+        state, loop, logger, restored = self._begin(started)
+        start = loop.step
+        self._stop_if_requested(state, loop)
         # train.steps = 0 (a warm start only) shows no RL progress bar.
         progress = Progress(max(1, cfg.steps), initial=min(start, max(1, cfg.steps)),
                             enabled=self.show_progress and cfg.steps > start and self.main)
         budget = Budget(cfg.budget_minutes, started)
-        # The whole run's time across invocations (Ctrl-C and resume): saved in `extra`.
-        before_s = extra.get("run_seconds", 0.0) - (time.perf_counter() - started
-                                                    if not restored else 0.0)
+        # The whole run's time across invocations (Ctrl-C and resume): in the LoopState.
+        before_s = loop.run_seconds - (time.perf_counter() - started if not restored else 0.0)
         if restored:  # the time a finished run spent after its last checkpoint counts
-            before_s = max(before_s, read_run_seconds(self.workdir, start))
-        learner = self.learner
+            before_s = max(before_s, read_run_seconds(self.workdir, loop.step))
         step = start
         for step in range(start + 1, cfg.steps + 1):
             t0 = time.perf_counter()
-            tree, staleness = self._grow_step(step, state)                    # grow
-            tree = learner.score(tree, self.policy_states(state))             # score
+            tree, staleness = self._grow_step(step, state)                              # grow
+            tree = stages.scorer.score(tree, self.policy_states(state))                 # score
             t1 = time.perf_counter()
-            rolled_out, advantages = learner.advantages(tree, state, step)    # advantages
-            state, update = learner.update(rolled_out, advantages, state, step)  # update
-            self.set_policy(state)
+            rolled_out, advantages = stages.advantages.advantages(tree, state, step)   # advantages
+            state, update = stages.updater.update(rolled_out, advantages, state, step)  # update
+            stages.publisher.publish(state)                                             # publish
             t2 = time.perf_counter()
             metrics = self._step_metrics(step, tree, update, (t0, t1, t2), staleness)
-            extra = {**extra, "step": step, **self.step_tasks.state(),
-                     "run_seconds": before_s + time.perf_counter() - started}
-            self._evaluate_and_save(step, state, metrics, extra, logger)  # evaluate, save
+            loop = loop.after(step, before_s + time.perf_counter() - started,
+                              self.step_tasks.band_state())
+            self._evaluate_and_save(state, loop, metrics, logger)               # evaluate, save
             progress.update(step, step_time_s=metrics["step_time_s"],
                             heldout_success=metrics.get("heldout_success"),
                             reward=metrics.get("reward_mean") if update.metrics else None,
                             note=update.skipped)
             budget.check(step, cfg.steps)
-            self._stop_if_requested(step, state, extra)
+            self._stop_if_requested(state, loop)
         progress.close()
         if self.ahead is not None:
             self.ahead.close()
         self.keeper.wait()
         state = tree = rolled_out = advantages = update = None  # finish_run restores its own
-        result = finish_run(self, step, started, extra, budget, before_s, logger)
+        result = finish_run(self, step, started, loop, budget, before_s, logger)
         logger.close()
         return result
 
     def _begin(self, started: float):
-        """(state, start step, checkpoint extra, logger, restored?): the latest (or
-        best) checkpoint per train.restore, else the warm start and its step-0
-        evaluation (validation, and the test splits reported beside the final test)."""
+        """(state, LoopState, logger, restored?): the latest (or best) checkpoint per
+        train.restore, else the warm start and its step-0 evaluation (validation, and
+        the test splits reported beside the final test)."""
         cfg, c = self.train_config, self.c
         restored = None
         if cfg.restore in ("latest", "best") and self.keeper.latest_step() is not None:
@@ -278,16 +264,15 @@ class Trainer:
                         else self.keeper.restore(cfg.restore, target=fresh))
             del fresh
         if restored is not None:
-            state, extra = self._with_base(restored), dict(restored.extra)
-            start = int(extra["step"])
+            state, loop = self._with_base(restored), LoopState.from_extra(restored.extra)
             if self.main:
-                print(f"resuming from RL step {start} "
+                print(f"resuming from RL step {loop.step} "
                       f"({self.keeper.step_directory(restored.step)})", flush=True)
-            self.step_tasks.restore(extra)
-            logger = open_metrics(self.main, self.workdir, start,
+            self.step_tasks.restore_band(loop.band)
+            logger = open_metrics(self.main, self.workdir, loop.step,
                                   self.train_config.wandb_project, self.config_record)
             self.set_policy(state)  # a restored step 0 already holds its evaluation
-            return state, start, extra, logger, True
+            return state, loop, logger, True
         # resume_step=-1: lines of an earlier attempt that left no RL checkpoint go
         logger = open_metrics(self.main, self.workdir, -1, self.train_config.wandb_project,
                               self.config_record)
@@ -304,29 +289,28 @@ class Trainer:
         state = self.init_state(params)
         # SFT time includes what earlier invocations spent before its checkpoint.
         sft_s = self.starter.seconds_before + time.perf_counter() - started
-        extra = {"step": 0, "sft_minutes": sft_s / 60, "run_seconds": sft_s,
-                 "config": self.config_record, "code_at_start": code_state(),
-                 "warm_start": warm_start_record(params, self.train_config.init_from)}
-        if self.base_record is not None:  # the base the adapters belong to
-            extra[EXTRA_KEY] = self.base_record
         self.set_policy(state)
         metrics = self.evaluate(0)
-        extra["post_sft_success"] = metrics["heldout_success"]
-        extra.update({f"post_sft_{k}": v for k, v in metrics.items()})
+        post_sft = {"post_sft_success": metrics["heldout_success"],
+                    **{f"post_sft_{k}": v for k, v in metrics.items()}}
         for name in c.test_splits():  # reported beside the final test; chooses nothing
             test = self.evaluate(0, name)
-            extra.update({f"post_sft_{k}": v for k, v in test.items()})
+            post_sft.update({f"post_sft_{k}": v for k, v in test.items()})
             logger.write_reported(0, test)
+        loop = LoopState(step=0, run_seconds=sft_s, sft_minutes=sft_s / 60, post_sft=post_sft,
+                         config=self.config_record, code_at_start=code_state(),
+                         warm_start=warm_start_record(params, self.train_config.init_from),
+                         lora_base=self.base_record)  # the base the adapters belong to
         logger.write(0, metrics)
         logger.flush()
-        self.keeper.save_eval(0, {"train": state.checkpointed()}, metrics, extra)
-        return state, 0, extra, logger, False
+        self.keeper.save_eval(0, {"train": state.checkpointed()}, metrics, loop.extra())
+        return state, loop, logger, False
 
     def _grow_step(self, step: int, state):
         """(tree, staleness): this step's tree, grown now with the current policy, or
         (train.off_policy) taken from the background rollout, which starts the next."""
         if self.ahead is None:
-            return self._grow(step, self.backend), 0
+            return self.stages.grower.grow(step, self.backend), 0
         tree, staleness = self.ahead.take(step, self.policy_states(state))
         if step < self.train_config.steps:
             self.ahead.prefetch(step + 1, self.policy_states(state))
@@ -344,23 +328,22 @@ class Trainer:
         metrics.update(self.step_tasks.record(step, tree))
         metrics["train_rows"] = float(update.kept)
         metrics["informative_rows"] = float(update.informative)
-        metrics.update({f"packing/{k}": v for k, v in self.step_fn.last_packing.items()})
+        metrics.update({f"packing/{k}": v for k, v in update.packing.items()})
         env_s = tree.metrics["rollout/env_seconds"]
         metrics.update({"time/rollout_s": t1 - t0 - env_s, "time/env_s": env_s,
                         "time/update_s": t2 - t1, "step_time_s": t2 - t0,
                         "sampler_compiles": float(self.sampler.num_compiles),
-                        "train_step_compiles": float(self.step_fn.num_compiles)})
+                        "train_step_compiles": float(update.compiles)})
         if self.ahead is not None:  # the tree grew in the background: its own clocks
             metrics.update({"off_policy/staleness": float(staleness),
                             "time/rollout_s": tree.metrics["rollout/device_seconds"],
                             "time/rollout_wait_s": t1 - t0})
         return metrics
 
-    def _evaluate_and_save(self, step: int, state, metrics: dict, extra: dict,
-                           logger) -> None:
+    def _evaluate_and_save(self, state, loop: LoopState, metrics: dict, logger) -> None:
         """Validation every eval_interval steps and at the last (a ranked checkpoint);
         the latest checkpoint every save_interval steps and at the last."""
-        cfg = self.train_config
+        cfg, step, extra = self.train_config, loop.step, loop.extra()
         last = step == cfg.steps
         evaluated = step % cfg.eval_interval == 0 or last
         if evaluated:
@@ -374,13 +357,13 @@ class Trainer:
         if step % cfg.save_interval == 0 or last:
             self.keeper.save_latest(step, {"train": state.checkpointed()}, extra)
 
-    def _stop_if_requested(self, step: int, state, extra: dict) -> None:
-        """After step `step` (0: the warm start): on Ctrl-C or SIGTERM, save it (unless
-        saved already) and raise Interrupted (interrupts.py)."""
+    def _stop_if_requested(self, state, loop: LoopState) -> None:
+        """After step loop.step (0: the warm start): on Ctrl-C or SIGTERM, save it
+        (unless saved already) and raise Interrupted (interrupts.py)."""
         if stop_requested():
-            self.keeper.save_latest(step, {"train": state.checkpointed()}, extra)
+            self.keeper.save_latest(loop.step, {"train": state.checkpointed()}, loop.extra())
             self.keeper.wait()
-            stop_point(f"RL step {step}")
+            stop_point(f"RL step {loop.step}")
 
     def _restored(self, step: int):
         """Checkpoint `step`'s train state, restored into a fresh state's abstract layout

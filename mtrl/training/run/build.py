@@ -20,7 +20,7 @@ from mtrl.models.adapters import adapted_graphdef, init_adapters, with_adapters
 from mtrl.models.lora import LoRAConfig
 from mtrl.rollout import RolloutConfig
 from mtrl.tokenizers import ByteTokenizer, load_tokenizer
-from mtrl.config.fields import build, resolve_path
+from mtrl.config.fields import check_choice, ConfigErrors, build, resolve_path
 from mtrl.training.run.inputs import missing_inputs
 from mtrl.training.run.sections import ModelSection
 from mtrl.training.run.chat import build_turn_format
@@ -28,7 +28,8 @@ from mtrl.training.run.keys import RunKeys
 from mtrl.credit import RewardRecipe
 from mtrl.training.grow.curriculum import CurriculumConfig
 from mtrl.training.advantages.penalties import FilterConfig
-from mtrl.training.advantages.estimators import CreditConfig, check_method
+from mtrl.training.advantages.estimators import CreditConfig
+from mtrl.training.run.built_rules import run_built_rules
 from mtrl.training.update.optim import OptimConfig
 
 
@@ -143,8 +144,7 @@ def build_models(seed: int, m: ModelSection, num_policies: int
     if not m.preset:
         raise ValueError("config.model.hf_checkpoint: required (a local Hugging Face checkpoint "
                          "directory with config.json and *.safetensors)")
-    if m.preset not in PRESETS:
-        raise ValueError(f"config.model.preset: unknown {m.preset!r}; valid: {PRESETS.names()}")
+    check_choice("config.model.preset", m.preset, PRESETS)
     model_config = build(PRESETS.get(m.preset).replace, "model.overrides",
                          dtype=m.dtype, **overrides)
     keys = RunKeys.from_seed(seed)
@@ -170,13 +170,14 @@ def build_tasks(suite: TaskSuite) -> tuple[list, list, list]:
 def build_components(run) -> Components:
     """The run's components from its parsed config (a config.RunConfig: the config
     package sits above this module, so the type is not imported here); the checks
-    left here need a built object (the environment's step info, the tokenizer)."""
+    left here need a built object (the tokenizer, the suite's task type, and
+    built_rules.py's on the environment's step info)."""
     missing = missing_inputs(  # named with what makes them, before any work
         hf_checkpoint=run.model.hf_checkpoint or "", tokenizer=run.tokenizer,
         data_name=run.data.name, data_path=run.data.path or "",
         train_ids_file=run.data.options.get("train_ids_file", "") or "")
     if missing:
-        raise ValueError("\n".join(missing))
+        raise ConfigErrors(missing)
     tokenizer = build_tokenizer(run.tokenizer, run.model)
     fmt = build_turn_format(run.chat, tokenizer, run.num_agents)
     num_policies = 1 if run.rollout.agent_params == "shared" else run.num_agents
@@ -197,18 +198,10 @@ def build_components(run) -> Components:
     extra_tests = extra_test_splits(suite) if test_tasks else {}
     built = build_environment(run.env, run.rollout.num_turns, run.data.name, suite, tokenizer)
     env, pool = built.env, built.pool
-    try:
-        check_method(run.credit, run.objective.loss, run.rollout.num_generations, env,
-                     kl_in=run.kl_in)
-        if run.recipe is not None and "correct" not in env.info_keys:
-            raise ValueError("config.reward.recipe: the environment reports no 'correct' "
-                             "step info")
-        if run.filters.void_turns and "void" not in env.info_keys:
-            raise ValueError("config.filters.void_turns: the environment reports no 'void' "
-                             "step info")
-    except ValueError:
+    lines = run_built_rules(run, env)  # what the config needs of the built environment
+    if lines:
         built.close()
-        raise
+        raise ConfigErrors(lines)
     return Components(tokenizer=tokenizer, turn_format=fmt, models=models, from_hf=from_hf,
                       suite=suite, train_tasks=train_tasks, eval_tasks=eval_tasks,
                       test_tasks=test_tasks, env=env, pool=pool,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-from typing import Any
+from typing import Any, Callable
 
 CONFIG_FILE = "config.json"
 RESUMABLE_CHANGES = frozenset({
@@ -96,13 +96,17 @@ def read_config(workdir: str | os.PathLike) -> dict | None:
                          "copy), or use another --workdir") from None
 
 
-def check_resumable(workdir: str | os.PathLike, record: dict) -> None:
+def check_resumable(workdir: str | os.PathLike, record: dict,
+                    normalize: Callable[[dict], dict] | None = None) -> None:
     """Raises a one-line ValueError when `workdir` holds progress of another config
-    (`record`: this run's, RunConfig.record)."""
+    (`record`: this run's, RunConfig.record). `normalize` brings both records to one
+    layout first (a workdir of an older layout: training/config/migrate.py)."""
     path = pathlib.Path(workdir) / CONFIG_FILE
     if not path.exists() or not has_progress(workdir):
         return
     saved = read_config(workdir)
+    if normalize is not None:
+        saved, record = normalize(saved), normalize(record)
     diff = differences(saved, record)
     if diff:
         field, old, new = diff[0]

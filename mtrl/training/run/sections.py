@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from mtrl.config.fields import check_bool, check_int, check_number
+from mtrl.config.fields import check_choice, check_bool, check_int, check_number
 
 
 RESTORE_MODES = ("latest", "best", "none")
@@ -79,22 +79,16 @@ class TrainConfig:
             check_int(name, getattr(self, name), least)
         for name in ("drop_zero_advantage", "export_best"):
             check_bool(name, getattr(self, name))
-        if self.restore not in RESTORE_MODES:
-            raise ValueError(f"restore must be one of {RESTORE_MODES}, got {self.restore!r}")
+        check_choice("restore", self.restore, RESTORE_MODES)
         check_number("budget_minutes", self.budget_minutes, 0)
         # Imported here: the owners of these names import jax; this module does not.
         from mtrl.models.remat import REMAT_POLICIES
         from mtrl.training.grow.async_rollout import OFF_POLICY_LAGS
         from mtrl.training.update.packing import BUDGETS, PACKING_MODES
-        if self.packing not in PACKING_MODES:
-            raise ValueError(f"packing must be one of {PACKING_MODES}, got {self.packing!r}")
-        if self.remat not in REMAT_POLICIES:
-            raise ValueError(f"remat must be one of {sorted(REMAT_POLICIES)}, got {self.remat!r}")
+        check_choice("packing", self.packing, PACKING_MODES)
+        check_choice("remat", self.remat, REMAT_POLICIES)
         check_int("pack_budget", self.pack_budget, 0, BUDGETS[-1])
-        if isinstance(self.off_policy, bool) or not isinstance(self.off_policy, int) \
-                or self.off_policy not in OFF_POLICY_LAGS:
-            raise ValueError(f"off_policy must be one of {OFF_POLICY_LAGS}, "
-                             f"got {self.off_policy!r}")
+        check_choice("off_policy", self.off_policy, OFF_POLICY_LAGS)
         if not isinstance(self.init_from, str):
             raise ValueError(f"init_from must be a path or '', got {self.init_from!r}")
         if not isinstance(self.wandb_project, str):

@@ -26,6 +26,9 @@ import numpy as np
 from mtrl.credit import RewardRecipe
 from mtrl.rollout.tree import TreeRollout
 
+RECIPE_NEEDS = frozenset({"correct"})  # step info the recipe reads on every step
+
+
 def apply_recipe(recipe: RewardRecipe, tree: TreeRollout) -> TreeRollout:
     """The tree with every step's reward replaced (module docstring)."""
     joint = tree.joint_actions

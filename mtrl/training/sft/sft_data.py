@@ -17,10 +17,15 @@ FIRST_PHASE_KINDS = ("first_turn", "revisions")
 def first_phase_kinds(value, num_agents: int) -> tuple[str, ...]:
     """config.sft.first_phase per agent: which demonstrations the first SFT phase
     trains on alone, "first_turn" (answers to the task prompt) or "revisions"."""
-    kinds = (value,) * num_agents if isinstance(value, str) else tuple(value)
-    if len(kinds) != num_agents or any(k not in FIRST_PHASE_KINDS for k in kinds):
-        raise ValueError(f"config.sft.first_phase must be one of {FIRST_PHASE_KINDS} or one "
-                         f"per agent ({num_agents}), got {value!r}")
+    kinds = (value,) if isinstance(value, str) else tuple(value)
+    if len(kinds) == 1:  # one kind (or a one-entry list) for every agent
+        kinds *= num_agents
+    valid = " or ".join(FIRST_PHASE_KINDS)
+    if any(k not in FIRST_PHASE_KINDS for k in kinds):
+        raise ValueError(f"config.sft.first_phase: each kind must be {valid}, got {value!r}")
+    if len(kinds) != num_agents:
+        raise ValueError(f"config.sft.first_phase: env.num_agents={num_agents} needs one kind "
+                         f"({valid}) for every agent or {num_agents} kinds, got {value!r}")
     return kinds
 
 

@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from mtrl.config.fields import check_int, check_number
+from mtrl.config.fields import check_choice, check_int, check_number
 from mtrl.registry import Registry
 
 # decay(steps since warmup ended, config) -> multiplier of the peak learning rate.
@@ -99,9 +99,7 @@ class OptimConfig:
         for name in ("learning_rate", "eps"):
             check_number(f"OptimConfig.{name}", getattr(self, name), above=0, finite=True)
         check_int("OptimConfig.warmup_steps", self.warmup_steps, 0)
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"OptimConfig.schedule must be one of {SCHEDULES.names()}, "
-                             f"got {self.schedule!r}")
+        check_choice("OptimConfig.schedule", self.schedule, SCHEDULES)
         check_int("OptimConfig.total_steps", self.total_steps, 1, optional=True)
         if self.schedule == "cosine":
             if self.total_steps is None:

@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mtrl.config.fields import check_choice
 from mtrl.training.update.logprobs import LOGITS_CHUNK, chunked_logprobs
 
 PACKING_MODES = ("none", "rows", "tree")
@@ -64,8 +65,7 @@ class PackedRows:
 
 
 def check_mode(mode: str) -> str:
-    if mode not in PACKING_MODES:
-        raise ValueError(f"packing must be one of {PACKING_MODES}, got {mode!r}")
+    check_choice("packing", mode, PACKING_MODES)
     return mode
 
 

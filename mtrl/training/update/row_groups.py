@@ -16,8 +16,7 @@ import numpy as np
 
 from mtrl.losses import POLICY_LOSSES
 from mtrl.rollout.batch import RolloutBatch
-# The zero-advantage filter keeps whole groups; its one implementation is row_filter's.
-from mtrl.training.update.row_filter import keep_informative_groups  # noqa: F401 (re-export)
+
 
 def group_size(loss: str) -> int:
     """Rows per unit of the loss, as registered (2 for REFUEL's pairs, else 1)."""

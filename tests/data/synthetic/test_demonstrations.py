@@ -130,5 +130,5 @@ def test_first_guess_is_a_teacher_with_one_default_answer(splits):
                                                        ).completions
     with pytest.raises(ValueError, match="num_agents = 2"):
         sft_demonstrations(splits.train, num_agents=1, first_guess="x")
-    with pytest.raises(ValueError, match="unknown"):
+    with pytest.raises(ValueError, match="first_guess must be one of .*, got .cube."):
         sft_demonstrations(splits.train, first_guess="cube")

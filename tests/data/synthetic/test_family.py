@@ -60,7 +60,7 @@ def test_probe_xs_restrict_the_probe_and_linear_terms_at_one_read_as_coefficient
 
 
 def test_family_config_validation():
-    with pytest.raises(KeyError, match="valid names"):
+    with pytest.raises(KeyError, match="must be one of"):
         FamilyConfig(terms=("x", "cubic"))
     with pytest.raises(ValueError, match="distinct"):
         FamilyConfig(terms=("x", "x"))

@@ -7,7 +7,7 @@ from mtrl.data.suite import DataConfig, build_suite
 from mtrl.envs.code.rewards import CodeRewardConfig
 from mtrl.training.config import base_config
 from mtrl.envs.registry import build_environment
-from mtrl.training.config.readers import env_section
+from mtrl.training.config.readers import read_section
 
 
 def built(**env):
@@ -16,8 +16,8 @@ def built(**env):
     c.env.workers = 1
     c.env.update(env)
     suite = build_suite(DataConfig(**c.data.to_dict()), 0)
-    return build_environment(env_section(c), c.rollout.num_turns, c.data.name, suite,
-                             tokenizer=None)
+    return build_environment(read_section(c, "env"), c.rollout.num_turns, c.data.name,
+                             suite, tokenizer=None)
 
 
 def test_reward_points_reach_the_environment():

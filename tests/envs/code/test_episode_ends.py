@@ -5,9 +5,9 @@ horizon, the default) a solved branch keeps revising for its T turns."""
 import pytest
 
 from mtrl.envs.code.env import CodeEnv, CodeEnvConfig
-from mtrl.envs.registry import EnvSection, ends_on_success
+from mtrl.envs.registry import EnvSection
 from mtrl.training.advantages.estimators import CreditConfig
-from mtrl.training.config.root import check_episode_end
+from mtrl.training.config.rules import episodes_end_at_success
 from tests.envs.code.conftest import ADD
 from tests.rollout.scripted import chain, chain_outcome, solve_at
 
@@ -29,20 +29,17 @@ def test_without_end_on_success_a_solved_branch_keeps_revising(executor):
     assert [bool(r.done[0, 0]) for r in tree.turns] == [True, True, True]
 
 
-def test_ufo_needs_episodes_that_end_at_success(executor):
+def test_ufo_needs_episodes_that_end_at_success():
     # The config-time check reads the code builder's trait; it says what the built
     # environment does.
-    keeps, ends = EnvSection(name="code"), EnvSection(name="code", end_on_success=True)
-    assert CodeEnv(CodeEnvConfig(num_agents=1), sandbox=executor).ends_on_success is \
-        ends_on_success(keeps) is False
-    assert CodeEnv(CodeEnvConfig(num_agents=1, end_on_success=True),
-                   sandbox=executor).ends_on_success is ends_on_success(ends) is True
+    keeps, ends = EnvSection("code"), EnvSection.of("code", end_on_success=True)
+    assert keeps.ends_on_success is False and ends.ends_on_success is True
     with pytest.raises(ValueError, match="config.env.end_on_success=True"):
-        check_episode_end(CreditConfig(estimator="ufo"), keeps)
-    check_episode_end(CreditConfig(estimator="magrpo"), keeps)
-    check_episode_end(CreditConfig(estimator="ufo"), ends)
+        episodes_end_at_success(CreditConfig(estimator="ufo"), keeps)
+    episodes_end_at_success(CreditConfig(estimator="magrpo"), keeps)
+    episodes_end_at_success(CreditConfig(estimator="ufo"), ends)
     for name in ("math", "tool", "textworld"):  # end at an answer or a win, always
-        check_episode_end(CreditConfig(estimator="ufo"), EnvSection(name=name))
+        episodes_end_at_success(CreditConfig(estimator="ufo"), EnvSection(name, 1))
 
 
 def test_end_on_success_must_be_a_bool():

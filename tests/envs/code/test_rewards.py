@@ -106,7 +106,7 @@ def test_shift_and_max_reward():
     custom = CodeRewardConfig(aux_defined=0, main_defined=1, syntax=1, tests=2, aux_called=0,
                               not_wrapper=0)
     assert custom.level_max(2) == 4.0
-    with pytest.raises(KeyError, match="valid names"):
+    with pytest.raises(KeyError, match="must be one of"):
         max_reward("nope", 1, config)
 
 

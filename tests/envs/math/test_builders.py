@@ -7,14 +7,14 @@ from mtrl.data.suite import DataConfig, build_suite
 from mtrl.envs.math import MathEnv
 from mtrl.envs.tool import ToolEnv
 from mtrl.envs.registry import build_environment
-from mtrl.training.config.readers import env_section
+from mtrl.training.config.readers import read_section
 from tests.envs.math.smoke import minimal
 
 
 def built(c):
     suite = build_suite(DataConfig(**{k: v for k, v in c.data.to_dict().items()}), 0)
-    return build_environment(env_section(c), c.rollout.num_turns, c.data.name, suite,
-                             tokenizer=None)
+    return build_environment(read_section(c, "env"), c.rollout.num_turns, c.data.name,
+                             suite, tokenizer=None)
 
 
 def test_the_configs_build_their_environments():
@@ -32,11 +32,11 @@ def test_the_configs_build_their_environments():
 
 
 @pytest.mark.parametrize("name, change, message", [
-    ("math", dict(feedback_mode="level_feedback"), "config.env: feedback_mode: unknown"),
-    ("math", dict(options={"colour": 1}), "config.env.options: unknown ['colour']"),
-    ("math", dict(history_mode="feedback"), "history_mode"),
+    ("math", dict(feedback_mode="level_feedback"),
+     "config.env.feedback_mode: must be one of correctness, direction, plain, unary"),
+    ("math", dict(history_mode="feedback"), "config.env.history_mode: must be one of full, last"),
     ("tool", dict(num_agents=2), "config.env.num_agents: the tool environment has one agent"),
-    ("tool", dict(options={"max_turns": 1}), "config.env.options.max_turns"),
+    ("tool", dict(max_turns=1), "config.env.max_turns: 1 is below rollout.num_turns=2"),
     ("tool", dict(templates="tiny"), "config.env.templates"),
 ])
 def test_bad_settings_are_one_line_errors(name, change, message):
@@ -51,5 +51,6 @@ def test_the_math_env_needs_a_math_suite(shared_data):
     c = minimal("math")
     c.data.update(dict(name="mbpp_sanitized", path=str(shared_data / "mbpp"),
                        train_split="train", eval_split="validation", options={}))
-    with pytest.raises(ValueError, match="config.env.templates|math suite"):
+    with pytest.raises(ValueError, match="config.env.name: env 'math' plays MathTask tasks, "
+                                         "but suite 'mbpp_sanitized' has CodeTask tasks"):
         built(c)

@@ -119,7 +119,7 @@ def test_bad_config_and_batch_are_one_line_errors():
         MathEnvConfig(num_agents=0)
     env = MathEnv()
     state, _ = env.reset(TASK)
-    with pytest.raises(ValueError, match="cannot play 2"):
+    with pytest.raises(ValueError, match="cannot play turn 2"):
         env.step([state], [("1",)], 2)
     with pytest.raises(TypeError):
         env.reset("not a task")

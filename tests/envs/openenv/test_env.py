@@ -36,7 +36,9 @@ def test_branches_of_one_episode_step_from_the_same_state(toy_url):
 
 
 def test_an_episode_that_replays_differently_is_an_error(toy_url):
-    env = OpenEnvEnvironment(OpenEnvConfig(url=toy_url, observation_key="prompt"), "message")
+    # drift rewards grow past any success_reward below 1e9: no step ends the episode
+    env = OpenEnvEnvironment(OpenEnvConfig(url=toy_url, observation_key="prompt",
+                                           success_reward=1e9), "message")
     try:
         state, (prompt,) = env.reset(task(1, mode="drift"))
         assert prompt == "Say the number 3."

@@ -16,7 +16,8 @@ from tests.conftest import ROOT
 
 def toy_config(url: str):
     c = module_from_file(ROOT / "experiments" / "configs" / "openenv.py").get_config()
-    c.env.options = dict(url=url, success_reward=1.0, concurrency=4, timeout_s=30.0)
+    c.env.url, c.env.success_reward, c.env.concurrency, c.env.timeout_s = url, 1.0, 4, 30.0
+    c.env.observation_key = ""  # the toy's only string field (the config's is "text")
     c.model.overrides = dict(num_layers=1, hidden_size=32, intermediate_size=64,
                              num_heads=2, num_kv_heads=1, head_dim=16)
     c.data.num_train, c.data.num_eval, c.data.num_test = 4, 2, 2

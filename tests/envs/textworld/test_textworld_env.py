@@ -43,7 +43,7 @@ def test_the_decoy_loses_and_the_game_stays_over(env, games):
     (lose,) = play(env, game, [decoys[0]])
     assert lose.reward == -1.0 and lose.info["lost"] and not lose.done and lose.ended
     assert "The game is over." in lose.observations[0]
-    with pytest.raises(ValueError, match="game is over"):  # no post-game turn
+    with pytest.raises(ValueError, match="episode has ended"):  # no post-game turn
         env.step([lose.state], [(game.walkthrough[0],)], 2)
 
 
@@ -92,7 +92,7 @@ def test_the_move_limit_ends_the_game(games):
     results = play(env, games["coin1"], ["dance", "dance"])
     assert results[1].info["lost"] and "out of moves" in results[1].observations[0]
     assert [r.ended for r in results] == [False, True] and not results[1].done
-    with pytest.raises(ValueError, match="game is over"):
+    with pytest.raises(ValueError, match="episode has ended"):
         env.step([results[1].state], [("take coin",)], 3)
     env.close()
 

@@ -3,6 +3,7 @@ the library function of its paper applied to the same tree, written out here wit
 plain loops (paths by recursion, returns by recursion, credit by explicit sums)."""
 
 import functools
+import types
 
 import jax
 import numpy as np
@@ -17,6 +18,9 @@ from tests.training.signal_env import SignalEnv
 
 GAMMA = 0.9
 TREE_GROUP = {"magrpo": "mean", "grpo": "grpo", "dr_grpo": "dr_grpo", "rloo": "rloo"}
+# The estimators written out again below (a new estimator brings its own reference test;
+# docs/methods.md, "How to add an estimator").
+REFERENCED = (*TREE_GROUP, "mt_grpo", "igpo", "gigpo", "ufo")
 
 
 @functools.lru_cache(maxsize=None)  # trees are read-only here: share them across tests
@@ -93,7 +97,8 @@ def path_values(name, group, credit):
     if name == "ufo":
         rewards = [ufo_reward([p[t][4]["correct"] if t < len(p) else False for t in range(k)],
                               [p[t][4]["answer_id"] if t < len(p) else 7 for t in range(k)],
-                              mask[i], gamma=credit.ufo_gamma, penalty_coef=credit.ufo_penalty)
+                              mask[i], gamma=credit.options.ufo_gamma,
+                              penalty_coef=credit.options.ufo_penalty)
                    for i, p in enumerate(group)]
         adv = np.asarray(grpo_advantages(np.array(rewards, np.float32)))
         return np.repeat(adv[:, None], k, axis=1)
@@ -121,7 +126,7 @@ def path_credit(tree, name, credit):
 
 
 @pytest.mark.parametrize("mode", ["align", "cross"])
-@pytest.mark.parametrize("name", CREDIT_ESTIMATORS.names())
+@pytest.mark.parametrize("name", REFERENCED)
 def test_trainer_advantages_equal_the_library_function(name, mode):
     tree = make_tree(mode)
     batch = make_batch(tree)
@@ -147,7 +152,7 @@ def test_trainer_advantages_equal_the_library_function(name, mode):
 def test_magrpo_baselines_and_normalize_std_reach_the_loss(baseline):
     tree = make_tree("cross", num_turns=2)
     batch = make_batch(tree)
-    plain = np.asarray(token_advantages(CreditConfig(baseline=baseline),
+    plain = np.asarray(token_advantages(CreditConfig.of(baseline=baseline),
                                         StepRollout(tree, batch), GAMMA))
     expected = tree_values(tree, baseline)
     c = 0
@@ -156,44 +161,61 @@ def test_magrpo_baselines_and_normalize_std_reach_the_loss(baseline):
     values = plain[0, c][np.asarray(batch.loss_mask)[0, c]]
     np.testing.assert_allclose(values, expected[(t, node, 0, g)], rtol=1e-5, atol=1e-6)
     # Regression: credit.normalize_std was never read by the trainer.
-    scaled = np.asarray(token_advantages(CreditConfig(baseline=baseline, normalize_std=True),
+    scaled = np.asarray(token_advantages(CreditConfig.of(baseline=baseline, normalize_std=True),
                                          StepRollout(tree, batch), GAMMA))
     assert not np.allclose(plain, scaled)
 
 
 def test_legacy_baseline_names_are_magrpo():
     credit = CreditConfig(estimator="max")
-    assert (credit.estimator, credit.baseline) == ("magrpo", "max")
+    assert (credit.estimator, credit.options.baseline) == ("magrpo", "max")
+    assert CreditConfig.of("raw").options.baseline == "raw"
 
 
-@pytest.mark.parametrize("field, value", [("estimator", "ppo"), ("baseline", "median"),
-                                          ("lambda_on", "both"), ("igpo_gain", "kl")])
-def test_unknown_names_are_one_line_errors(field, value):
+@pytest.mark.parametrize("estimator, field, value", [
+    ("ppo", None, None), ("magrpo", "baseline", "median"), ("mt_grpo", "lambda_on", "both"),
+    ("igpo", "igpo_gain", "kl")])
+def test_unknown_names_are_one_line_errors(estimator, field, value):
     with pytest.raises(ValueError) as error:
-        CreditConfig(**{field: value})
-    assert "\n" not in str(error.value) and repr(value) in str(error.value)
+        CreditConfig.of(estimator, **({field: value} if field else {}))
+    assert "\n" not in str(error.value)
+    assert repr(value if field else estimator) in str(error.value)
+
+
+def test_baselines_are_the_group_functions_registry():
+    """credit.baseline names an entry of mtrl.credit's GROUP_ADVANTAGES (one vocabulary)."""
+    from mtrl.credit import GROUP_ADVANTAGES
+    for name in GROUP_ADVANTAGES.names():
+        assert CreditConfig.of(baseline=name).options.baseline == name
 
 
 @pytest.mark.parametrize("name, message", [("igpo", "answer_logprob"), ("gigpo", "anchor_id")])
 def test_estimator_needs_are_checked_against_the_environment(name, message):
-    from mtrl.training.advantages.estimators import check_method
+    from mtrl.training.run.built_rules import estimator_info
     from tests.rollout.scripted import ScriptedEnv
+    run = types.SimpleNamespace(credit=CreditConfig(estimator=name))
     with pytest.raises(ValueError, match=message) as error:
-        check_method(CreditConfig(estimator=name), "reinforce", 2, ScriptedEnv(2))
+        estimator_info(run, ScriptedEnv(2))
     assert "\n" not in str(error.value)
-    check_method(CreditConfig(estimator=name), "reinforce", 2, SignalEnv(2))  # provided
+    estimator_info(run, SignalEnv(2))  # provided
 
 
 @pytest.mark.parametrize("credit, generations", [(CreditConfig(estimator="grpo"), 4),
-                                                 (CreditConfig(normalize_std=True), 4),
+                                                 (CreditConfig.of(normalize_std=True), 4),
                                                  (CreditConfig(), 3)])
 def test_refuel_needs_even_siblings_and_unscaled_returns(credit, generations):
-    from mtrl.training.advantages.estimators import check_method
+    from mtrl.training.config.rules import groups_fit_generations, returns_fit_the_loss
+    objective = types.SimpleNamespace(loss="refuel")
     with pytest.raises(ValueError, match="refuel"):
-        check_method(credit, "refuel", generations, SignalEnv(2))
+        groups_fit_generations(objective, types.SimpleNamespace(num_generations=generations))
+        returns_fit_the_loss(objective, credit)
 
 
 def test_code_env_reports_what_ufo_reads():
     from mtrl.envs.code import CodeEnv
     from mtrl.training.advantages.estimators import CREDIT_ESTIMATORS
     assert CREDIT_ESTIMATORS.get("ufo").needs <= CodeEnv.info_keys
+
+
+def test_the_built_in_estimators_are_registered():
+    assert set(REFERENCED) <= set(CREDIT_ESTIMATORS.names())

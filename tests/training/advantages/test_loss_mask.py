@@ -1,17 +1,16 @@
-"""The loss mask after the credit stage's filters (TCOD turns, void turns), pinned: each
+"""The loss mask after the advantages stage's filters (TCOD turns, void turns), pinned: each
 case's mask is the one the filters gave before they were gathered into one pipeline
 (sha256 of the [N, C, L] bool mask, recorded on that code), and the filters only clear
 tokens: each case is the AND of the filters it switches on."""
 
 import hashlib
-import types
 
 import numpy as np
 import pytest
 
 from mtrl.rollout import StepRollout
 from mtrl.training.grow.curriculum import CurriculumConfig
-from mtrl.training.advantages.penalties import FilterConfig, shape_rollout
+from mtrl.training.advantages.loss_mask import MaskSettings, filter_loss_mask
 from tests.training.advantages.test_penalties import scripted
 
 CASES = {  # name: (tcod, steps_per_stage, step, void_turns)
@@ -37,13 +36,10 @@ GOLDEN = {  # recorded on the filters as they were before the pipeline (commit 1
 def filtered_mask(name):
     tcod, per_stage, step, void = CASES[name]
     tree, batch = scripted()
-    components = types.SimpleNamespace(
-        curriculum=CurriculumConfig(tcod=tcod, steps_per_stage=per_stage),
-        filters=FilterConfig(void_turns=void), reward_kl=None,
-        rollout=types.SimpleNamespace(num_turns=3, max_new_tokens=32))
-    shaped, penalty = shape_rollout(components, None, None, StepRollout(tree, batch),
-                                    num_tasks=2, step=step)
-    assert penalty is None and shaped.tree is tree
+    settings = MaskSettings(CurriculumConfig(tcod=tcod, steps_per_stage=per_stage),
+                            void_turns=void, num_turns=3)
+    shaped = filter_loss_mask(settings, StepRollout(tree, batch), step)
+    assert shaped.tree is tree
     return np.asarray(batch.loss_mask), np.asarray(shaped.batch.loss_mask)
 
 

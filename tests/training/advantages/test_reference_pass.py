@@ -12,7 +12,7 @@ from mtrl.credit import magrpo_advantages, row_advantages
 from mtrl.losses import KLPenaltyConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.rollout import RolloutConfig, make_batch, rollout
-from mtrl.training.config.loss import build_objective, build_reward_kl
+from mtrl.training.config import parse
 from mtrl.training.config import base_config
 from mtrl.training.advantages.reference_pass import reward_kl_penalty, rows_to_turns
 from mtrl.models.adapters import adapted_graphdef, init_adapters
@@ -84,7 +84,8 @@ def test_kl_in_reward_moves_the_coefficient_out_of_the_loss():
     c = base_config()
     # k1 in the reward, k3 in the loss: the placements that regularise (losses.KL_PLACEMENTS).
     c.loss.kl_coef, c.loss.kl_in, c.loss.kl_estimator = 0.05, "reward", "k1"
-    assert build_objective(c).kl.coef == 0.0
-    assert build_reward_kl(c).coef == 0.05
+    run = parse(c)
+    assert run.objective.kl.coef == 0.0 and run.reward_kl.coef == 0.05
     c.loss.kl_in, c.loss.kl_estimator = "loss", "k3"
-    assert build_objective(c).kl.coef == 0.05 and build_reward_kl(c) is None
+    run = parse(c)
+    assert run.objective.kl.coef == 0.05 and run.reward_kl is None

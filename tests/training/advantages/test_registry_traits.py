@@ -7,25 +7,26 @@ its rows in pairs. No list of names in the trainer has to learn about it.
 """
 
 import dataclasses
+import types
 
 import jax
 import pytest
 from flax import nnx
 
 from mtrl.envs.registry import EnvSection
-
 from mtrl.losses import (AGGREGATIONS, POLICY_LOSSES, PolicyLoss, PolicyObjectiveConfig,
                          PPOClipConfig, ReinforceConfig, ppo_loss, reinforce_loss)
 from mtrl.models import Transformer
-from mtrl.training.config.loss import build_objective
 from mtrl.training.advantages.estimators import (CREDIT_ESTIMATORS, ESTIMATOR_KINDS, CreditConfig,
-                                                Estimator, check_method, tree_estimators)
+                                                Estimator, NoOptions, tree_estimators)
+from mtrl.training.config.rules import (episodes_end_at_success, groups_fit_generations,
+                                        penalties_need_a_tree_estimator)
+from mtrl.training.run.built_rules import estimator_info
 from mtrl.training.update.packing import pack_rows
-from mtrl.training.config.root import check_episode_end
 from mtrl.training.update.row_groups import group_size
 from mtrl.training.update.train_state import init_train_state
 from mtrl.training.update.train_step import make_train_step, zero_advantage_is_exact
-from tests.training.config.test_objective_build import config_for
+from tests.training.config.test_objective_build import build_objective, config_for
 from tests.training.update.test_packing import CONFIG, recording_sgd, tree_minibatch
 
 
@@ -36,8 +37,8 @@ def test_every_policy_loss_declares_its_traits(name):
     assert dataclasses.is_dataclass(entry.options) and entry.options().__hash__ is not None
     assert entry.aggregation in AGGREGATIONS
     assert isinstance(entry.clipped, bool) and isinstance(entry.advantage_linear, bool)
-    assert entry.group_size in (1, 2)
-    if entry.clipped:  # the clip settings build_objective passes are fields of its options
+    assert entry.group_size >= 1 and isinstance(entry.needs_unscaled_returns, bool)
+    if entry.clipped:  # the clip settings are fields of its options
         fields = {f.name for f in dataclasses.fields(entry.options)}
         assert {"eps_low", "eps_high", "dual_clip"} <= fields
 
@@ -49,36 +50,50 @@ def test_every_credit_estimator_declares_its_traits(name):
     assert entry.kind in ESTIMATOR_KINDS and entry.paper
     assert isinstance(entry.needs, frozenset) and all(isinstance(k, str) for k in entry.needs)
     assert isinstance(entry.ends_at_success, bool)
+    options = entry.options()  # every option has its default
+    assert isinstance(entry.returns_unscaled(options), bool)
+    assert entry.group_minimum(options) >= 1
 
 
-def test_the_declared_traits_are_the_ones_the_trainer_used_to_list():
-    """The lists the consumers held before the traits moved into the entries."""
+def test_the_built_in_entries_declare_the_traits_the_trainer_used_to_list():
+    """The lists the consumers held before the traits moved into the entries, as
+    subsets: a newly registered entry joins without editing this test."""
     def having(trait):
-        return [n for n in POLICY_LOSSES.names() if getattr(POLICY_LOSSES.get(n), trait)]
-    assert having("clipped") == ["gspo", "gspo-token", "ppo", "turn-ratio"]
-    assert having("advantage_linear") == ["gspo", "gspo-token", "ppo", "reinforce"]
-    assert [n for n in POLICY_LOSSES.names() if POLICY_LOSSES.get(n).group_size == 2] == \
-        ["refuel"]
-    assert tree_estimators() == ("dr_grpo", "grpo", "magrpo", "rloo")
-    assert [n for n in CREDIT_ESTIMATORS.names()
-            if CREDIT_ESTIMATORS.get(n).ends_at_success] == ["ufo"]
+        return {n for n in POLICY_LOSSES.names() if getattr(POLICY_LOSSES.get(n), trait)}
+    assert {"gspo", "gspo-token", "ppo", "turn-ratio"} <= having("clipped")
+    assert not {"reinforce", "refuel"} & having("clipped")
+    assert {"gspo", "gspo-token", "ppo", "reinforce"} <= having("advantage_linear")
+    assert not {"refuel", "turn-ratio"} & having("advantage_linear")
+    assert POLICY_LOSSES.get("refuel").group_size == 2 and having("needs_unscaled_returns") \
+        >= {"refuel"}
+    assert {"dr_grpo", "grpo", "magrpo", "rloo"} <= set(tree_estimators())
+    assert not {"mt_grpo", "igpo", "gigpo", "ufo"} & set(tree_estimators())
+    assert CREDIT_ESTIMATORS.get("ufo").ends_at_success
+    assert not any(CREDIT_ESTIMATORS.get(n).ends_at_success
+                   for n in ("magrpo", "grpo", "mt_grpo", "igpo", "gigpo"))
 
 
 def test_an_entry_must_declare_every_trait():
     with pytest.raises(TypeError, match="advantage_linear"):
         PolicyLoss(fn=reinforce_loss, options=ReinforceConfig, aggregation="token-mean",
-                   clipped=False, group_size=1)
+                   clipped=False, group_size=1, needs_unscaled_returns=False)
     with pytest.raises(ValueError, match="group_size must be an int >= 1"):
         PolicyLoss(fn=reinforce_loss, options=ReinforceConfig, aggregation="token-mean",
-                   clipped=False, advantage_linear=True, group_size=0)
+                   clipped=False, advantage_linear=True, group_size=0,
+                   needs_unscaled_returns=False)
+    with pytest.raises(TypeError, match="min_group_size"):
+        Estimator(fn=None, kind="tree", needs=frozenset(), ends_at_success=False,
+                  options=NoOptions, unscaled_returns=False, paper="x")
     with pytest.raises(ValueError, match="kind"):
-        Estimator(fn=None, kind="forest", needs=frozenset(), ends_at_success=False, paper="x")
+        Estimator(fn=None, kind="forest", needs=frozenset(), ends_at_success=False,
+                  options=NoOptions, unscaled_returns=False, min_group_size=2, paper="x")
 
 
 def toy_loss(monkeypatch, name, **traits):
     """Registers `name` for this test only (REINFORCE's function under other traits)."""
     entry = dict(fn=reinforce_loss, options=ReinforceConfig, aggregation="seq-mean-token-sum",
-                 clipped=False, advantage_linear=False, group_size=1)
+                 clipped=False, advantage_linear=False, group_size=1,
+                 needs_unscaled_returns=False)
     entry.update(traits)
     if entry["clipped"]:
         entry.update(fn=ppo_loss, options=PPOClipConfig)
@@ -115,30 +130,32 @@ def test_a_registered_clipped_loss_takes_the_clip_settings(monkeypatch):
     toy_loss(monkeypatch, "toy-unclipped", clipped=False)
     built = build_objective(config_for("toy-clipped", eps_low=0.1))
     assert built.loss_config.eps_low == 0.1
-    with pytest.raises(ValueError, match="'toy-unclipped' has no clip .*toy-clipped"):
+    with pytest.raises(ValueError, match="config.loss.eps_low: set to 0.1, but only .*"
+                                         "toy-clipped.* loss.policy_loss is 'toy-unclipped'"):
         build_objective(config_for("toy-unclipped", eps_low=0.1))
 
 
 def test_a_registered_pairwise_loss_moves_rows_in_pairs(monkeypatch):
     toy_loss(monkeypatch, "toy-pairs", group_size=2)
     assert group_size("toy-pairs") == 2 and group_size("reinforce") == 1
-    env = type("Env", (), {"info_keys": frozenset()})()
-    with pytest.raises(ValueError, match="num_generations must be even"):
-        check_method(CreditConfig(), "toy-pairs", 3, env)
-    check_method(CreditConfig(), "toy-pairs", 4, env)
+    objective = types.SimpleNamespace(loss="toy-pairs")
+    with pytest.raises(ValueError, match="num_generations must be a multiple of 2"):
+        groups_fit_generations(objective, types.SimpleNamespace(num_generations=3))
+    groups_fit_generations(objective, types.SimpleNamespace(num_generations=4))
 
 
 def test_a_registered_estimator_brings_its_needs_and_episode_end(monkeypatch):
     magrpo = CREDIT_ESTIMATORS.get("magrpo")
     monkeypatch.setitem(CREDIT_ESTIMATORS._entries, "toy", Estimator(
         fn=magrpo.fn, kind="path", needs=frozenset({"toy_key"}), ends_at_success=True,
-        paper="a test"))
+        options=NoOptions, unscaled_returns=False, min_group_size=2, paper="a test"))
     credit = CreditConfig(estimator="toy")
     env = type("Env", (), {"info_keys": frozenset({"correct"}), "ends_on_success": False})()
     with pytest.raises(ValueError, match=r"'toy' reads step info \['toy_key'\]"):
-        check_method(credit, "reinforce", 2, env)
+        estimator_info(types.SimpleNamespace(credit=credit), env)
     with pytest.raises(ValueError, match="'toy' needs episodes that end at the first success"):
-        check_episode_end(credit, EnvSection(name="code"))  # keeps revising solved branches
-    check_episode_end(credit, EnvSection(name="code", end_on_success=True))
-    with pytest.raises(ValueError, match="'reward' penalizes tree returns"):
-        check_method(credit, "reinforce", 2, type(env)(), kl_in="reward")
+        episodes_end_at_success(credit, EnvSection("code"))  # keeps revising solved branches
+    episodes_end_at_success(credit, EnvSection.of("code", end_on_success=True))
+    with pytest.raises(ValueError, match="return penalties .* need a tree estimator"):
+        penalties_need_a_tree_estimator(credit, types.SimpleNamespace(overlong_cache=0),
+                                        "reward")

@@ -3,6 +3,7 @@ model, data or sandbox work (issue 23, defect 10)."""
 
 import pytest
 
+from mtrl.training.config import parse
 from mtrl.training.loop.trainer import Trainer
 from tests.training.loop.test_compile_count import small_config
 
@@ -28,7 +29,8 @@ def test_minibatches_with_pairs_count_pairs(tmp_path, no_work):
     c = small_config()  # 8 rows at least: 4 REFUEL pairs, so 8 minibatches cannot be whole
     c.loss.policy_loss, c.credit.estimator = "refuel", "dr_grpo"
     c.train.minibatches = 8
-    refused(tmp_path, c, r"^config\.train\.minibatches: .*pairs")
+    refused(tmp_path, c, r"^config\.train\.minibatches: .*whole groups of 2 rows "
+                         r"\(loss 'refuel'\)")
 
 
 @pytest.mark.parametrize("credit", [{}, {"estimator": "grpo"}, {"estimator": "rloo"},
@@ -37,27 +39,27 @@ def test_one_generation_with_a_group_relative_estimator(tmp_path, no_work, credi
     c = small_config()
     c.rollout.num_generations = 1
     c.credit.update(credit)
+    c.env.end_on_success = credit.get("estimator") == "ufo"  # UFO's other requirement
     refused(tmp_path, c, r"^config\.rollout\.num_generations: 1 .*credit\.estimator")
 
 
 def test_one_generation_with_raw_returns_is_accepted():
-    from mtrl.training.config.readers import credit_config
-    from mtrl.training.advantages.estimators import check_group_size
     c = small_config()
     c.rollout.num_generations, c.credit.baseline = 1, "raw"
-    check_group_size(credit_config(c), num_generations=1)  # no baseline: R itself
+    assert parse(c).rollout.num_generations == 1  # no baseline: R itself
 
 
 @pytest.mark.parametrize("field, value, match", [
-    ("gigpo_omega", -0.5, r"^config\.credit: gigpo_omega must be >= 0, got -0\.5"),
-    ("turn_coef", -1.0, r"^config\.credit: turn_coef must be >= 0, got -1\.0$"),
-    ("ufo_gamma", 1.5, r"^config\.credit: ufo_gamma must lie in \[0, 1\], got 1\.5$"),
-    ("ufo_penalty", -0.1, r"^config\.credit: ufo_penalty must be >= 0, got -0\.1$"),
+    ("gigpo_omega", -0.5, r"^config\.credit\.gigpo_omega: must be a number >= 0, got -0\.5"),
+    ("turn_coef", -1.0, r"^config\.credit\.turn_coef: must be a number >= 0, got -1\.0$"),
+    ("ufo_gamma", 1.5, r"^config\.credit\.ufo_gamma: must lie in \[0, 1\], got 1\.5$"),
+    ("ufo_penalty", -0.1, r"^config\.credit\.ufo_penalty: must be a number >= 0, got -0\.1$"),
 ])
 def test_bad_estimator_options(tmp_path, no_work, field, value, match):
     c = small_config()
     # The option's own estimator, so the value (not the selection) is what is wrong.
     c.credit.estimator = {"gigpo_omega": "gigpo", "turn_coef": "mt_grpo"}.get(field, "ufo")
+    c.env.end_on_success = c.credit.estimator == "ufo"  # UFO's other requirement
     c.credit[field] = value
     refused(tmp_path, c, match)
 
@@ -72,21 +74,22 @@ def test_options_of_an_estimator_that_is_not_selected(tmp_path, no_work, field, 
     c = small_config()
     c.credit.estimator = "grpo" if owner == "magrpo" else "magrpo"
     c.credit[field] = value
-    message = refused(tmp_path, c, rf"^config\.credit: {field} is set to {value!r} but only "
-                                   rf"{owner} reads it")
-    assert c.credit.estimator in message
+    message = refused(tmp_path, c, rf"^config\.credit\.{field}: set to {value!r}, but only "
+                                   rf"{owner} reads it and credit\.estimator is")
+    assert c.credit.estimator in message and message.endswith("leave it unset")
 
 
 def test_options_of_the_selected_estimator_are_accepted():
-    from mtrl.training.config.readers import credit_config
+    from mtrl.training.config.readers import read_credit
     c = small_config()
     c.credit.estimator, c.credit.ufo_gamma, c.credit.ufo_penalty = "ufo", 0.5, 0.1
-    assert credit_config(c).ufo_gamma == 0.5
+    credit, lines = read_credit(c)
+    assert lines == [] and credit.options.ufo_gamma == 0.5
 
 
 @pytest.mark.parametrize("field, value, match", [
-    ("kl_estimator", "k9", r"^config\.loss\.kl_estimator: unknown 'k9'"),
-    ("kl_coef", -1.0, r"^config\.loss\.kl_coef: must be >= 0"),
+    ("kl_estimator", "k9", r"^config\.loss\.kl_estimator: must be one of k1, k2, k3, got 'k9'"),
+    ("kl_coef", -1.0, r"^config\.loss\.kl_coef: must be a number >= 0"),
 ])
 def test_kl_fields_are_reported_under_their_own_name(tmp_path, no_work, field, value, match):
     c = small_config()
@@ -105,10 +108,38 @@ def test_the_old_dynamic_sampling_name_points_to_what_the_option_does(tmp_path, 
 
 
 def test_drop_zero_advantage_is_the_trainers_switch():
-    from mtrl.training.config.readers import train_config
     c = small_config()
     c.train.drop_zero_advantage = True
-    assert train_config(c).drop_zero_advantage is True
+    assert parse(c).train.drop_zero_advantage is True
     c.train = dict(c.train.to_dict(), drop_zero_advantage=1)  # the type, not the value
-    with pytest.raises(ValueError, match=r"^config\.train: drop_zero_advantage must be True"):
-        train_config(c)
+    with pytest.raises(ValueError, match=r"^config\.train\.drop_zero_advantage: must be True"):
+        parse(c)
+
+
+def test_every_error_at_once_each_naming_its_field(no_work):
+    """Issue 40: three agents on the default took three rounds of SFT errors; every
+    error is one line, all reported together, and a rule that depends on another
+    field says which."""
+    c = small_config()
+    c.env.num_agents = 3
+    c.sft = dict(c.sft.to_dict(), revision_fraction=(0.1, 0.2), resubmit_fraction=(0.0, 0.0),
+                 first_phase=("first_turn", "revisions"))
+    c.train.steps = -1
+    c.credit.turn_coef = 0.5
+    with pytest.raises(ValueError) as error:
+        parse(c)
+    lines = str(error.value).splitlines()
+    assert lines == error.value.lines
+    fields = [line.split(":")[0] for line in lines]
+    assert {"config.train.steps", "config.credit.turn_coef", "config.sft.first_phase",
+            "config.sft.revision_fraction", "config.sft.resubmit_fraction"} <= set(fields)
+    assert any(line.startswith("config.sft.revision_fraction: env.num_agents=3 needs "
+                               "sft.revision_fraction with 3 entries") for line in lines)
+
+
+def test_a_one_entry_tuple_is_one_value_for_every_agent(no_work):
+    """What the message lists as valid is accepted: a tuple of one kind (a config file
+    setting a tuple, then --config.sft.first_phase=revisions) is that kind for all."""
+    c = small_config()
+    c.sft = dict(c.sft.to_dict(), first_phase=("revisions",), revision_fraction=(0.5,))
+    assert parse(c).sft.first_phase == ("revisions",)

@@ -21,10 +21,10 @@ def test_default_is_full_fine_tuning_and_fields_parse(no_work):
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("rank", -2, r"^config\.lora: rank must be an int >= 0"),
-    ("alpha", 0.0, r"^config\.lora: alpha must be a finite number > 0"),
-    ("targets", "q_proj,qkv", r"^config\.lora: targets: unknown 'qkv'"),
-    ("ranks", 4, r"^config\.lora: unknown field\(s\) \['ranks'\]"),
+    ("rank", -2, r"^config\.lora\.rank: must be an int >= 0"),
+    ("alpha", 0.0, r"^config\.lora\.alpha: must be a finite number > 0"),
+    ("targets", "q_proj,qkv", r"^config\.lora\.targets: unknown 'qkv'"),
+    ("ranks", 4, r"^config\.lora\.ranks: no such field; valid: alpha, rank, targets"),
 ])
 def test_bad_lora_fields_fail_in_one_line(no_work, field, value, message):
     c = base_config()

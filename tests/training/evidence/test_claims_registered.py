@@ -10,10 +10,9 @@ import pytest
 from absl import flags
 from ml_collections import config_flags
 
-from mtrl.config import as_dict, build
 from mtrl.training.evidence.arm_runs import suite_config
 from mtrl.training.evidence.claims import CLAIMS_DIR, load_claim
-from mtrl.training.advantages.estimators import CreditConfig
+from mtrl.training.config.readers import read_section
 
 NAMES = sorted(p.stem for p in CLAIMS_DIR.glob("*.py") if not p.stem.startswith("_"))
 
@@ -42,11 +41,8 @@ def test_claim_overrides_parse_against_its_suite(name):
             for part in key.split("."):
                 node = node[part]
             assert str(node) == value or float(node) == float(value), (name, arm.name, kv)
-        build(CreditConfig, "credit", **as_dict(config.credit))
-        if config.env.name == "tool":
-            from mtrl.envs.tool import ToolEnvConfig
-            options = dict(as_dict(config.env.options))
-            build(ToolEnvConfig, "env.options", **options)
+        for section in ("credit", "env", "loss"):  # every arm's options are its entries'
+            read_section(config, section)
 
 
 def test_new_issue28_claims_are_registered_on_their_suites():
@@ -67,7 +63,7 @@ def test_reported_metrics_get_paired_intervals_but_no_say_in_the_verdict():
     assert record["verdict"] == "reproduced"
     calls = record["reported"]["test_tool_call_turn1"]
     assert calls["per_seed"] == pytest.approx([-0.8, -0.5]) and len(calls["ci95"]) == 2
-    with pytest.raises(ValueError, match="unknown 'test_nope'"):
+    with pytest.raises(ValueError, match="Claim.metric must be one of .*, got 'test_nope'"):
         Claim(**{**claim.__dict__, "reported": ("test_nope",)})
 
 

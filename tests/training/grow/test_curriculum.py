@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mtrl.training.config import base_config
-from mtrl.training.config.readers import curriculum_config
+from mtrl.training.config.readers import read_section
 from mtrl.training.grow.curriculum import (BandSampler, CurriculumConfig, StepTasks,
                                                    seeded_order, tcod_turn_mask)
 from mtrl.training.loop.trainer import Trainer
@@ -69,8 +69,8 @@ def test_everything_outside_the_band_falls_back_to_the_plain_order():
 
 
 @pytest.mark.parametrize("field, value, match", [
-    ("tcod", "sideways", "config.curriculum: tcod"),
-    ("steps_per_stage", 0, "config.curriculum: steps_per_stage"),
+    ("tcod", "sideways", "config.curriculum.tcod: must be one of , front_to_back"),
+    ("steps_per_stage", 0, "config.curriculum.steps_per_stage: "),
     ("band_low", 0.95, "config.curriculum: need 0 <= low <= high"),
     ("band_window", 0, "config.curriculum: window must be >= 1"),
 ])
@@ -78,7 +78,7 @@ def test_bad_curriculum_is_one_line(field, value, match):
     c = base_config()
     c.curriculum[field] = value
     with pytest.raises(ValueError, match=match) as error:
-        curriculum_config(c)
+        read_section(c, "curriculum")
     assert "\n" not in str(error.value)
 
 

@@ -42,5 +42,5 @@ def test_a_run_over_budget_still_runs_every_planned_step(tmp_path, capsys):
 def test_a_negative_budget_is_refused_before_any_work(tmp_path):
     config = small_config()
     config.train.budget_minutes = -5.0
-    with pytest.raises(ValueError, match="config.train: budget_minutes must be a number >= 0"):
+    with pytest.raises(ValueError, match="config.train.budget_minutes: must be a number >= 0"):
         Trainer(config, tmp_path, show_progress=False)

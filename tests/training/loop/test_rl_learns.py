@@ -65,6 +65,8 @@ SAMPLER_BUCKETS = dict(min_batch=128, min_length=64, cache_multiple=128)
 class SayNumberSuite:
     """Train / validation / test numbers from one seeded permutation (disjoint)."""
 
+    task_type = MathTask  # played by the math environment
+
     def __init__(self, data, seed: int):
         order = np.random.default_rng([int(data.options.get("seed", seed)), 28]
                                       ).permutation(len(NUMBERS))

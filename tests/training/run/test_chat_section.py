@@ -6,7 +6,7 @@ from mtrl.rollout import ChatTemplateFormat, PlainFormat
 from mtrl.tokenizers import ByteTokenizer, HFTokenizer
 from mtrl.training.run.chat import ChatSection, build_turn_format
 from mtrl.training.config import base_config
-from mtrl.training.config.readers import chat_section
+from mtrl.training.config.readers import read_section
 from tests.tokenizers.chatml import build_chatml_tokenizer
 
 
@@ -18,7 +18,7 @@ def tokenizer(tmp_path_factory):
 
 
 def test_default_is_one_shared_format_with_the_templates_system_prompt(tokenizer):
-    fmt = build_turn_format(chat_section(base_config()), tokenizer, 2)
+    fmt = build_turn_format(read_section(base_config(), "chat"), tokenizer, 2)
     assert isinstance(fmt, ChatTemplateFormat)
     assert fmt.first("q").startswith("<|im_start|>system\nYou are a helpful assistant.")
 
@@ -40,4 +40,4 @@ def test_errors_name_the_field(tokenizer):
     c = base_config()
     c.chat.system_prompts = (3,)
     with pytest.raises(ValueError, match="config.chat"):
-        chat_section(c)
+        read_section(c, "chat")

@@ -3,6 +3,7 @@ direct per-node forward pass (one unpadded sequence at a time), for one agent an
 for two agents with separate policies; the estimator then accepts the tree."""
 
 import dataclasses
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -18,7 +19,8 @@ from mtrl.tokenizers import load_tokenizer
 from mtrl.training.score.answer_probs import (ANSWER_INSTRUCTION, ANSWER_PREFIX,
                                                      answer_queries, derived_info_keys,
                                                      fill_answer_logprobs, scores_answers)
-from mtrl.training.advantages.estimators import (CREDIT_ESTIMATORS, CreditConfig, check_method,
+from mtrl.training.run.built_rules import estimator_info
+from mtrl.training.advantages.estimators import (CREDIT_ESTIMATORS, CreditConfig,
                                                 token_advantages)
 from tests.rollout.scripted import ScriptedBackend
 
@@ -99,9 +101,9 @@ def test_igpo_is_accepted_for_an_env_that_reports_the_truth_only():
     assert derived_info_keys(env.info_keys) == {"answer_logprob", "answer_logprob_prior"}
     assert scores_answers(CREDIT_ESTIMATORS.get("igpo").needs, env.info_keys)
     assert not scores_answers(CREDIT_ESTIMATORS.get("ufo").needs, env.info_keys)
-    check_method(CreditConfig(estimator="igpo"), "reinforce", 2, env)  # no error
+    estimator_info(SimpleNamespace(credit=CreditConfig(estimator="igpo")), env)  # no error
     with pytest.raises(ValueError, match="anchor_id"):
-        check_method(CreditConfig(estimator="gigpo"), "reinforce", 2, env)
+        estimator_info(SimpleNamespace(credit=CreditConfig(estimator="gigpo")), env)
 
 
 @pytest.mark.parametrize("history_mode", ["full", "last"])

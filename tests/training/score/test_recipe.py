@@ -7,7 +7,7 @@ import pytest
 from mtrl.credit import RewardRecipe
 from mtrl.rollout import RolloutConfig, rollout
 from mtrl.training.config import base_config
-from mtrl.training.config.readers import reward_recipe
+from mtrl.training.config.readers import read_section
 from mtrl.training.score.recipe import apply_recipe
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend
 from tests.training.signal_env import SignalEnv
@@ -37,13 +37,16 @@ def test_leaves_carry_the_episode_reward():
 
 def test_recipe_from_config_and_the_dominance_check():
     c = base_config()
-    assert reward_recipe(c, 2) is None  # "env": the environment's rewards
+    c.rollout.num_turns = 2
+    assert read_section(c, "reward") is None  # "env": the environment's rewards
     c.reward.recipe = "recipe"
-    assert reward_recipe(c, 2).max_turns == 2
+    assert read_section(c, "reward").max_turns == 2  # rollout.num_turns
     c.reward.step_penalty = 0.9  # 0.9 * 3 turns outweighs the outcome gap of 2
+    c.rollout.num_turns = 3
     with pytest.raises(ValueError, match="config.reward: RewardRecipe shaping") as error:
-        reward_recipe(c, 3)
+        read_section(c, "reward")
     assert "\n" not in str(error.value)
     c.reward.recipe = "shaped"
-    with pytest.raises(ValueError, match="config.reward.recipe: unknown 'shaped'"):
-        reward_recipe(c, 2)
+    with pytest.raises(ValueError, match="config.reward.recipe: must be one of env, recipe, "
+                                         "got 'shaped'"):
+        read_section(c, "reward")

@@ -5,7 +5,7 @@ import pytest
 
 from mtrl.data.suite import build_suite
 from mtrl.training.config import base_config
-from mtrl.training.config.readers import data_config
+from mtrl.training.config.readers import read_section
 from mtrl.data.demonstrations import Revision, per_agent
 from mtrl.training.sft.sft_data import first_phase_kinds, rows_of_kind
 from mtrl.envs.code import CodeEnv, CodeEnvConfig
@@ -18,7 +18,7 @@ def family_pairs(num_train: int, history_mode: str = "full", **sft):
     c = base_config()
     c.data.num_train = num_train
     c.sft = dict(c.sft.to_dict(), **sft)
-    suite = build_suite(data_config(c), c.seed)
+    suite = build_suite(read_section(c, "data"), c.seed)
     with SandboxPool(num_workers=1) as pool:
         env = CodeEnv(CodeEnvConfig(num_agents=2, feedback_style="compact",
                                     history_mode=history_mode,
@@ -59,7 +59,9 @@ def test_revision_fraction_per_agent():
     counts = [sum(isinstance(p[0], Revision) for p in agent) for agent in pairs]
     assert counts == [20, 0]
     assert per_agent(0.25, 2, "revision_fraction") == (0.25, 0.25)
-    with pytest.raises(ValueError, match="2 agents"):
+    assert per_agent((0.25,), 2, "revision_fraction") == (0.25, 0.25)  # one for every agent
+    with pytest.raises(ValueError, match="env.num_agents=2 needs sft.revision_fraction with "
+                                         "2 entries"):
         per_agent((0.1, 0.2, 0.3), 2, "revision_fraction")
 
 
@@ -75,7 +77,7 @@ def test_agents_with_one_revision_fraction_share_one_scoring_pass():
         c = base_config()
         c.data.num_train = 40
         c.sft = dict(c.sft.to_dict(), revision_fraction=fractions)
-        suite = build_suite(data_config(c), c.seed)
+        suite = build_suite(read_section(c, "data"), c.seed)
         CountingEnv.steps = 0
         with SandboxPool(num_workers=1) as pool:
             env = CountingEnv(CodeEnvConfig(num_agents=2, feedback_style="compact",
@@ -113,9 +115,14 @@ def test_per_agent_fractions_and_first_phase_kinds_are_checked():
         per_agent((1.5, 0.0), 2, "resubmit_fraction")
     assert first_phase_kinds("first_turn", 2) == ("first_turn", "first_turn")
     assert first_phase_kinds(("revisions", "first_turn"), 2) == ("revisions", "first_turn")
-    for bad in ("revision", ("revisions",), ("first_turn", "all")):
-        with pytest.raises(ValueError, match="config.sft.first_phase must be one of"):
+    # What the message lists as valid is accepted: one kind (a one-entry tuple too).
+    assert first_phase_kinds(("revisions",), 2) == ("revisions", "revisions")
+    for bad in ("revision", ("first_turn", "all")):
+        with pytest.raises(ValueError, match="config.sft.first_phase: each kind must be "
+                                             "first_turn or revisions"):
             first_phase_kinds(bad, 2)
+    with pytest.raises(ValueError, match="env.num_agents=2 needs one kind"):
+        first_phase_kinds(("revisions",) * 3, 2)
     revision = Revision("p", (("a", "o"),))
     pairs = [("p", "x"), (revision, "y"), (revision, "a")]
     assert rows_of_kind(pairs, "first_turn") == [("p", "x")]
@@ -145,7 +152,7 @@ def test_demonstrations_follow_the_data_seed():
     c = base_config()
     c.seed, c.data.num_train, c.sft.revision_fraction = 0, 30, 0.0
     c.data.options = {"seed": 7}
-    suite = build_suite(data_config(c), c.seed)
+    suite = build_suite(read_section(c, "data"), c.seed)
     train = suite.tasks("train")
     with SandboxPool(num_workers=1) as pool:
         env = CodeEnv(CodeEnvConfig(num_agents=2, feedback_style="compact",

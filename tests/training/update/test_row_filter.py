@@ -13,7 +13,6 @@ from flax import nnx
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.training.update.minibatch import PolicyMinibatch
-from mtrl.training.update import row_groups
 from mtrl.training.update.row_filter import informative_rows, keep_informative_groups
 from mtrl.training.update.train_state import init_train_state
 from mtrl.training.update.train_step import make_train_step
@@ -102,6 +101,5 @@ def test_magrpo_gradient_on_kept_rows_is_the_full_gradient_rescaled():
 
 
 def test_the_trainer_calls_this_filter():
-    from mtrl.training.loop import rl_step  # the trainer's update stage
-    assert rl_step.keep_informative_groups is keep_informative_groups
-    assert row_groups.keep_informative_groups is keep_informative_groups
+    from mtrl.training.update import stage  # the trainer's update stage
+    assert stage.keep_informative_groups is keep_informative_groups

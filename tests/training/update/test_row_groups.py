@@ -9,7 +9,8 @@ from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
 from mtrl.training.advantages.estimators import CreditConfig, token_advantages
 from mtrl.training.update.minibatch import policy_minibatch
 from mtrl.training.update.ppo_epochs import ppo_update
-from mtrl.training.update.row_groups import check_groups, group_size, keep_informative_groups
+from mtrl.training.update.row_filter import keep_informative_groups
+from mtrl.training.update.row_groups import check_groups, group_size
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend
 from tests.training.signal_env import SignalEnv
 

@@ -9,7 +9,7 @@ from mtrl.envs.code.experts.factory import build_expert
 from mtrl.envs.sandbox import SandboxPool
 from mtrl.data.suite import build_suite
 from mtrl.training.config import base_config
-from mtrl.training.config.readers import data_config
+from mtrl.training.config.readers import read_section
 from tests.envs.code.experts.test_openai_compat import Server, ok_body
 
 
@@ -28,7 +28,7 @@ def test_openai_expert_from_config_answers_expert_edits(server):
     server.replies.append((200, ok_body("EDIT: return x + 3"), 0.0))
     c = base_config()
     c.data.num_train, c.data.num_eval = 4, 1
-    task = build_suite(data_config(c), c.seed).tasks("train")[0]
+    task = build_suite(read_section(c, "data"), c.seed).tasks("train")[0]
     with SandboxPool(num_workers=1) as pool:
         env = CodeEnv(CodeEnvConfig(num_agents=1, feedback_mode="expert_edits"),
                       sandbox=pool, expert=expert)
