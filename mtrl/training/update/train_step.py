@@ -171,8 +171,13 @@ class TrainStep:
             skip = ~np.any(host.loss_mask & (host.advantages != 0), axis=2)
         packed = pack_rows(host.tokens, host.token_mask, host.loss_mask,
                            self.packing, self.min_budget, skip)
+        unpadded = packed
         minibatch, packed = self._reuse_compiled(minibatch, packed)
-        self.last_packing = packing_counts(packed, minibatch.token_mask)
+        # From host arrays: the minibatch may hold other processes' rows by now. Padding
+        # adds empty rows and bins, so tokens count as before it and slots as after.
+        n, p, s = packed.tokens.shape
+        self.last_packing = {**packing_counts(unpadded, host.token_mask),
+                             "slots": float(n * p * s), "bins": float(p), "budget": float(s)}
         if self.memory_guard is not None:  # one line instead of running out of memory
             self.memory_guard(*packed.tokens.shape[1:])
         if self.shardings is not None:
