@@ -60,19 +60,28 @@ def build_all(cls, field: str, **kwargs) -> tuple[Any, list[str]]:
     """(cls(**kwargs), []) or (None, one line per refused field, "config.<field>.<name>:
     <what the class says>"): after each error the field it names goes back to its
     default and the rest is checked again, so every independent error is reported."""
-    values, lines = dict(kwargs), []
+    values, lines, refused = dict(kwargs), [], []
     while True:
         try:
             built = cls(**values)
         except (ValueError, TypeError, KeyError) as e:
             message = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
-            lines.append(field_line(field, message, values))
             named = _named_field(message, values)
+            # An error that mentions a field already refused (now at its default) is the
+            # substitution's consequence, not the user's: checked on, not reported.
+            if not (lines and named and _mentions(message, refused, named[0])):
+                lines.append(field_line(field, message, values))
             if named is None:
                 return None, lines
+            refused.append(named[0])
             del values[named[0]]
             continue
         return (built if not lines else None), lines
+
+
+def _mentions(message: str, names: list[str], own: str) -> bool:
+    """Whether `message` names one of `names` (other than `own`) as a whole word."""
+    return any(re.search(rf"\b{re.escape(n)}\b", message) for n in names if n != own)
 
 
 def as_dict(section) -> dict:
