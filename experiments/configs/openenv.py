@@ -3,7 +3,7 @@
 as an OpenEnv server, with the tiny byte model, one agent, GRPO over T = 2 turns.
 
     pip install -e ".[openenv]"
-    python -m mtrl.envs.openenv.serve --suite=intfn --port=8000 &
+    python -m mtrl.serve_openenv --suite=intfn --port=8000 &
     python -m mtrl.train --config=experiments/configs/openenv.py
 
 The server is $MTRL_OPENENV_URL (default http://127.0.0.1:8000), or

@@ -1,5 +1,5 @@
 """mtrl's sandboxed code environment served over OpenEnv's protocol
-(mtrl/envs/openenv/serve.py, started as a real server on 127.0.0.1): a client written
+(mtrl/serve_openenv.py, started as a real server on 127.0.0.1): a client written
 against openenv-core's own package plays episodes on it, and the programs are scored
 by mtrl's sandbox (reward, tests passed, feedback, episode end)."""
 
@@ -16,7 +16,7 @@ SOLUTION = "```python\ndef f(x):\n    return 3*x+4\n```"  # intfn/train/00000: f
 
 def test_an_openenv_client_scores_programs_through_mtrls_server(tmp_path):
     port = free_port()
-    args = ["-m", "mtrl.envs.openenv.serve", "--suite=intfn", f"--port={port}",
+    args = ["-m", "mtrl.serve_openenv", "--suite=intfn", f"--port={port}",
             "--max_turns=2"]
     with serving(args, port) as (url, _):
         with GenericEnvClient(base_url=url, message_timeout_s=60).sync() as env:

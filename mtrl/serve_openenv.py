@@ -1,7 +1,7 @@
 """mtrl's sandboxed code environment served over OpenEnv's protocol, so another
 framework's OpenEnv client can train or evaluate on it:
 
-    python -m mtrl.envs.openenv.serve --suite=mbpp_sanitized \
+    python -m mtrl.serve_openenv --suite=mbpp_sanitized \
         --data_path=../shared/data/mbpp --port=8000
 
 A session (WebSocket /ws) is one episode of one code task, with one agent:
