@@ -13,8 +13,9 @@ from mtrl.envs.code.experts import (Expert, ExpertRequest, LocalModelExpert,
 from mtrl.envs.code.extraction import (MAX_COMPLETION_CHARS, decode_completion,
                                        defines_function, extract_code)
 from mtrl.envs.code.feedback import (FEEDBACK_MODES, FeedbackContext, FeedbackOptions,
-                                     compose_observation, expert_diagnostics, levels_passed,
+                                     expert_diagnostics, levels_passed,
                                      normalize_sandbox_slice, select_shown_tests)
+from mtrl.envs.code.observation import compose_observation
 from mtrl.envs.code.prompts import PromptTemplates
 from mtrl.envs.code.rewards import (CODE_REWARDS, CodeRewardConfig, RewardOutput,
                                     level_reward, max_reward, pass_rate_reward)

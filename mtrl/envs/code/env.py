@@ -46,8 +46,8 @@ from mtrl.envs.code.analysis import (AUX_NAME, CandidateAnalysis, agent_programs
 from mtrl.envs.code.experts.base import Expert, ExpertRequest
 from mtrl.envs.code.extraction import MAX_COMPLETION_CHARS, decode_completion, extract_code
 from mtrl.envs.code.feedback import (FEEDBACK_MODES, FeedbackContext, FeedbackOptions,
-                                     SandboxSlice, compose_observation, expert_diagnostics,
-                                     normalize_sandbox_slice)
+                                     SandboxSlice, expert_diagnostics, normalize_sandbox_slice)
+from mtrl.envs.code.observation import compose_observation
 from mtrl.envs.code.prompts import PromptTemplates
 from mtrl.envs.code.rewards import CODE_REWARDS, CodeRewardConfig, max_reward
 from mtrl.envs.code.task import CodeTask

@@ -3,7 +3,7 @@
 A feedback mode is a function `mode(ctx: FeedbackContext) -> tuple[str, ...]`
 registered in `FEEDBACK_MODES`; it returns, per agent, the diagnostics and the
 revision instruction, never the agent's previous response (whether that is shown
-is the history mode's business, see `compose_observation`).
+is the history mode's business, see observation.py).
 
 - level_feedback (default): each required function found or missing, syntax OK or
   the error with line and column, tests passed p/n, one line per failing test
@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Union
 
-from mtrl.envs.code.analysis import AUX_NAME, role_function_names
+from mtrl.envs.code.analysis import AUX_NAME
 from mtrl.envs.code.prompts import PromptTemplates
 from mtrl.envs.code.task import CodeTask
 from mtrl.envs.code.verdict import Verdict
@@ -381,41 +381,3 @@ def expert_diagnostics(ctx: FeedbackContext, show_tests: bool) -> str:
     if ctx.num_agents == 2:
         lines.append(_helper_line(ctx))
     return "\n".join(lines)
-
-
-def compose_observation(*, history_mode: str, task: CodeTask, agent: int, num_agents: int,
-                        feedback: str, codes: tuple[str, ...], templates: PromptTemplates,
-                        show_teammate_code: bool = False) -> str:
-    """One agent's next-turn user message.
-
-    history_mode "full": the agent's own previous response is already in its context
-    (its assistant turn), so the observation is the feedback alone (plus, when
-    `show_teammate_code`, the teammate's code, which is not in that context).
-    history_mode "last": the context is reset, so the observation is a complete
-    prompt: the agent's first-turn prompt, its previous code, the teammate's code
-    (when asked), then the feedback.
-    history_mode "feedback": the context is reset and the observation is the
-    feedback alone (plus the teammate's code when asked): a Markov prompt for tasks
-    whose feedback and revision instruction say all a revision needs (the tiny
-    templates restate the task there). Short contexts, no earlier turn to attend over.
-    """
-    if history_mode not in ("full", "last", "feedback"):
-        raise ValueError(f"history_mode must be 'full', 'last' or 'feedback', "
-                         f"got {history_mode!r}")
-    if not 0 <= agent < num_agents or len(codes) != num_agents:
-        raise ValueError(f"agent {agent} / {len(codes)} codes do not match {num_agents} agents")
-    parts = []
-    if history_mode == "last":
-        parts.append(templates.first_turn(task, num_agents)[agent])
-        parts.append(_code_section("Your previous response:", codes[agent]))
-    if show_teammate_code and num_agents == 2:
-        names = role_function_names(num_agents, task.entry_point)
-        other = 1 - agent
-        parts.append(_code_section(f"Your teammate's current `{names[other]}` code:",
-                                   codes[other]))
-    parts.append(feedback)
-    return "\n\n".join(parts)
-
-
-def _code_section(title: str, code: str) -> str:
-    return f"{title}\n```python\n{code}\n```" if code.strip() else f"{title}\n(no code found)"

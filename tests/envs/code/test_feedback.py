@@ -2,8 +2,9 @@ import pytest
 
 from mtrl.envs.code.analysis import analyze_candidate
 from mtrl.envs.code.feedback import (FEEDBACK_MODES, TYPE_CHARS, FeedbackContext, FeedbackOptions,
-                                     compose_observation, expert_diagnostics, levels_passed,
+                                     expert_diagnostics, levels_passed,
                                      normalize_sandbox_slice, select_shown_tests)
+from mtrl.envs.code.observation import compose_observation
 from mtrl.envs.code.prompts import PromptTemplates
 from mtrl.envs.code.rewards import CodeRewardConfig, level_reward
 from mtrl.envs.code.task import CodeTask
