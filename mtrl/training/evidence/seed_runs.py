@@ -95,6 +95,7 @@ def write_seed_summary(path: str | pathlib.Path, summary: Mapping[str, Any],
     out = dict(summary)
     if len(runs) == 1:
         out.update({k: v for k, v in runs[0].items() if k not in summary})
+    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(path).write_text(json.dumps(out, indent=2))
 
 
