@@ -95,7 +95,7 @@ def reader_folder(tmp_path_factory):
     return folder
 
 
-SERVE = re.compile(r"python -m mtrl\.envs\.openenv\.serve(?:[ \t]+--[^\s`#|&]+)*")
+SERVE = re.compile(r"python -m mtrl\.serve_openenv(?:[ \t]+--[^\s`#|&]+)*")
 
 
 @contextlib.contextmanager
