@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from mtrl.data.suite import DataConfig, build_suite  # noqa: E402
 from mtrl.envs.math import MathEnv, MathEnvConfig  # noqa: E402
 from mtrl.training.config import module_from_file  # noqa: E402
+from mtrl.training.run.provenance import code_state  # noqa: E402
 
 
 def suite_and_env(c):
@@ -130,7 +131,8 @@ def main() -> None:
     started = time.perf_counter()
     solved_at, transcripts = play(model, tokenizer, env, tasks, system, turns,
                                   c.rollout.max_new_tokens)
-    record = {"model": args.model, "config": args.config, "split": args.split,
+    record = {"code": code_state(), "model": args.model, "config": args.config,
+              "split": args.split,
               "data_options": options,
               "tasks": len(tasks), "turns": turns,
               "torch": torch.__version__, "seconds": round(time.perf_counter() - started, 1)}
