@@ -11,12 +11,14 @@ and up to n_max at most log_r(n_max) + 1 distinct counts. "none" keeps n itself 
 program per count met, no padding); "pow2" is r = 2.
 
 Which trade wins depends on what a compile costs against a padded slot (BENCHMARKS.md,
-"No compile after warm-up", 40 replayed SmolLM2-MBPP-like minibatches): on this CPU
-(compile 35 s, slot 10.6 ms) the ladder 1.5 with growth 1 costs about what it saves
-(tree packing: 420 s of compiles saved, 465 s of padding added), coarser ladders or
-growths lose 400-2,000 s; on a GPU (compile 10 s, slot 0.0088 ms) pow2 with growth 2
-saves 170-190 s of 210-230 s of compiles for 1-2 s of padding. Hence "auto" (the
-default): 1.5 and growth 1 on CPU, pow2 and growth 2 on an accelerator.
+"No compile after warm-up": 40 and 200 replayed SmolLM2-MBPP-like minibatches, tree
+packing). On this CPU (compile 35 s, slot 10.6 ms: a compile is worth ~3,300 slots) only
+the finest ladder pays: 1.25 saves 74 s net in 40 steps (13 compiles instead of 21, +8%
+slots) where 1.5 loses 45 s and pow2 418 s; over 200 steps exact counts win (1.25 then
+costs 156 s more, ~1% of the update). On a GPU (compile 10 s, slot 0.0088 ms: ~1.1M
+slots) padding is nearly free: pow2 with growth 2 saves 169 s of 210 s of compiles in
+40 steps for 1.1 s of padding. Hence "auto" (the default): 1.25 and growth 1 on CPU,
+pow2 and growth 2 on an accelerator; "none" for long CPU runs of large models.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ from __future__ import annotations
 import math
 
 BIN_BUCKET_NAMES = {"none": None, "pow2": 2.0}
-DEFAULT_BIN_BUCKETS = "1.5"
+DEFAULT_BIN_BUCKETS = "1.25"  # pack_rows' default: the CPU's "auto"
 MAX_RATIO = 16.0
 # "auto" and layout growth 0 resolve per backend: (bin_buckets, layout_growth).
-AUTO_LAYOUT = {"cpu": ("1.5", 1.0)}
+AUTO_LAYOUT = {"cpu": (DEFAULT_BIN_BUCKETS, 1.0)}
 ACCELERATOR_LAYOUT = ("pow2", 2.0)
 
 

@@ -27,8 +27,8 @@ Modes:
 
 Bins: S is the smallest budget in BUDGETS that holds the longest row and is at least
 `min_budget`; the bin count is rounded up to the ladder `bin_buckets` (buckets.py:
-"none", "pow2" or a ratio, default 1.5: 1, 2, 3, 4, 6, 8, 12, 18, ...), so a train step
-compiles for a few (P, S) shapes only. Rows without a loss token (for that agent) are left out: they
+"none", "pow2" or a ratio, default 1.25: 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, ...), so a
+train step compiles for a few (P, S) shapes only. Rows without a loss token (for that agent) are left out: they
 contribute nothing to a loss or gradient.
 """
 

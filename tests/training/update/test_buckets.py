@@ -23,6 +23,8 @@ def test_ladders_by_hand():
     assert ladder(2 ** 0.5, 20) == (1, 2, 3, 4, 6, 8, 12, 16, 23)
     assert [bucket_count(n, "none") for n in (0, 1, 7, 300)] == [1, 1, 7, 300]
     assert [bucket_count(n, "1.5") for n in (0, 5, 7, 13)] == [1, 6, 8, 18]
+    # ⌈1.25^k⌉ = 1, 2, 2, 2, 3, 4, 4, 5, 6, 8, 10, 12, 15, 19
+    assert ladder("1.25", 15) == (1, 2, 3, 4, 5, 6, 8, 10, 12, 15)
 
 
 @pytest.mark.parametrize("bad", ["1.0", "x", "", True, 0.5, 17, None, "auto "])
@@ -40,7 +42,7 @@ def test_bad_growths_fail_in_one_line(bad):
 
 
 def test_auto_is_the_backends_choice():
-    assert resolve_layout("auto", 0, "cpu") == ("1.5", 1.0)
+    assert resolve_layout("auto", 0, "cpu") == ("1.25", 1.0)
     assert resolve_layout("auto", 0.0, "gpu") == ("pow2", 2.0)
     assert resolve_layout("auto", 0, "tpu") == ("pow2", 2.0)
     assert resolve_layout("none", 1.5, "gpu") == ("none", 1.5)
