@@ -74,18 +74,21 @@ def replay(shapes, buckets: str, growth: float) -> dict:
     ladder `buckets` (what pack_rows and TrainStep do), then run in a compiled layout
     of at most `growth` times the slots when one exists (reusable_layout)."""
     compiled: set = set()
+    compile_steps = []
     slots = pairs = real_slots = real_pairs = 0
-    for rows, bins, budget, agents in shapes:
+    for step, (rows, bins, budget, agents) in enumerate(shapes):
         shape = (bucket_count(rows, buckets), bucket_count(bins, buckets), budget)
         use = reusable_layout(shape, compiled, growth)
         if use is None:
             compiled.add(shape)
+            compile_steps.append(step)
             use = shape
         slots += agents * use[1] * use[2]
         pairs += agents * use[1] * use[2] ** 2
         real_slots += agents * bins * budget
         real_pairs += agents * bins * budget ** 2
     return {"compiles": len(compiled), "layouts": sorted(compiled), "slots": slots,
+            "compile_steps": compile_steps,
             "attention_pairs": pairs, "padding_slot_share": 1 - real_slots / slots,
             "padding_pair_share": 1 - real_pairs / pairs}
 
@@ -119,8 +122,8 @@ def main() -> None:
                 arm.update(buckets=buckets, growth=growth,
                            extra_slots=arm["slots"] / base["slots"] - 1)
                 line = (f"{mode} buckets {buckets:>4} growth {growth}: compiles "
-                        f"{base['compiles']} -> {arm['compiles']}, slots "
-                        f"+{arm['extra_slots']:.1%}")
+                        f"{base['compiles']} -> {arm['compiles']} (last at step "
+                        f"{arm['compile_steps'][-1]}), slots +{arm['extra_slots']:.1%}")
                 for name, (compile_s, slot_ms) in COSTS.items():
                     saved = (base["compiles"] - arm["compiles"]) * compile_s
                     added = (arm["slots"] - base["slots"]) * slot_ms / 1e3

@@ -17,7 +17,7 @@ def test_replay_by_hand():
     assert (exact["compiles"], exact["slots"], exact["padding_slot_share"]) == (3, 12 * 128, 0)
     # pow2: 8 bins, then 4; the third (4 rows, 4 bins) runs in (8 rows, 4 bins) for free.
     pow2 = replay(SHAPES, "pow2", 1.0)
-    assert pow2["layouts"] == [(8, 4, 128), (8, 8, 128)]
+    assert pow2["layouts"] == [(8, 4, 128), (8, 8, 128)] and pow2["compile_steps"] == [0, 1]
     assert (pow2["compiles"], pow2["slots"], pow2["padding_slot_share"]) == (2, 16 * 128, 0.25)
     # growth 2: 3 and 4 bins both run in the 5-bin layout (5 <= 2·3).
     grown = replay(SHAPES, "none", 2.0)
