@@ -8,7 +8,7 @@ pack differently; each new layout compiles the train step again (20-50 s for
 SmolLM2-135M on this CPU, issue 43). This replays --steps minibatches of
 SmolLM2-MBPP-like rows (one agent; 8-40 rows, each a 100-300-token prompt + a
 20-200-token completion; two turns' rows share their prompt) through pack_rows and
-TrainStep's rule (bins and rows rounded up to the ladder, then a compiled layout of at
+TrainStep's rule (bins rounded up to the ladder, then a compiled layout of at
 most `growth` times the slots reused), for every ladder in --buckets and growth in
 --growths and both packing modes, against the exact layouts (ladder "none", growth 1:
 a compile per distinct layout, no padding). Reported per arm: layouts compiled, computed
@@ -70,14 +70,14 @@ def exact_shapes(batches, mode: str) -> list[tuple[int, int, int, int]]:
 
 
 def replay(shapes, buckets: str, growth: float) -> dict:
-    """TrainStep's layout rule over the minibatches: bins and rows rounded up to the
-    ladder `buckets` (what pack_rows and TrainStep do), then run in a compiled layout
+    """TrainStep's layout rule over the minibatches: bins rounded up to the ladder
+    `buckets` (what pack_rows does), then run in a compiled layout
     of at most `growth` times the slots when one exists (reusable_layout)."""
     compiled: set = set()
     compile_steps = []
     slots = pairs = real_slots = real_pairs = 0
     for step, (rows, bins, budget, agents) in enumerate(shapes):
-        shape = (bucket_count(rows, buckets), bucket_count(bins, buckets), budget)
+        shape = (rows, bucket_count(bins, buckets), budget)
         use = reusable_layout(shape, compiled, growth)
         if use is None:
             compiled.add(shape)

@@ -43,7 +43,7 @@ class TrainConfig:
       shared prefix once), "rows" (rows packed into bins) or "none" (padded rows).
     remat: per-layer activation rematerialisation, "none" | "dots" | "full".
     pack_budget: the smallest packed bin in tokens (0: the longest row's bucket).
-    bin_buckets: the ladder a packed update's bin and row counts are rounded up to, so
+    bin_buckets: the ladder a packed update's bin count is rounded up to, so
       a run compiles a few layouts (training/update/buckets.py): "none" (exact: a
       program per count met), "pow2", a ratio such as "1.25" (1, 2, 3, 4, 5, 6, 8, 10,
       12, 15, ...), or "auto": 1.25 on CPU, pow2 on an accelerator (BENCHMARKS.md, "No

@@ -1,5 +1,6 @@
-"""The ladder a packed layout's bin count (and row count) is rounded up to, so a run's
-update compiles for a few shapes only (`train.bin_buckets`).
+"""The ladder a packed layout's bin count is rounded up to, so a run's update compiles
+for a few shapes only (`train.bin_buckets`). (Row counts are already few: the rollout's
+fixed shape, or a power of two after the zero-advantage filter, row_filter.py.)
 
 A ladder of ratio r > 1 has the rungs
 

@@ -57,7 +57,7 @@ from mtrl.models.lora import LoRAConfig
 from mtrl.models.remat import check_remat
 from mtrl.sampling.tracing import TraceCounter
 from mtrl.training.update.agent_map import map_agents, uses_cudnn
-from mtrl.training.update.buckets import bucket_count, resolve_layout
+from mtrl.training.update.buckets import resolve_layout
 from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
 from mtrl.training.update.minibatch import PolicyMinibatch, host_rows, pad_minibatch_rows
 from mtrl.training.update.packing import (PackedRows, check_mode, pack_rows, packed_logprobs,
@@ -113,11 +113,10 @@ class TrainStep:
     forward; `last_packing` holds that packing's token counts. `num_compiles` counts
     traces (= compilations): one per distinct (rows, bins, budget) layout run.
 
-    No compile after warm-up: the bin count and the row count are rounded up to the
-    ladder `bin_buckets` (buckets.py; empty bins and rows are padding), and a packing
-    that fits a layout already compiled (more rows, bins and budget) within
-    `layout_growth` times its slots is padded into it instead, so a run meets a few
-    layouts only. `padded_slots` counts the slots the reuse added (the ladder's own
+    No compile after warm-up: the bin count is rounded up to the ladder `bin_buckets`
+    (buckets.py; empty bins are padding), and a packing that fits a layout already
+    compiled (more rows, bins and budget) within `layout_growth` times its slots is
+    padded into it instead, so a run meets a few layouts only. `padded_slots` counts the slots the reuse added (the ladder's own
     padding shows as slots > packed tokens in last_packing). "auto" / growth 0 are the
     backend's choice (buckets.resolve_layout).
     """
@@ -190,12 +189,15 @@ class TrainStep:
                 ) -> tuple[PolicyMinibatch, PackedRows]:
         """The (rows, bins, budget) layout the step runs in: an already compiled one of
         the same agents and row length when it costs at most layout_growth times the
-        packing's slots, else the packing's own (checked by the memory guard) with
-        its rows rounded up to the ladder. Padding adds empty rows, bins and slots: the
+        packing's slots, else the packing's own (checked by the memory guard). The row
+        count is left as it comes (the rollout's shape, or a power of two after the
+        zero-advantage filter), so it still divides a data-parallel mesh; a reused
+        layout's rows came from an earlier minibatch. Padding adds empty rows, bins and
+        slots: the
         same loss and gradients (BENCHMARKS.md, "No compile after warm-up", measures
         the trade)."""
         n, rows, length = jnp.shape(minibatch.tokens)
-        shape = (bucket_count(rows, self.bin_buckets), *packed.tokens.shape[1:])
+        shape = (rows, *packed.tokens.shape[1:])
         compiled = self._packed_layouts.setdefault((n, length), set())
         # A compiled layout passed the memory guard when it was first met.
         reuse = reusable_layout(shape, compiled, self.layout_growth)
@@ -256,7 +258,7 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
         rows split over data/fsdp, outputs keep the state's layout; None: one device.
       memory_guard: called with a packed minibatch's (bins, slots) before its update
         (memory.packed_step_guard: raises when it cannot fit); None: no check.
-      bin_buckets: packed modes round the bin and row counts up to this ladder
+      bin_buckets: packed modes round the bin count up to this ladder
         ("auto", "none", "pow2" or a ratio such as "1.5"; buckets.py, train.bin_buckets).
       layout_growth: packed modes run a minibatch in an already compiled layout with at
         most this many times its slots instead of compiling its own (0: the backend's;

@@ -71,7 +71,7 @@ def test_a_smaller_packing_reuses_the_compiled_layout(models):  # noqa: F811
 
 
 def test_bins_padded_to_the_ladder_change_no_loss_or_gradient(models):  # noqa: F811
-    """Empty bins (and rows) of a coarse ladder: the same metrics and gradients as the
+    """Empty bins of a coarse ladder: the same metrics and gradients as the
     exact packing and as the unpacked rows (float32 summation order only)."""
     graphdef, params = models
     rows, _ = tree_minibatch("align", 2, models, seed=5)
