@@ -1,20 +1,24 @@
-"""Compiles saved vs padding added by reusing compiled packed layouts (TrainStep's rule).
+"""Compiles saved vs padding added by the update's layout rule: the bin ladder
+(train.bin_buckets) and the reuse of compiled layouts (train.layout_growth).
 
     python scripts/bench_layout_reuse.py --out /tmp/layout_reuse.json [--steps 40]
 
-A run's update sees a new packed layout (bins P x budget S) whenever its rows pack
-differently; each new (P, S) compiles the train step again (20-50 s for SmolLM2-135M
-on this CPU, issue 43). This replays --steps minibatches of SmolLM2-MBPP-like rows
-(one agent; 8-40 rows, each a 100-300-token prompt + a 20-200-token completion; two
-turns' rows share their prompt) through pack_rows, the way TrainStep does, with and
-without the reuse rule (pad into a compiled layout of at most --growth times the
-slots), for several growths and both packing modes; seconds saved and added use
---compile-s and --slot-ms (measured elsewhere: see their help). Reported: distinct layouts compiled, computed slots
-and dense attention pairs (P·S², what the padding adds in attention FLOPs), and the
-padding's share. No model runs: FLOPs are proportional to slots (6·params per slot)
-plus attention pairs, so the trade is read in compiles vs extra slots. Extra rows are
-free (rows without a loss token are never packed), so a smaller rows shape reuses a
-larger compiled one.
+A run's update sees a new packed layout (rows x bins P x budget S) whenever its rows
+pack differently; each new layout compiles the train step again (20-50 s for
+SmolLM2-135M on this CPU, issue 43). This replays --steps minibatches of
+SmolLM2-MBPP-like rows (one agent; 8-40 rows, each a 100-300-token prompt + a
+20-200-token completion; two turns' rows share their prompt) through pack_rows and
+TrainStep's rule (bins rounded up to the ladder, then a compiled layout of at
+most `growth` times the slots reused), for every ladder in --buckets and growth in
+--growths and both packing modes, against the exact layouts (ladder "none", growth 1:
+a compile per distinct layout, no padding). Reported per arm: layouts compiled, computed
+slots and dense attention pairs (P·S², what padding adds in attention FLOPs), the
+padding's share, and seconds saved and added at two measured cost points (COSTS: this
+CPU's float32 SmolLM2 update, 35 s a compile and 10.6 ms a slot, issue 43; the H200's,
+10 s and 0.0088 ms, BENCHMARKS.md "GPU (issue 42)"). No model runs: FLOPs are
+proportional to slots (6·params per slot) plus attention pairs, so the trade is read in
+compiles vs extra slots. Extra rows are free (rows without a loss token are never
+packed), so a smaller rows shape reuses a larger compiled one.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from mtrl.training.update.buckets import bucket_count  # noqa: E402
 from mtrl.training.update.packing import pack_rows, reusable_layout  # noqa: E402
 
 
@@ -55,55 +60,78 @@ def minibatch(rng, length: int = 512):
     return np.pad(tokens, pad), np.pad(token_mask, pad), np.pad(loss_mask, pad)
 
 
-def replay(batches, mode: str, growth: float | None) -> dict:
-    compiled: dict[tuple, set] = {}
-    slots = pairs = real_slots = real_pairs = 0
+def exact_shapes(batches, mode: str) -> list[tuple[int, int, int, int]]:
+    """(rows, bins needed, budget, agents) of each minibatch's packing, before any ladder."""
+    shapes = []
     for tokens, token_mask, loss_mask in batches:
-        packed = pack_rows(tokens, token_mask, loss_mask, mode)
-        shape = (tokens.shape[1], *packed.tokens.shape[1:])
-        layouts = compiled.setdefault((tokens.shape[0], tokens.shape[2]), set())
-        use = reusable_layout(shape, layouts, growth) if growth else None
+        packed = pack_rows(tokens, token_mask, loss_mask, mode, bin_buckets="none")
+        shapes.append((tokens.shape[1], *packed.tokens.shape[1:], tokens.shape[0]))
+    return shapes
+
+
+def replay(shapes, buckets: str, growth: float) -> dict:
+    """TrainStep's layout rule over the minibatches: bins rounded up to the ladder
+    `buckets` (what pack_rows does), then run in a compiled layout
+    of at most `growth` times the slots when one exists (reusable_layout)."""
+    compiled: set = set()
+    compile_steps = []
+    slots = pairs = real_slots = real_pairs = 0
+    for step, (rows, bins, budget, agents) in enumerate(shapes):
+        shape = (rows, bucket_count(bins, buckets), budget)
+        use = reusable_layout(shape, compiled, growth)
         if use is None:
-            layouts.add(shape)
+            compiled.add(shape)
+            compile_steps.append(step)
             use = shape
-        slots += use[1] * use[2]
-        pairs += use[1] * use[2] ** 2
-        real_slots += shape[1] * shape[2]
-        real_pairs += shape[1] * shape[2] ** 2
-    return {"compiles": sum(len(v) for v in compiled.values()), "slots": slots,
+        slots += agents * use[1] * use[2]
+        pairs += agents * use[1] * use[2] ** 2
+        real_slots += agents * bins * budget
+        real_pairs += agents * bins * budget ** 2
+    return {"compiles": len(compiled), "layouts": sorted(compiled), "slots": slots,
+            "compile_steps": compile_steps,
             "attention_pairs": pairs, "padding_slot_share": 1 - real_slots / slots,
             "padding_pair_share": 1 - real_pairs / pairs}
+
+
+COSTS = {"cpu": (35.0, 10.6), "gpu": (10.0, 0.0088)}  # (compile s, ms per slot)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--growths", default="1.0,1.25,1.5,2.0,3.0")
+    parser.add_argument("--buckets", default="none,1.25,1.5,pow2,3",
+                        help="bin ladders (train.bin_buckets) to replay")
+    parser.add_argument("--growths", default="1.0,1.5,2.0,3.0")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--compile-s", type=float, default=35.0,
-                        help="seconds one train-step compile costs (issue 43: 20-50 s, SmolLM2)")
-    parser.add_argument("--slot-ms", type=float, default=10.6,
-                        help="update milliseconds per packed slot (SmolLM2 f32: 16.3 s / 1536)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     batches = [minibatch(rng) for _ in range(args.steps)]
-    result = {"steps": args.steps, "compile_s": args.compile_s, "slot_ms": args.slot_ms,
+    result = {"steps": args.steps, "costs": {k: {"compile_s": c, "slot_ms": m}
+                                             for k, (c, m) in COSTS.items()},
               "row_shapes": sorted({b[0].shape[1] for b in batches}), "modes": {}}
     for mode in ("rows", "tree"):
-        before = replay(batches, mode, None)
-        result["modes"][mode] = {"without_reuse": before, "growth": {}}
-        for growth in [float(g) for g in args.growths.split(",")]:
-            after = replay(batches, mode, growth)
-            saved = (before["compiles"] - after["compiles"]) * args.compile_s
-            cost = (after["slots"] - before["slots"]) * args.slot_ms / 1e3
-            result["modes"][mode]["growth"][growth] = {
-                **after, "extra_slots": after["slots"] / before["slots"] - 1,
-                "compile_s_saved": saved, "padding_s_added": cost, "net_s_saved": saved - cost}
-            print(f"{mode} growth {growth}: compiles {before['compiles']} -> "
-                  f"{after['compiles']}, slots +{after['slots'] / before['slots'] - 1:.1%} "
-                  f"(attention pairs +{after['attention_pairs'] / before['attention_pairs'] - 1:.1%}); "
-                  f"saves {saved:.0f} s of compiles, adds {cost:.0f} s of padding")
+        shapes = exact_shapes(batches, mode)
+        base = replay(shapes, "none", 1.0)  # every distinct exact layout compiles
+        arms = result["modes"][mode] = {
+            "budgets": sorted({s[2] for s in shapes}),
+            "bins_needed": sorted({s[1] for s in shapes}), "arms": []}
+        for buckets in args.buckets.split(","):
+            for growth in [float(g) for g in args.growths.split(",")]:
+                arm = replay(shapes, buckets, growth)
+                arm.update(buckets=buckets, growth=growth,
+                           extra_slots=arm["slots"] / base["slots"] - 1)
+                line = (f"{mode} buckets {buckets:>4} growth {growth}: compiles "
+                        f"{base['compiles']} -> {arm['compiles']} (last at step "
+                        f"{arm['compile_steps'][-1]}), slots +{arm['extra_slots']:.1%}")
+                for name, (compile_s, slot_ms) in COSTS.items():
+                    saved = (base["compiles"] - arm["compiles"]) * compile_s
+                    added = (arm["slots"] - base["slots"]) * slot_ms / 1e3
+                    arm[name] = {"compile_s_saved": saved, "padding_s_added": added,
+                                 "net_s_saved": saved - added}
+                    line += f"; {name} saves {saved:.0f} s, adds {added:.1f} s"
+                arms["arms"].append(arm)
+                print(line)
     with open(args.out, "w") as f:
         json.dump(result, f, indent=2)
 

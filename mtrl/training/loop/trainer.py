@@ -126,7 +126,8 @@ class Trainer:
             self.graphdef, c.objective, self.optimizer, num_agents=self.num_agents,
             shared=self.shared, learning_rate_fn=make_schedule(c.optim), packing=train.packing,
             remat=train.remat, min_budget=train.pack_budget, shardings=self.plan,
-            memory_guard=packed_step_guard(train, c.models[0].config, self.num_agents))
+            memory_guard=packed_step_guard(train, c.models[0].config, self.num_agents),
+            bin_buckets=train.bin_buckets, layout_growth=train.layout_growth)
         self.keeper = CheckpointKeeper(self.workdir / "checkpoints", keep_best=train.keep_best)
         self.keys = RunKeys.from_seed(run.seed)
         self.step_tasks = StepTasks(c.train_tasks, train.tasks_per_step, run.seed, c.curriculum)

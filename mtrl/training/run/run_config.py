@@ -23,6 +23,9 @@ RESUMABLE_CHANGES = frozenset({
     "train.num_transcripts", "train.restore", "sft.checkpoint_every", "train.init_from",
     "train.wandb_project",  # where metrics are also sent, not what is trained
     "mesh.shape",  # a checkpoint restores onto any mesh (8 devices -> 1 is tested)
+    # How the update's packed layout is padded (same loss and gradients), not what is
+    # trained: a resumed run may change it to trade compiles for padding.
+    "train.bin_buckets", "train.layout_growth",
 })
 
 

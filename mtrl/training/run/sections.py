@@ -43,6 +43,16 @@ class TrainConfig:
       shared prefix once), "rows" (rows packed into bins) or "none" (padded rows).
     remat: per-layer activation rematerialisation, "none" | "dots" | "full".
     pack_budget: the smallest packed bin in tokens (0: the longest row's bucket).
+    bin_buckets: the ladder a packed update's bin count is rounded up to, so
+      a run compiles a few layouts (training/update/buckets.py): "none" (exact: a
+      program per count met), "pow2", a ratio such as "1.25" (1, 2, 3, 4, 5, 6, 8, 10,
+      12, 15, ...), or "auto": 1.25 on CPU, pow2 on an accelerator (BENCHMARKS.md, "No
+      compile after warm-up": where a compile costs ~3,300 padded slots, as for SmolLM2
+      on this CPU, only 1.25 saves time over 40 steps and exact wins over 200; where it
+      costs ~1M slots, as on a GPU, pow2 with growth 2 saves most compiles).
+    layout_growth: a packed minibatch runs in an already compiled layout with at most
+      this many times its slots instead of compiling its own (>= 1; 0: the backend's,
+      1 on CPU, 2 on an accelerator). Neither field changes the loss or gradients.
     off_policy: 1 grows step k+1's rollout in the background while step k's update
       runs (one step stale; the sampler's log-probabilities are π_old), 0 on-policy
       (training/grow/async_rollout.py).
@@ -68,6 +78,8 @@ class TrainConfig:
     packing: str = "tree"
     remat: str = "none"
     pack_budget: int = 0
+    bin_buckets: str = "auto"
+    layout_growth: float = 0.0
     off_policy: int = 0
     wandb_project: str = ""
 
@@ -88,6 +100,9 @@ class TrainConfig:
         check_choice("packing", self.packing, PACKING_MODES)
         check_choice("remat", self.remat, REMAT_POLICIES)
         check_int("pack_budget", self.pack_budget, 0, BUDGETS[-1])
+        from mtrl.training.update.buckets import check_bin_buckets, check_layout_growth
+        check_bin_buckets(self.bin_buckets)
+        check_layout_growth(self.layout_growth)
         check_choice("off_policy", self.off_policy, OFF_POLICY_LAGS)
         if not isinstance(self.init_from, str):
             raise ValueError(f"init_from must be a path or '', got {self.init_from!r}")

@@ -26,14 +26,13 @@ Modes:
   none  the padded rows themselves (the reference layout).
 
 Bins: S is the smallest budget in BUDGETS that holds the longest row and is at least
-`min_budget`; the bin count is rounded up to BIN_COUNTS, so a train step compiles for a
-few (P, S) shapes only. Rows without a loss token (for that agent) are left out: they
+`min_budget`; the bin count is rounded up to the ladder `bin_buckets` (buckets.py:
+"none", "pow2" or a ratio, default 1.25: 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, ...), so a
+train step compiles for a few (P, S) shapes only. Rows without a loss token (for that agent) are left out: they
 contribute nothing to a loss or gradient.
 """
 
 from __future__ import annotations
-
-import bisect
 
 import flax.struct
 import jax
@@ -41,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mtrl.config.fields import check_choice
+from mtrl.training.update.buckets import DEFAULT_BIN_BUCKETS, bucket_count
 from mtrl.training.update.logprobs import LOGITS_CHUNK, chunked_logprobs
 
 PACKING_MODES = ("none", "rows", "tree")
@@ -48,7 +48,6 @@ PACKING_MODES = ("none", "rows", "tree")
 # that just miss a smaller budget.
 BUDGETS = (64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192,
            12288, 16384)
-BIN_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 
 
 @flax.struct.dataclass
@@ -76,15 +75,6 @@ def budget_for(longest: int, min_budget: int = 0) -> int:
         if size >= need:
             return size
     raise ValueError(f"a row of {longest} tokens exceeds the largest bin ({BUDGETS[-1]})")
-
-
-def bin_count(n: int) -> int:
-    """n rounded up to BIN_COUNTS (beyond it: to a multiple of its last entry)."""
-    i = bisect.bisect_left(BIN_COUNTS, max(n, 1))
-    if i < len(BIN_COUNTS):
-        return BIN_COUNTS[i]
-    step = BIN_COUNTS[-1]
-    return -(-n // step) * step
 
 
 def _common_prefix(a: tuple, b: tuple) -> int:
@@ -161,8 +151,9 @@ def pack_agent(tokens: np.ndarray, lengths: np.ndarray, include: np.ndarray, mod
 
 
 def pack_rows(tokens, token_mask, loss_mask, mode: str, min_budget: int = 0,
-              skip=None) -> PackedRows:
-    """Packs [N, B, L] rows (real tokens contiguous from position 0) into [N, P, S] bins.
+              skip=None, bin_buckets=DEFAULT_BIN_BUCKETS) -> PackedRows:
+    """Packs [N, B, L] rows (real tokens contiguous from position 0) into [N, P, S] bins,
+    P the bins needed rounded up to the ladder `bin_buckets` (empty bins are padding).
 
     A row takes part for agent a when it has a loss token there and skip[a, b] ([N, B]
     bool, optional) is False; rows must be right-padded (token_mask a prefix of each row).
@@ -184,7 +175,7 @@ def pack_rows(tokens, token_mask, loss_mask, mode: str, min_budget: int = 0,
     longest = int(lengths[include].max()) if include.any() else 1
     budget = budget_for(longest, min_budget)
     packed = [pack_agent(tokens[a], lengths[a], include[a], mode, budget) for a in range(n)]
-    num_bins = bin_count(max(len(bins) for bins, _ in packed))
+    num_bins = bucket_count(max(len(bins) for bins, _ in packed), bin_buckets)
     out = dict(tokens=np.zeros((n, num_bins, budget), np.int32),
                positions=np.zeros((n, num_bins, budget), np.int32),
                attend_end=np.tile(np.arange(1, budget + 1, dtype=np.int32), (n, num_bins, 1)),

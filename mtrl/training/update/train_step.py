@@ -57,6 +57,7 @@ from mtrl.models.lora import LoRAConfig
 from mtrl.models.remat import check_remat
 from mtrl.sampling.tracing import TraceCounter
 from mtrl.training.update.agent_map import map_agents, uses_cudnn
+from mtrl.training.update.buckets import resolve_layout
 from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
 from mtrl.training.update.minibatch import PolicyMinibatch, host_rows, pad_minibatch_rows
 from mtrl.training.update.packing import (PackedRows, check_mode, pack_rows, packed_logprobs,
@@ -64,13 +65,6 @@ from mtrl.training.update.packing import (PackedRows, check_mode, pack_rows, pac
 from mtrl.training.update.step_metrics import flatten_metrics
 from mtrl.training.update.train_state import TrainState, policy_params, reference_params
 
-# A packed minibatch runs in an already compiled (rows, bins, budget) layout when that
-# has at most this many times its slots (TrainStep._reuse_compiled). 1.0: only layouts
-# with the same bins and budget and more rows (free: empty rows are never packed). On
-# this CPU a SmolLM2 compile (20-50 s) costs less than the padded slots a larger growth
-# adds over a run; on a GPU (compile ~10 s, a slot ~0.01 ms) padding is nearly free:
-# BENCHMARKS.md, "No compile after warm-up".
-REUSE_GROWTH = 1.0
 
 
 def _agent_objective(graphdef, objective, params, ref_params, rows: PolicyMinibatch,
@@ -117,17 +111,20 @@ class TrainStep:
     Built by make_train_step. With packing "rows" or "tree" the call first packs the
     minibatch's rows on the host (packing.py) and the jitted step runs the packed
     forward; `last_packing` holds that packing's token counts. `num_compiles` counts
-    traces (= compilations): one per distinct (minibatch, packed bins) shape. A packing
-    that fits a layout already compiled (more rows, bins and budget) within
-    `layout_growth` times its slots is padded into it instead (`padded_slots` counts
-    what that added), so a later step with a seen layout and fewer rows compiles
-    nothing; a growth above 1 also reuses larger layouts, at their FLOPs.
+    traces (= compilations): one per distinct (rows, bins, budget) layout run.
+
+    No compile after warm-up: the bin count is rounded up to the ladder `bin_buckets`
+    (buckets.py; empty bins are padding), and a packing that fits a layout already
+    compiled (more rows, bins and budget) within `layout_growth` times its slots is
+    padded into it instead, so a run meets a few layouts only. `padded_slots` counts the slots the reuse added (the ladder's own
+    padding shows as slots > packed tokens in last_packing). "auto" / growth 0 are the
+    backend's choice (buckets.resolve_layout).
     """
 
     def __init__(self, fn: Callable, *, num_agents: int, shared: bool, packing: str = "none",
                  min_budget: int = 0, skip_zero_advantage: bool = False, shardings: Any = None,
                  memory_guard: Callable[[int, int], None] | None = None,
-                 layout_growth: float = REUSE_GROWTH):
+                 bin_buckets="auto", layout_growth: float = 0.0):
         self.num_agents, self.shared = num_agents, shared
         self.memory_guard = memory_guard  # memory.packed_step_guard: (bins, slots) -> None
         self.packing, self.min_budget = packing, min_budget
@@ -140,9 +137,8 @@ class TrainStep:
         self.last_packing: dict[str, float] = {}
         # Packed layouts compiled so far, per rows shape, and the slots padding added.
         self._packed_layouts: dict[tuple, set[tuple[int, int, int]]] = {}
-        if not layout_growth >= 1.0:
-            raise ValueError(f"layout_growth must be >= 1, got {layout_growth}")
-        self.layout_growth = layout_growth
+        self.bin_buckets, self.layout_growth = resolve_layout(bin_buckets, layout_growth,
+                                                              jax.default_backend())
         self.padded_slots = 0
 
     def _program(self, state: TrainState) -> Callable:
@@ -170,16 +166,14 @@ class TrainStep:
         if self.skip_zero_advantage:
             skip = ~np.any(host.loss_mask & (host.advantages != 0), axis=2)
         packed = pack_rows(host.tokens, host.token_mask, host.loss_mask,
-                           self.packing, self.min_budget, skip)
+                           self.packing, self.min_budget, skip, self.bin_buckets)
         unpadded = packed
-        minibatch, packed = self._reuse_compiled(minibatch, packed)
+        minibatch, packed = self._layout(minibatch, packed)
         # From host arrays: the minibatch may hold other processes' rows by now. Padding
         # adds empty rows and bins, so tokens count as before it and slots as after.
         n, p, s = packed.tokens.shape
         self.last_packing = {**packing_counts(unpadded, host.token_mask),
                              "slots": float(n * p * s), "bins": float(p), "budget": float(s)}
-        if self.memory_guard is not None:  # one line instead of running out of memory
-            self.memory_guard(*packed.tokens.shape[1:])
         if self.shardings is not None:
             minibatch, packed = self.shardings.shard_batch((minibatch, packed))
         return _with_ref_params(program, state, minibatch, packed)
@@ -191,20 +185,27 @@ class TrainStep:
         return self._jitted.lower(state.replace(ref_params=None), state.ref_params, minibatch,
                                   packed)
 
-    def _reuse_compiled(self, minibatch: PolicyMinibatch, packed: PackedRows
-                        ) -> tuple[PolicyMinibatch, PackedRows]:
-        """Run in an already compiled (rows, bins, budget) layout of the same agents and
-        row length when it costs at most layout_growth times the packing's slots: the
-        minibatch gets empty rows, the packing padding bins and slots (same loss and
-        gradients), and the step runs a compiled program instead of compiling one
-        (BENCHMARKS.md, "No compile after warm-up", measures the trade)."""
+    def _layout(self, minibatch: PolicyMinibatch, packed: PackedRows
+                ) -> tuple[PolicyMinibatch, PackedRows]:
+        """The (rows, bins, budget) layout the step runs in: an already compiled one of
+        the same agents and row length when it costs at most layout_growth times the
+        packing's slots, else the packing's own (checked by the memory guard). The row
+        count is left as it comes (the rollout's shape, or a power of two after the
+        zero-advantage filter), so it still divides a data-parallel mesh; a reused
+        layout's rows came from an earlier minibatch. Padding adds empty rows, bins and
+        slots: the
+        same loss and gradients (BENCHMARKS.md, "No compile after warm-up", measures
+        the trade)."""
         n, rows, length = jnp.shape(minibatch.tokens)
         shape = (rows, *packed.tokens.shape[1:])
         compiled = self._packed_layouts.setdefault((n, length), set())
+        # A compiled layout passed the memory guard when it was first met.
         reuse = reusable_layout(shape, compiled, self.layout_growth)
         if reuse is None:
+            if self.memory_guard is not None:  # one line instead of running out of memory
+                self.memory_guard(*shape[1:])
             compiled.add(shape)
-            return minibatch, packed
+            reuse = shape
         self.padded_slots += n * (reuse[1] * reuse[2] - shape[1] * shape[2])
         packed = pad_rows(pad_packed(packed, reuse[1], reuse[2]), reuse[0])
         return pad_minibatch_rows(minibatch, reuse[0]), packed
@@ -235,7 +236,7 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
                     learning_rate_fn: optax.Schedule | None = None, packing: str = "none",
                     remat: str = "none", min_budget: int = 0, shardings: Any = None,
                     memory_guard: Callable[[int, int], None] | None = None,
-                    layout_growth: float = REUSE_GROWTH) -> TrainStep:
+                    bin_buckets="auto", layout_growth: float = 0.0) -> TrainStep:
     """The jitted update of the module docstring.
 
     Args:
@@ -257,8 +258,11 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
         rows split over data/fsdp, outputs keep the state's layout; None: one device.
       memory_guard: called with a packed minibatch's (bins, slots) before its update
         (memory.packed_step_guard: raises when it cannot fit); None: no check.
+      bin_buckets: packed modes round the bin count up to this ladder
+        ("auto", "none", "pow2" or a ratio such as "1.5"; buckets.py, train.bin_buckets).
       layout_growth: packed modes run a minibatch in an already compiled layout with at
-        most this many times its slots instead of compiling its own (TrainStep).
+        most this many times its slots instead of compiling its own (0: the backend's;
+        TrainStep, train.layout_growth).
 
     Packed modes leave out of the forward the rows whose advantage is 0 on every loss
     token when that is exact (zero_advantage_is_exact): such a row's loss term and
@@ -341,7 +345,7 @@ def make_train_step(graphdef: nnx.GraphDef, objective: PolicyObjectiveConfig,
     return TrainStep(step, num_agents=num_agents, shared=shared, packing=packing,
                      min_budget=min_budget, shardings=shardings, memory_guard=memory_guard,
                      skip_zero_advantage=zero_advantage_is_exact(objective),
-                     layout_growth=layout_growth)
+                     bin_buckets=bin_buckets, layout_growth=layout_growth)
 
 
 def zero_advantage_is_exact(objective: PolicyObjectiveConfig) -> bool:

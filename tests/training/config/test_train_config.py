@@ -26,6 +26,10 @@ def test_base_config_train_section_is_valid():
     ("restore", "newest", "config.train.restore: must be one of latest, best, none"),
     ("budget_minutes", -3.0, "config.train.budget_minutes: must be a number >= 0"),
     ("keep_best", 0, "config.train.keep_best: must be an int >= 1, got 0"),
+    ("bin_buckets", "1", "config.train.bin_buckets: must be 'auto', 'none', 'pow2' or a "
+                         "ratio in (1, 16] such as '1.5', got '1'"),
+    ("layout_growth", 0.5, "config.train.layout_growth: must be 0 (the backend's) or a "
+                           "number in [1, 16], got 0.5"),
 ])
 def test_bad_values_are_one_line(field, value, message):
     # (Type changes, e.g. a float for an int field, are refused by ml_collections itself.)
@@ -34,6 +38,15 @@ def test_bad_values_are_one_line(field, value, message):
     with pytest.raises(ValueError) as error:
         train_config(config)
     assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("buckets, growth", [("none", 1.0), ("pow2", 2.0), ("1.25", 0.0),
+                                             ("auto", 3)])
+def test_layout_fields_accept_their_choices(buckets, growth):
+    config = base_config()
+    config.train.bin_buckets, config.train.layout_growth = buckets, growth
+    train = train_config(config)
+    assert (train.bin_buckets, train.layout_growth) == (buckets, growth)
 
 
 def test_unknown_field_is_named():

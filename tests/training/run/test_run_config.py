@@ -28,6 +28,7 @@ def test_record_is_plain_json_and_differences_skip_resumable_fields():
     assert json.loads(json.dumps(record)) == record
     changed = one_step_config()
     changed.train.steps = 50  # extending a run is allowed
+    changed.train.bin_buckets, changed.train.layout_growth = "pow2", 2.0  # padding only
     changed.rollout.num_generations = 8
     changed.credit.estimator = "max"
     assert differences(record, config_record(changed)) == [

@@ -1,6 +1,7 @@
 """No compile after warm-up: a packed minibatch runs in an already compiled, larger
 (rows, bins, budget) layout (padding: same log-probabilities, loss and gradients) when
-that costs at most layout_growth times its slots (default 1: more rows only)."""
+that costs at most layout_growth times its slots, and bins padded to the ladder
+(train.bin_buckets) change no loss or gradient."""
 
 import jax
 import numpy as np
@@ -67,3 +68,31 @@ def test_a_smaller_packing_reuses_the_compiled_layout(models):  # noqa: F811
     for name, value in jax.device_get(want).items():
         np.testing.assert_allclose(jax.device_get(reused)[name], value, rtol=1e-5, atol=1e-6,
                                    err_msg=name)
+
+
+def test_bins_padded_to_the_ladder_change_no_loss_or_gradient(models):  # noqa: F811
+    """Empty bins of a coarse ladder: the same metrics and gradients as the
+    exact packing and as the unpacked rows (float32 summation order only)."""
+    graphdef, params = models
+    rows, _ = tree_minibatch("align", 2, models, seed=5)
+    results = {}
+    for packing, buckets in (("none", "none"), ("tree", "none"), ("tree", "16")):
+        step = make_train_step(graphdef, PPO_KL, recording_sgd(), num_agents=2, shared=False,
+                               packing=packing, bin_buckets=buckets, layout_growth=1.0)
+        state = init_train_state(params, recording_sgd(), shared=False, keep_reference=True)
+        new_state, metrics = step(state, rows)
+        results[packing, buckets] = (jax.device_get(metrics),
+                                     jax.device_get(new_state.opt_state), step.last_packing)
+    exact, padded = results["tree", "none"][2], results["tree", "16"][2]
+    assert exact["bins"] < padded["bins"] == 16
+    assert padded["packed_tokens"] == exact["packed_tokens"]
+    want_metrics, want_grads, _ = results["none", "none"]
+    for key in (("tree", "none"), ("tree", "16")):
+        metrics, grads, _ = results[key]
+        assert set(metrics) == set(want_metrics)
+        for name, want in want_metrics.items():
+            np.testing.assert_allclose(metrics[name], want, rtol=1e-5, atol=1e-6,
+                                       err_msg=f"{key} {name}")
+        for got, want in zip(jax.tree.leaves(grads), jax.tree.leaves(want_grads)):
+            np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-6, err_msg=str(key))
+    assert np.abs(jax.tree.leaves(want_grads)[0]).max() > 0
