@@ -1,12 +1,15 @@
 """The embedded default: two agents learn, from scratch on a CPU, to write the integer
 functions of the built-in family (mtrl.data.synthetic) over T = 2 turns.
 
-Task: "Write f(x) with f(0) == 7." The helper writes aux(x, k) = k*x with k among
-1, 2, 3, 4, -1; main writes f(x, b=7) = aux(x) + b. One example cannot name the term,
-so turn 1 is a guess; turn 2 starts a fresh context holding compact level_feedback
+Task: "Write f(x) with f(0) == 7." The helper writes aux(x, k) = k*x with k in
+-19..19, main writes f(x, b=7) = aux(x) + b with b in -99..99. One example cannot name
+k, so turn 1 is a guess; turn 2 starts a fresh context holding compact level_feedback
 alone (history_mode "feedback"), which ends with the first hidden test, the
 difference probe `f(1) - f(0) == 3` whose number is k, and the revision instruction
-(for main it restates the task). Held out: unseen (term, offset) pairs.
+(for main it restates the task). Held out: values (heldout_by="values"): validation
+and test each hold out 10% of the k values and 10% of the b values, and no train task
+has a held-out value, so every text a test task shows an agent is new
+(tests/data/synthetic/test_default_disjoint.py).
 
 SFT teacher: the helper always opens with k = 1 and, in 70% of its revisions,
 ignores the feedback and resubmits it (sft.first_guess, sft.resubmit_fraction): a
@@ -16,10 +19,9 @@ first-turn answers alone (learns to copy b from the example), then both on all
 their rows. After SFT, greedy decoding mostly resubmits, so held-out success sits
 in the low band; RL (MAGRPO on rows with a non-zero advantage, dynamic sampling)
 has to make the helper use the feedback it can already read. Held-out evaluation
-every 10 steps, best checkpoint; the test split (iid: ten more unseen (term, offset)
-pairs, one per offset, drawn like validation's) and the ood_test split (coefficients
--2, -3, -4: values no agent saw) are evaluated once, after SFT and for the best
-checkpoint.
+every 10 steps, best checkpoint; the test split and the ood_test split (coefficients
+23, -27, 31 and offsets 100-130: values outside the training ranges) are evaluated
+after SFT, for the best checkpoint and for the last.
 
     python -m mtrl.train --config=experiments/configs/default.py --workdir=/tmp/mtrl
 
