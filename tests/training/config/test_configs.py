@@ -97,10 +97,11 @@ def check_one_step_run(workdir: pathlib.Path, result: dict, c, stem: str) -> Non
         assert test["step"] == result["best_step"] and test["num_tasks"] == 2
         assert result["test_success"] == test["test_success"]
         assert 0.0 <= result["post_sft_test_success"] <= 1.0
-        # A suite's extra test splits sit beside it: the default's iid test plus the
-        # unseen-number split (ood_test), in the summary and in test.json.
+        # A suite's extra test splits sit beside it: the default family's iid test
+        # plus the unseen-number split (ood_test), in the summary and in test.json.
         extra = [k[:-len("_num_tasks")] for k in test if k.endswith("_num_tasks")]
-        assert extra == (["ood_test"] if stem == "default" else [])
+        has_ood = c.data.name == "intfn" and bool(c.data.options.get("iid_test"))
+        assert extra == (["ood_test"] if has_ood else [])
         for name in extra:
             assert test[f"{name}_num_tasks"] == 2
             assert result[f"{name}_success"] == test[f"{name}_success"]
