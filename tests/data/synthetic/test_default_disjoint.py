@@ -19,12 +19,13 @@ from mtrl.data.demonstrations import Revision
 from mtrl.envs.registry import build_environment
 from mtrl.training.config import module_from_file, parse
 
-DEFAULT = pathlib.Path(__file__).resolve().parents[3] / "experiments" / "configs" / "default.py"
+CONFIGS = pathlib.Path(__file__).resolve().parents[3] / "experiments" / "configs"
 
 
-@pytest.fixture(scope="module")
-def default_world():
-    run = parse(module_from_file(DEFAULT).get_config())
+# The default and its wide-k ablation (issue 37): both report a test split as unseen.
+@pytest.fixture(scope="module", params=["default", "default_wide_k"])
+def default_world(request):
+    run = parse(module_from_file(CONFIGS / f"{request.param}.py").get_config())
     suite = build_suite(run.data, run.seed)
     built = build_environment(run.env, run.rollout.num_turns, run.data.name, suite, None)
     yield run, suite, built.env
