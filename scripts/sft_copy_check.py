@@ -27,6 +27,7 @@ from flax import nnx
 from mtrl.rollout.generator import per_agent_formats
 from mtrl.training.config import module_from_file, parse
 from mtrl.training.run.build import build_components
+from mtrl.training.run.provenance import code_state
 from mtrl.training.sft.sft import sft_examples
 from mtrl.training.sft.sft_checkpoint import SFTCheckpoints
 from mtrl.training.sft.sft_data import rows_of_kind
@@ -47,6 +48,11 @@ def exact_fraction(graphdef, params, examples, limit: int = ROWS) -> tuple[float
     trained = examples.loss_mask[:n, 1:]
     right = (predicted == tokens[:, 1:]) | ~trained
     return float(right.all(axis=1).mean()), n
+
+
+def _run_code(workdir: pathlib.Path) -> dict | None:
+    path = workdir / "provenance.json"
+    return json.loads(path.read_text()).get("code") if path.exists() else None
 
 
 def main(argv: list[str]) -> None:
@@ -76,8 +82,10 @@ def main(argv: list[str]) -> None:
     object.__setattr__(splits, "train", tuple(dataclasses.replace(t, split="train")
                                               for t in splits.heldout))
     validation_pairs = c.suite.demonstrations(c.env, run.num_agents, s)
-    result = {"workdir": str(workdir), "sft_position": [position.agent, position.phase,
-                                                        position.update], "exact": {}}
+    # The code that measured, and the run's own provenance file (the code that trained).
+    result = {"code": code_state(), "runs_code": _run_code(workdir), "workdir": str(workdir),
+              "sft_position": [position.agent, position.phase, position.update],
+              "exact": {}}
     for a in range(run.num_agents):
         for kind in ("first_turn", "revisions"):
             for name, pairs in (("train", train_pairs), ("validation", validation_pairs)):
