@@ -2,7 +2,7 @@
 functions of the built-in family (mtrl.data.synthetic) over T = 2 turns.
 
 Task: "Write f(x) with f(0) == 7." The helper writes aux(x, k) = k*x with k in
--19..19, main writes f(x, b=7) = aux(x) + b with b in -99..99. One example cannot name
+-99..99, main writes f(x, b=7) = aux(x) + b with b in -99..99. One example cannot name
 k, so turn 1 is a guess; turn 2 starts a fresh context holding compact level_feedback
 alone (history_mode "feedback"), which ends with the first hidden test, the
 difference probe `f(1) - f(0) == 3` whose number is k, and the revision instruction
@@ -20,8 +20,15 @@ their rows. After SFT, greedy decoding mostly resubmits, so held-out success sit
 in the low band; RL (MAGRPO on rows with a non-zero advantage, dynamic sampling)
 has to make the helper use the feedback it can already read. Held-out evaluation
 every 10 steps, best checkpoint; the test split and the ood_test split (coefficients
-23, -27, 31 and offsets 100-130: values outside the training ranges) are evaluated
+123, -127, 131 and offsets 100-130: values outside the training ranges) are evaluated
 after SFT, for the best checkpoint and for the last.
+
+Why k as wide as b: with k over -19..19 (experiments/configs/default_narrow_k.py, the
+default until 2026-11-28) only ~31 distinct k occur in training, a table of answers
+fits the helper's SFT as well as copying does, and on four seeds of five the helper
+copied no unseen k after SFT; RL then had nothing to sharpen (test 0.00 -> 0.00 on
+three of five seeds). With ~158 distinct k, copying is the cheaper fit
+(docs/default_values/copy_check.json, docs/default_values/wide_k/).
 
     python -m mtrl.train --config=experiments/configs/default.py --workdir=/tmp/mtrl
 
@@ -37,19 +44,19 @@ def get_config():
     # Every distinct train task: 30 train functions x 30 tasks (the iid test's 10
     # functions left train; before it, 1,000 of 1,200).
     c.data.num_train = 900
-    # Values, not names: the helper's k ranges over -19..19 and main's b over -99..99;
+    # Values, not names: the helper's k and main's b both range over -99..99;
     # validation holds out 10% of the coefficients and 10% of the offsets (spread over
     # each range), the test split another 10% of each, and no train task has a
     # held-out value. So every text a test task shows an agent (its prompt, the failing
     # probe that names k, the revision instruction with b) is new, and its right answers
     # are numbers no agent wrote in training: using the feedback means copying digits.
     c.data.options = dict(probe_form="difference", heldout_by="values",
-                          coefficient_range=(-19, 19), offset_range=(-99, 99),
+                          coefficient_range=(-99, 99), offset_range=(-99, 99),
                           heldout_value_fraction=0.1, probe_xs=(1,),
                           test_xs=(-3, -2, -1, 1, 2, 3, 4), iid_test=True,
-                          test_terms=("23x", "neg27x", "31x"), test_offset_range=(100, 130))
-    # ood_test: coefficients and offsets outside the training ranges (two- and
-    # three-digit numbers of lengths no agent copied there): extrapolation, reported
+                          test_terms=("123x", "neg127x", "131x"), test_offset_range=(100, 130))
+    # ood_test: coefficients and offsets outside the training ranges (three-digit
+    # numbers, a length no agent copied there): extrapolation, reported
     # beside the test split. Both are evaluated after SFT and once for the checkpoint
     # validation chose.
     c.data.test_split = "test"

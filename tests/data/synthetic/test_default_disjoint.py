@@ -23,7 +23,7 @@ CONFIGS = pathlib.Path(__file__).resolve().parents[3] / "experiments" / "configs
 
 
 # The default and its wide-k ablation (issue 37): both report a test split as unseen.
-@pytest.fixture(scope="module", params=["default", "default_wide_k"])
+@pytest.fixture(scope="module", params=["default", "default_narrow_k"])
 def default_world(request):
     run = parse(module_from_file(CONFIGS / f"{request.param}.py").get_config())
     suite = build_suite(run.data, run.seed)
