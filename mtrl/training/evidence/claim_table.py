@@ -18,6 +18,13 @@ def _mean_values(values) -> str:
     return f"{sum(found) / len(found):.3g} ({shown})" if found else "failed"
 
 
+def _metric(record: dict) -> str:
+    """The claim's metric, or each arm's own measure of it when they differ (Arm.metric:
+    e.g. "test_success vs test_pass@2", treatment first)."""
+    base, treat = (arm.get("metric", record["metric"]) for arm in record["arms"].values())
+    return record["metric"] if base == treat else f"{treat} vs {base}"
+
+
 def table_row(record: dict, record_path: str) -> str:
     """One markdown row of a claim record (claims.claim_record); a run below the
     claim's size says so beside its verdict."""
@@ -33,7 +40,7 @@ def table_row(record: dict, record_path: str) -> str:
     reduced = "" if scale.get("full_size", True) else \
         f" (reduced scale: {scale.get('steps')} of {scale.get('claim_steps')} steps, overrides)"
     cells = [record["claim"], record["source"].split(";")[0].split(",")[0],
-             f"{record['metric']} ({record.get('metric_on', record['split'])})",
+             f"{_metric(record)} ({record.get('metric_on', record['split'])})",
              ",".join(str(s) for s in record["seeds"]),
              f"{base[0]}: {_mean_values(base[1]['values'])}",
              f"{treat[0]}: {_mean_values(treat[1]['values'])}",

@@ -18,6 +18,13 @@ carries each arm's gain over its warm start with its interval, so the control is
 to read. Seeds live in the claim file (`seeds`); the record names the code it ran
 (one commit for every run, `provenance`).
 
+An arm may measure the claim's metric its own way (`Arm.metric`): UFO's comparison scores
+the multi-turn arm by sequential success within k attempts (test_success with
+train.eval_turns = k) and the single-turn arm by Pass@k, k parallel samples
+(test_pass@k with train.eval_samples = k), at equal samples per task. The difference is
+then treatment's measure − baseline's; guards and reported metrics stay one metric for
+both arms.
+
 A claim whose effect is "less X at equal Y" (termination: fewer generated samples at
 equal test success) names Y as its `guard`: the guard's interval must show
 non-inferiority (paired_ci.non_inferior with `margin`), else a reproduced primary
@@ -43,6 +50,10 @@ CLAIMS_DIR = pathlib.Path(__file__).resolve().parents[3] / "experiments" / "clai
 METRICS = ("test_success", "test_success_turn1", "test_success_turn2",
            "test_final_turn_success", "ood_test_success", "generated_samples_per_step",
            "generated_tokens_per_step", "test_tool_call_turn1")
+# An arm's own measure (Arm.metric) may also be a sampled one (train.eval_samples = k):
+# test_sampled_success, or test_pass@k (any of k sampled episodes solved the task).
+ARM_METRICS = METRICS + ("test_sampled_success",)
+PASS_AT_K = re.compile(r"test_pass@[1-9][0-9]*")
 
 
 def measured_on(metric: str) -> str:
@@ -55,6 +66,11 @@ def measured_on(metric: str) -> str:
 class Arm:
     name: str
     overrides: tuple[str, ...] = ()  # "section.field=value", as --config.* takes them
+    metric: str = ""  # this arm's measure of the claim's metric ("": the claim's own)
+
+    def __post_init__(self):
+        if self.metric and not PASS_AT_K.fullmatch(self.metric):
+            check_choice("Arm.metric", self.metric, ARM_METRICS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +135,10 @@ class Claim:
     def arms(self) -> tuple[Arm, Arm]:
         return self.baseline, self.treatment
 
+    def measure(self, arm: Arm) -> str:
+        """The run-record key that holds `arm`'s value of the claim's metric."""
+        return arm.metric or self.metric
+
 
 def load_claim(name: str, directory: pathlib.Path = CLAIMS_DIR) -> Claim:
     """experiments/claims/<name>.py's CLAIM (one-line error naming --claim)."""
@@ -132,11 +152,13 @@ def load_claim(name: str, directory: pathlib.Path = CLAIMS_DIR) -> Claim:
     return claim
 
 
-def _interval(claim: Claim, metric: str, runs: list[dict], seeds: list[int]) -> dict:
-    values = {arm.name: [_value(runs, arm.name, seed, metric) for seed in seeds]
-              for arm in claim.arms}
+def _interval(claim: Claim, metric: str | None, runs: list[dict], seeds: list[int]) -> dict:
+    """Paired differences treatment − baseline of `metric` (None: each arm's own
+    measure of the claim's metric, Claim.measure), their mean and t interval."""
+    keys = {arm.name: metric or claim.measure(arm) for arm in claim.arms}
+    values = {arm: [_value(runs, arm, seed, key) for seed in seeds] for arm, key in keys.items()}
     d = paired_differences(values[claim.baseline.name], values[claim.treatment.name])
-    out = {"metric": metric, "per_seed": d, "n": len(d)}
+    out = {"metric": metric or claim.metric, "per_seed": d, "n": len(d)}
     if len(d) >= 2:
         mean, ci = t_interval(d)
         out.update(mean=mean, ci95=[ci[0], ci[1]])
@@ -188,8 +210,13 @@ def claim_record(claim: Claim, seeds: list[int], runs: list[dict], minutes: floa
     """The JSON record of a reproduction (keys as issue 28 asks, plus `guard`, `scale`
     and `runs`). The difference is treatment − baseline; verdict by paired_ci.verdict
     (inconclusive with fewer than two paired seeds), then the guard."""
-    difference = _interval(claim, claim.metric, runs, seeds)
-    rule = (f"t interval over seeds of d = {claim.treatment.name} - {claim.baseline.name}; "
+    difference = _interval(claim, None, runs, seeds)
+    measures = ("" if claim.measure(claim.baseline) == claim.measure(claim.treatment) else
+                f" (each arm's own measure: {claim.treatment.name} "
+                f"{claim.measure(claim.treatment)}, {claim.baseline.name} "
+                f"{claim.measure(claim.baseline)})")
+    rule = (f"t interval over seeds of d = {claim.treatment.name} - {claim.baseline.name}"
+            f"{measures}; "
             f"direction {claim.direction:+d}, min_effect {claim.min_effect}: reproduced if "
             "the interval of direction*d lies above 0, not_reproduced if it lies below "
             "min_effect, else inconclusive")
@@ -217,8 +244,9 @@ def claim_record(claim: Claim, seeds: list[int], runs: list[dict], minutes: floa
                  "shows no gain")
     codes = {json.dumps((r.get("provenance") or {}).get("code"), sort_keys=True)
              for r in runs if "error" not in r}
-    arms = {arm.name: {"overrides": list(arm.overrides),
-                       "values": [_value(runs, arm.name, s, claim.metric) for s in seeds],
+    arms = {arm.name: {"overrides": list(arm.overrides), "metric": claim.measure(arm),
+                       "values": [_value(runs, arm.name, s, claim.measure(arm))
+                                  for s in seeds],
                        "errors": [r["error"] for r in runs
                                   if r["arm"] == arm.name and "error" in r]}
             for arm in claim.arms}

@@ -109,3 +109,30 @@ def test_a_comparison_where_nothing_trained_is_uninformative():
         uninformative_claim(positive_control="c")
     with pytest.raises(ValueError, match="seeds"):
         uninformative_claim(seeds=(0,))
+
+
+def test_each_arm_can_measure_the_metric_its_own_way():
+    """UFO's comparison: multi-turn Succ@2 (test_success, two sequential attempts) against
+    single-turn Pass@2 (test_pass@2, two parallel samples): d is each arm's own measure,
+    while a guard still compares one metric across arms."""
+    from mtrl.training.evidence.claim_table import table_row
+    from mtrl.training.evidence.claims import Arm, Guard, claim_record
+    claim = uninformative_claim(baseline=Arm("a", (), metric="test_pass@2"),
+                                treatment=Arm("b", ("rollout.num_turns=2",)),
+                                guard=Guard("test_success_turn1", 0.2))
+    runs = [{"arm": arm, "seed": s, "test_success": v, "test_pass@2": p,
+             "test_success_turn1": 0.1, "post_sft_test_success": 0.0, "best_step": 10}
+            for arm, s, v, p in (("a", 0, 0.9, 0.30), ("a", 1, 0.9, 0.35), ("a", 2, 0.9, 0.25),
+                                 ("b", 0, 0.5, 0.90), ("b", 1, 0.6, 0.90), ("b", 2, 0.4, 0.90))]
+    record = claim_record(claim, [0, 1, 2], runs, 1.0, {})
+    # b's test_success minus a's test_pass@2, seed by seed (hand-computed).
+    assert record["difference"]["per_seed"] == pytest.approx([0.20, 0.25, 0.15])
+    assert record["difference"]["mean"] == pytest.approx(0.20)
+    assert record["arms"]["a"]["metric"] == "test_pass@2"
+    assert record["arms"]["a"]["values"] == [0.30, 0.35, 0.25]
+    assert record["arms"]["b"]["metric"] == "test_success"
+    assert "a test_pass@2" in record["verdict_rule"]
+    assert record["guard"]["per_seed"] == pytest.approx([0.0, 0.0, 0.0])
+    assert "test_success vs test_pass@2 (test split)" in table_row(record, "r.json")
+    with pytest.raises(ValueError, match="Arm.metric must be one of"):
+        Arm("c", (), metric="test_pass@k")
