@@ -29,11 +29,6 @@ RESUMABLE_CHANGES = frozenset({
 })
 
 
-# Fields added after runs were recorded without them, with the value that does what
-# the code did before they existed: a saved record lacking one equals it, so such a
-# run still resumes (any other value is a difference).
-ADDED_FIELDS = {"train.eval_turns": 0, "lora.rank": 0, "lora.alpha": 16.0, "lora.targets": "all"}
-
 
 def flatten_record(record: dict, prefix: str = "") -> dict[str, Any]:
     """{"section.field": value} of a nested record (an empty dict is a value)."""
@@ -48,14 +43,14 @@ def flatten_record(record: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def differences(saved: dict, current: dict) -> list[tuple[str, Any, Any]]:
-    """(field, saved value, current value) for every field that differs and matters."""
+    """(field, saved value, current value) for every field that differs and matters.
+    A field added after a record was saved is a difference here: check_resumable's
+    `normalize` (training/config/migrate.py) fills it with the default the run used."""
     a, b = flatten_record(saved), flatten_record(current)
     missing = object()
     out = []
     for path in sorted(set(a) | set(b)):
         old, new = a.get(path, missing), b.get(path, missing)
-        if old is missing and path in ADDED_FIELDS and new == ADDED_FIELDS[path]:
-            continue
         if old != new and path not in RESUMABLE_CHANGES:
             out.append((path, None if old is missing else old, None if new is missing else new))
     return out
