@@ -35,6 +35,7 @@ import numpy as np
 from flax import nnx
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import bench_timing  # noqa: E402  (sibling script)
 
 from mtrl.kernels import onednn_matmul  # noqa: E402
 from mtrl.models import Transformer, preset  # noqa: E402
@@ -119,13 +120,10 @@ def main() -> None:
     for r in range(args.repeats):
         for name in (list(samplers) if r % 2 == 0 else list(samplers)[::-1]):
             for b in batches:
-                load = os.getloadavg()[0]
-                t0, c0 = time.perf_counter(), os.times()
-                out = samplers[name].generate(prompts[b], jax.random.key(r), config)
-                out.output.tokens.block_until_ready()
-                c1 = os.times()
-                calls[(name, b)].append({"wall_s": time.perf_counter() - t0, "load1": load,
-                                         "cpu_s": c1.user - c0.user + c1.system - c0.system})
+                _, record = bench_timing.timed(
+                    lambda: samplers[name].generate(prompts[b], jax.random.key(r), config)
+                    .output.tokens.block_until_ready())
+                calls[(name, b)].append(record)
     params = sum(x.size for x in jax.tree.leaves(nnx.state(Transformer(base, rngs=nnx.Rngs(0)))))
     flops_per_token = 2 * params  # tied embedding counted once: it is the output layer
     kv_bytes_per_slot = base.num_layers * 2 * base.num_kv_heads * base.head_dim

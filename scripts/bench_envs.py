@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+import bench_timing  # sibling script
 from mtrl.training.config import module_from_file
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -115,10 +116,7 @@ def env_throughput(data: pathlib.Path, batch: int, tool_batch: int, repeats: int
     return out
 
 
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+_timed = bench_timing.wall_seconds
 
 
 class AdvantageRecorder:

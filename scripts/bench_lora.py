@@ -34,13 +34,13 @@ import os
 import pathlib
 import platform
 import statistics
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+import bench_timing  # sibling script
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.models.adapters import (adapted_graphdef, adapter_count, init_adapters, merged_state,
@@ -118,10 +118,9 @@ def timed_step(step, state, rows):
     """(state, wall seconds, CPU seconds of this process, loss) of one update. The CPU
     time (every thread's) is the steadier number on a shared machine: other processes
     stretch the wall time, not the work done."""
-    start, cpu = time.perf_counter(), time.process_time()
-    state, metrics = step(state, rows)
-    jax.block_until_ready(metrics)
-    return state, time.perf_counter() - start, time.process_time() - cpu, float(metrics["loss"])
+    (state, metrics), record = bench_timing.timed(
+        lambda: jax.block_until_ready(step(state, rows)))
+    return state, record["wall_s"], record["cpu_s"], float(metrics["loss"])
 
 
 def bench_update(config, base, lora, rows, repeats, save=lambda out: None) -> dict:
@@ -203,11 +202,10 @@ def bench_sampler(config, lora_state, batches, prompt_len, new_tokens, repeats) 
                                       .output.tokens)
         for _ in range(repeats):
             for name, sampler in samplers.items():
-                start, cpu_start = time.perf_counter(), time.process_time()
-                gen = sampler.generate(prompts, jax.random.key(0), sampling)
-                jax.block_until_ready(gen.output.tokens)
-                times[name].append(time.perf_counter() - start)
-                cpu[name].append(time.process_time() - cpu_start)
+                _, record = bench_timing.timed(lambda: jax.block_until_ready(
+                    sampler.generate(prompts, jax.random.key(0), sampling).output.tokens))
+                times[name].append(record["wall_s"])
+                cpu[name].append(record["cpu_s"])
         row = {name: {"seconds": statistics.median(t), "times_s": t,
                       "cpu_s": statistics.median(cpu[name]), "cpu_times_s": cpu[name],
                       "tokens_per_s": batch * new_tokens / statistics.median(t)}

@@ -45,6 +45,7 @@ import torch
 import transformers
 from flax import nnx
 
+import bench_timing  # sibling script
 from mtrl.models import (Transformer, load_hf_checkpoint, preset,
                          save_hf_checkpoint)
 from mtrl.sampling import BucketPolicy, SamplingConfig
@@ -71,10 +72,7 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+timed = bench_timing.wall_seconds  # bench_gpu.py calls it as bench_sampler.timed
 
 
 def interleaved_times(fns: dict, repeats: int) -> dict[str, list[float]]:

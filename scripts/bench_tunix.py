@@ -42,25 +42,18 @@ import os
 import statistics
 import subprocess
 import sys
-import time
+
+import bench_timing  # sibling script (standard library only: the Tunix worker has it too)
 
 SHAPE = dict(vocab_size=49152, embed_dim=576, hidden_dim=1536, num_heads=9, num_kv_heads=3,
              head_dim=64, rope_theta=100_000, norm_eps=1e-5)
 MTRL_ARMS = ("f32", "bf16_onednn")
 
 
-def cpu_seconds() -> float:
-    t = os.times()
-    return t.user + t.system
-
-
 def timed(fn) -> dict:
-    """Runs fn() once: wall and process CPU seconds, the load average before."""
-    load = os.getloadavg()[0]
-    t0, c0 = time.perf_counter(), cpu_seconds()
-    extra = fn() or {}
-    return {"wall_s": time.perf_counter() - t0, "cpu_s": cpu_seconds() - c0,
-            "load1": load, **extra}
+    """Runs fn() once: bench_timing's record with fn's own numbers (a dict or None)."""
+    extra, record = bench_timing.timed(fn)
+    return {**record, **(extra or {})}
 
 
 def prompt_ids(batch: int, length: int, vocab: int, seed: int = 0) -> list[list[int]]:

@@ -35,6 +35,7 @@ import numpy as np
 from flax import nnx
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import bench_timing  # noqa: E402  (sibling script)
 
 from mtrl.kernels import onednn_matmul  # noqa: E402
 from mtrl.losses import PolicyObjectiveConfig  # noqa: E402
@@ -81,14 +82,12 @@ def build_arm(config, batch):
 
 
 def timed_call(arm: dict, batch) -> dict:
-    load = os.getloadavg()[0]
-    t0, c0 = time.perf_counter(), os.times()
-    arm["state"], metrics = arm["step"](arm["state"], batch)
-    jax.block_until_ready(metrics)
-    c1 = os.times()
-    return {"wall_s": time.perf_counter() - t0,
-            "cpu_s": (c1.user - c0.user) + (c1.system - c0.system),
-            "load1": load, "loss": float(metrics["loss"])}
+    """One update of `arm` (its state advanced): bench_timing's record and the loss."""
+    def step():
+        arm["state"], metrics = arm["step"](arm["state"], batch)
+        return jax.block_until_ready(metrics)
+    metrics, record = bench_timing.timed(step)
+    return {**record, "loss": float(metrics["loss"])}
 
 
 def main() -> None:
