@@ -3,14 +3,9 @@ default's values split (test inputs no agent saw in training). Prediction writte
 2026-11-27 before any run of this claim on this split; seen before it: only the SFT loss
 of the default's first seed on this split.
 
-2026-11-28, before any run of this claim: the default (this claim's suite) now draws the
-helper's k over -99..99 like main's b (commit dcf18bd; the old data is
-experiments/configs/default_narrow_k.py), because with ~31 distinct k the SFT helper
-copied no unseen k and RL could not move three seeds of five. The prediction below is
-kept as written for the narrow-k split. Seen before any run of this claim on the new
-suite: the default's own runs on it (MAGRPO, level_feedback, T = 2, G = 4, 200 steps:
-the two-seed pilot at db3a42d, validation 0.30-0.33 by step 20 on seed 1, and the
-five-seed record docs/default_values/five_seeds/)."""
+2026-11-28, before any run of this claim: its suite's k range widened to -99..99
+(dcf18bd); the prediction is kept as written for the narrow-k split, and what of the new
+suite was seen before the runs is in experiments/claims/README.md."""
 
 from mtrl.training.evidence.claims import Arm, Claim
 

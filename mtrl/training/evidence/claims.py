@@ -127,6 +127,8 @@ class Claim:
             raise ValueError("Claim: baseline and treatment need different names")
         if len(set(self.seeds)) != len(self.seeds) or len(self.seeds) < 2:
             raise ValueError(f"Claim.seeds must be >= 2 distinct seeds, got {self.seeds}")
+        for arm in self.arms:
+            _check_sampled_measure(arm, self.common)
         if self.positive_control not in ("", self.baseline.name, self.treatment.name):
             raise ValueError(f"Claim.positive_control must name an arm, got "
                              f"{self.positive_control!r}")
@@ -138,6 +140,22 @@ class Claim:
     def measure(self, arm: Arm) -> str:
         """The run-record key that holds `arm`'s value of the claim's metric."""
         return arm.metric or self.metric
+
+
+def _check_sampled_measure(arm: Arm, common: tuple[str, ...]) -> None:
+    """A sampled measure exists only when the arm's runs sample at evaluation:
+    test_pass@k needs train.eval_samples=k, test_sampled_success any k >= 1 (refused
+    when the claim is built, not when its records come back empty)."""
+    if not (PASS_AT_K.fullmatch(arm.metric) or arm.metric == "test_sampled_success"):
+        return
+    set_to = [kv.split("=", 1)[1].strip() for kv in (*common, *arm.overrides)
+              if kv.split("=", 1)[0].strip() == "train.eval_samples"]
+    samples = set_to[-1] if set_to else "0"
+    wanted = arm.metric.split("@")[1] if "@" in arm.metric else None
+    if (wanted is not None and samples != wanted) or (wanted is None and samples in ("", "0")):
+        raise ValueError(f"Arm {arm.name!r}: metric {arm.metric} needs "
+                         f"train.eval_samples={wanted or 'k >= 1'} in its overrides, got "
+                         f"{samples}")
 
 
 def load_claim(name: str, directory: pathlib.Path = CLAIMS_DIR) -> Claim:

@@ -117,7 +117,8 @@ def test_each_arm_can_measure_the_metric_its_own_way():
     while a guard still compares one metric across arms."""
     from mtrl.training.evidence.claim_table import table_row
     from mtrl.training.evidence.claims import Arm, Guard, claim_record
-    claim = uninformative_claim(baseline=Arm("a", (), metric="test_pass@2"),
+    claim = uninformative_claim(baseline=Arm("a", ("train.eval_samples=2",),
+                                             metric="test_pass@2"),
                                 treatment=Arm("b", ("rollout.num_turns=2",)),
                                 guard=Guard("test_success_turn1", 0.2))
     runs = [{"arm": arm, "seed": s, "test_success": v, "test_pass@2": p,
@@ -136,3 +137,10 @@ def test_each_arm_can_measure_the_metric_its_own_way():
     assert "test_success vs test_pass@2 (test split)" in table_row(record, "r.json")
     with pytest.raises(ValueError, match="Arm.metric must be one of"):
         Arm("c", (), metric="test_pass@k")
+    # A sampled measure without the sampling that makes it is refused at construction.
+    with pytest.raises(ValueError, match="needs train.eval_samples=2 in its overrides, got 0"):
+        uninformative_claim(baseline=Arm("a", (), metric="test_pass@2"))
+    with pytest.raises(ValueError, match="got 4"):
+        uninformative_claim(baseline=Arm("a", ("train.eval_samples=4",), metric="test_pass@2"))
+    uninformative_claim(common=("train.eval_samples=2",),
+                        baseline=Arm("a", (), metric="test_pass@2"))
