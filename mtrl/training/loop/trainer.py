@@ -34,8 +34,7 @@ from flax import nnx
 
 from mtrl.models.adapters import lora_report
 from mtrl.parallel.distributed import is_main_process
-from mtrl.parallel.process_rollout import (check_supported, local_params, local_sampler_plan,
-                                           mean_over_processes)
+from mtrl.parallel.process_rollout import check_supported, local_params, local_sampler_plan
 from mtrl.parallel.from_config import plan_for
 from mtrl.rollout.sampler_backend import SamplerBackend
 from mtrl.sampling.buckets import BucketPolicy
@@ -51,12 +50,13 @@ from mtrl.training.run.keys import RunKeys
 from mtrl.training.update.memory import check_step_memory, packed_step_guard
 from mtrl.training.checkpoints.hf_export import export_agents, model_report
 from mtrl.training.logging import Progress, write_transcripts
-from mtrl.training.checkpoints.run_record import read_run_seconds, rollout_metrics
+from mtrl.training.checkpoints.run_record import read_run_seconds
 from mtrl.training.update.optim import make_optimizer, make_schedule
 from mtrl.training.loop.process_roles import open_metrics
 from mtrl.training.grow.curriculum import StepTasks
 from mtrl.training.loop.loop_state import LoopState
 from mtrl.training.loop.stages import build_stages
+from mtrl.training.loop.step_metrics import step_metrics
 from mtrl.training.config import RunConfig, parse
 from mtrl.training.config.migrate import normalize
 from mtrl.training.run.run_config import check_resumable, prepare_workdir, write_config
@@ -231,7 +231,10 @@ class Trainer:
             state, update = stages.updater.update(rolled_out, advantages, state, step)  # update
             stages.publisher.publish(state)                                             # publish
             t2 = time.perf_counter()
-            metrics = self._step_metrics(step, tree, update, (t0, t1, t2), staleness)
+            metrics = step_metrics(
+                step, tree, update, (t0, t1, t2), step_tasks=self.step_tasks,
+                sampler_compiles=self.sampler.num_compiles,
+                staleness=None if self.ahead is None else staleness)
             loop = loop.after(step, before_s + time.perf_counter() - started,
                               self.step_tasks.band_state())
             self._evaluate_and_save(state, loop, metrics, logger)               # evaluate, save
@@ -316,30 +319,6 @@ class Trainer:
         if step < self.train_config.steps:
             self.ahead.prefetch(step + 1, self.policy_states(state))
         return tree, staleness
-
-    def _step_metrics(self, step: int, tree, update, clocks, staleness: int
-                      ) -> dict[str, float]:
-        """The step's logged numbers: the update's (or skipped_update), the rollout's,
-        the curriculum's, packing and the stage times."""
-        t0, t1, t2 = clocks
-        # No update when no row had a loss token (e.g. every completion truncated).
-        metrics = ({k: float(v) for k, v in jax.device_get(update.metrics[-1]).items()}
-                   if update.metrics else {"skipped_update": 1.0})
-        metrics.update(mean_over_processes(rollout_metrics(tree)))
-        metrics.update(self.step_tasks.record(step, tree))
-        metrics["train_rows"] = float(update.kept)
-        metrics["informative_rows"] = float(update.informative)
-        metrics.update({f"packing/{k}": v for k, v in update.packing.items()})
-        env_s = tree.metrics["rollout/env_seconds"]
-        metrics.update({"time/rollout_s": t1 - t0 - env_s, "time/env_s": env_s,
-                        "time/update_s": t2 - t1, "step_time_s": t2 - t0,
-                        "sampler_compiles": float(self.sampler.num_compiles),
-                        "train_step_compiles": float(update.compiles)})
-        if self.ahead is not None:  # the tree grew in the background: its own clocks
-            metrics.update({"off_policy/staleness": float(staleness),
-                            "time/rollout_s": tree.metrics["rollout/device_seconds"],
-                            "time/rollout_wait_s": t1 - t0})
-        return metrics
 
     def _evaluate_and_save(self, state, loop: LoopState, metrics: dict, logger) -> None:
         """Validation every eval_interval steps and at the last (a ranked checkpoint);
