@@ -22,7 +22,6 @@ CPU time are reported with the load average (the machine is shared).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -36,6 +35,7 @@ from flax import nnx
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import bench_timing  # noqa: E402  (sibling script)
+from smollm2_shape import model_overrides, smollm2_parser  # noqa: E402  (sibling script)
 
 from mtrl.kernels import onednn_matmul  # noqa: E402
 from mtrl.models import Transformer, preset  # noqa: E402
@@ -73,23 +73,13 @@ def peak_gflops(arm: str, n: int = 2048) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True)
+    parser = smollm2_parser(__doc__, ARMS, "2 layers, batch 1, 4 tokens")
     parser.add_argument("--batches", default="1,8,32")
     parser.add_argument("--prompt-len", type=int, default=64)
     parser.add_argument("--new-tokens", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--arms", default=",".join(ARMS))
-    parser.add_argument("--smoke", action="store_true", help="2 layers, batch 1, 4 tokens")
-    parser.add_argument("--layers", type=int, default=0,
-                        help="fewer decoder layers than SmolLM2's 30 (same widths and "
-                             "vocabulary): a shorter run on a loaded machine")
     args = parser.parse_args()
-    overrides = dict(param_dtype="float32")
-    if args.layers:
-        overrides["num_layers"] = args.layers
+    overrides = model_overrides(args)
     if args.smoke:
-        overrides.update(num_layers=2, vocab_size=512)
         args.batches, args.new_tokens, args.repeats, args.prompt_len = "1", 4, 1, 8
     batches = [int(b) for b in args.batches.split(",")]
     base = preset("smollm2-135m", **overrides)

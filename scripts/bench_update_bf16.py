@@ -22,7 +22,6 @@ GFLOP/s = 6 * params * real tokens / wall and / (CPU / threads), the loss, and t
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -36,6 +35,7 @@ from flax import nnx
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import bench_timing  # noqa: E402  (sibling script)
+from smollm2_shape import model_overrides, smollm2_parser  # noqa: E402  (sibling script)
 
 from mtrl.kernels import onednn_matmul  # noqa: E402
 from mtrl.losses import PolicyObjectiveConfig  # noqa: E402
@@ -91,22 +91,12 @@ def timed_call(arm: dict, batch) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True)
+    parser = smollm2_parser(__doc__, ARMS, "2 layers, 2 rows of 32")
     parser.add_argument("--rows", type=int, default=8)
     parser.add_argument("--length", type=int, default=192)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--arms", default=",".join(ARMS))
-    parser.add_argument("--smoke", action="store_true", help="2 layers, 2 rows of 32")
-    parser.add_argument("--layers", type=int, default=0,
-                        help="fewer decoder layers than SmolLM2's 30 (same widths and "
-                             "vocabulary): a shorter run on a loaded machine")
     args = parser.parse_args()
-    overrides = dict(param_dtype="float32")
-    if args.layers:
-        overrides["num_layers"] = args.layers
+    overrides = model_overrides(args)
     if args.smoke:
-        overrides.update(num_layers=2, vocab_size=512)
         args.rows, args.length, args.repeats = 2, 32, 1
     base = preset("smollm2-135m", **overrides)
     batch = rows_for(args.rows, args.length, base.vocab_size)
