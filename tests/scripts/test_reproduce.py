@@ -97,7 +97,7 @@ def test_reproduce_end_to_end_writes_record_and_table_row(tmp_path, monkeypatch)
             if line.startswith("| multi_vs_single_turn |")]
     assert len(rows) == 1 and "+0.3 [+0.0516, +0.548]" in rows[0]
     assert "| test_success (test split) |" in rows[0]
-    assert "**reproduced** (reduced scale: 2 of 20 steps" in rows[0]
+    assert "**reproduced** (reduced scale: 2 of 20 steps, seeds 0,1,2 of 0,1,2,3,4)" in rows[0]
     # Running it again replaces the row instead of adding one.
     reproduce.main(argv)
     again = table.read_text()

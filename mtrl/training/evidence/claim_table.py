@@ -37,8 +37,7 @@ def table_row(record: dict, record_path: str) -> str:
         f"{guard['metric']} {guard['mean']:+.3g}: {guard['status']}"
         if guard["mean"] is not None else f"{guard['metric']}: {guard['status']}")
     scale = record.get("scale") or {}
-    reduced = "" if scale.get("full_size", True) else \
-        f" (reduced scale: {scale.get('steps')} of {scale.get('claim_steps')} steps, overrides)"
+    reduced = "" if scale.get("full_size", True) else f" (reduced scale: {_reduced(record)})"
     cells = [record["claim"], record["source"].split(";")[0].split(",")[0],
              f"{_metric(record)} ({record.get('metric_on', record['split'])})",
              ",".join(str(s) for s in record["seeds"]),
@@ -66,3 +65,18 @@ def update_table(text: str, record: dict, record_path: str) -> str:
     else:
         rows.append(row)
     return head + BEGIN + "\n" + HEADER + "\n" + "\n".join(rows) + "\n" + END + tail
+
+
+def _reduced(record: dict) -> str:
+    """What a record below its claim's size changed: steps, seeds, extra overrides."""
+    scale = record["scale"]
+    parts = []
+    if scale.get("steps") != scale.get("claim_steps"):
+        parts.append(f"{scale.get('steps')} of {scale.get('claim_steps')} steps")
+    claim_seeds = scale.get("claim_seeds")
+    if claim_seeds is not None and list(record["seeds"]) != list(claim_seeds):
+        parts.append(f"seeds {','.join(map(str, record['seeds']))} of "
+                     f"{','.join(map(str, claim_seeds))}")
+    if scale.get("extra_overrides"):
+        parts.append("overrides " + " ".join(scale["extra_overrides"]))
+    return ", ".join(parts) or "see the record's scale"
