@@ -28,7 +28,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's mtrl (for the games), as the trainer runs
-from mtrl.training.config import module_from_file  # noqa: E402
+from mtrl.training.config.overrides import config_with_overrides  # noqa: E402
 from mtrl.training.logging.metrics import read_metrics  # noqa: E402
 from mtrl.training.evidence.seed_runs import (  # noqa: E402
     STEP_TIME_SPLIT, parse_seed_run_args, run_trainer, step_time_split, write_seed_summary)
@@ -41,16 +41,10 @@ NUMBERS = ("minutes", "steps", "test_win_before_rl", "test_win_after_rl",
 
 
 def load_config(overrides: list[str]):
-    """The experiment's config with --config.a.b=v overrides applied (for the games)."""
-    config = module_from_file(ROOT / CONFIG).get_config()
-    for item in overrides:
-        if item.startswith("--config.data.") and "=" in item:
-            key, value = item[len("--config."):].split("=", 1)
-            section, field = key.split(".", 1)
-            if "." not in field:
-                current = config[section][field]
-                config[section][field] = type(current)(value) if current is not None else value
-    return config
+    """The experiment's config with the run's --config.a.b=v overrides applied (the
+    trainer's parsing: mtrl/training/config/overrides.py)."""
+    return config_with_overrides(ROOT / CONFIG,
+                                 [o for o in overrides if o.startswith("--config.")])
 
 
 def prepare_games(overrides: list[str]) -> dict:

@@ -38,6 +38,9 @@ def table_row(record: dict, record_path: str) -> str:
         if guard["mean"] is not None else f"{guard['metric']}: {guard['status']}")
     scale = record.get("scale") or {}
     reduced = "" if scale.get("full_size", True) else f" (reduced scale: {_reduced(record)})"
+    still = record.get("did_not_move") or []
+    if still and record["verdict"] != "uninformative":
+        reduced += f" ({', '.join(still)} never rose above its warm start)"
     cells = [record["claim"], record["source"].split(";")[0].split(",")[0],
              f"{_metric(record)} ({record.get('metric_on', record['split'])})",
              ",".join(str(s) for s in record["seeds"]),

@@ -9,13 +9,15 @@ its mean and 95% t interval over seeds (mtrl/training/evidence/paired_ci.py), an
 by paired_ci.verdict from the interval, the predicted direction and `min_effect`.
 
 A comparison can only speak when training did something: the verdict is
-`uninformative` (whatever the interval says) when an arm did not move from its warm
-start (validation chose the warm start, step 0, on every seed), when the paired
+`uninformative` (whatever the interval says) when no arm moved from its warm start
+(on every seed, validation never rose above step 0's; `moved`), when the paired
 differences have zero spread over >= 2 seeds (identical outcomes: nothing varied), or
 when the claim's positive control, an arm known to learn on the suite, shows no test
 gain over its warm start (the instrument could not have seen an effect). The record
 carries each arm's gain over its warm start with its interval, so the control is there
-to read. Seeds live in the claim file (`seeds`); the record names the code it ran
+to read. One arm staying at its warm start while the other learns is itself a
+difference between the methods (the same warm start, the same budget): the verdict
+stands, and the record and its table row name the arm (`did_not_move`). Seeds live in the claim file (`seeds`); the record names the code it ran
 (one commit for every run, `provenance`).
 
 An arm may measure the claim's metric its own way (`Arm.metric`): UFO's comparison scores
@@ -40,6 +42,8 @@ import re
 
 from mtrl.config.fields import check_choice
 from mtrl.training.config import module_from_file
+from mtrl.training.config.overrides import config_with_overrides
+from mtrl.training.evidence.arm_runs import suite_config
 from mtrl.training.evidence.paired_ci import non_inferior, paired_differences, t_interval, verdict
 
 CLAIMS_DIR = pathlib.Path(__file__).resolve().parents[3] / "experiments" / "claims"
@@ -128,7 +132,7 @@ class Claim:
         if len(set(self.seeds)) != len(self.seeds) or len(self.seeds) < 2:
             raise ValueError(f"Claim.seeds must be >= 2 distinct seeds, got {self.seeds}")
         for arm in self.arms:
-            _check_sampled_measure(arm, self.common)
+            _check_sampled_measure(arm, self.common, self.suite)
         if self.positive_control not in ("", self.baseline.name, self.treatment.name):
             raise ValueError(f"Claim.positive_control must name an arm, got "
                              f"{self.positive_control!r}")
@@ -142,17 +146,21 @@ class Claim:
         return arm.metric or self.metric
 
 
-def _check_sampled_measure(arm: Arm, common: tuple[str, ...]) -> None:
+def _check_sampled_measure(arm: Arm, common: tuple[str, ...], suite: str) -> None:
     """A sampled measure exists only when the arm's runs sample at evaluation:
     test_pass@k needs train.eval_samples=k, test_sampled_success any k >= 1 (refused
-    when the claim is built, not when its records come back empty)."""
+    when the claim is built, not when its records come back empty). The arm's config is
+    resolved as its runs will be: the suite's file with the common, then the arm's,
+    overrides applied by the config layer."""
     if not (PASS_AT_K.fullmatch(arm.metric) or arm.metric == "test_sampled_success"):
         return
-    set_to = [kv.split("=", 1)[1].strip() for kv in (*common, *arm.overrides)
-              if kv.split("=", 1)[0].strip() == "train.eval_samples"]
-    samples = set_to[-1] if set_to else "0"
-    wanted = arm.metric.split("@")[1] if "@" in arm.metric else None
-    if (wanted is not None and samples != wanted) or (wanted is None and samples in ("", "0")):
+    try:
+        config = config_with_overrides(suite_config(suite), (*common, *arm.overrides))
+    except ValueError as error:
+        raise ValueError(f"Arm {arm.name!r}: {error}") from None
+    samples = config.train.eval_samples
+    wanted = int(arm.metric.split("@")[1]) if "@" in arm.metric else None
+    if (wanted is not None and samples != wanted) or (wanted is None and samples < 1):
         raise ValueError(f"Arm {arm.name!r}: metric {arm.metric} needs "
                          f"train.eval_samples={wanted or 'k >= 1'} in its overrides, got "
                          f"{samples}")
@@ -190,16 +198,29 @@ def _value(runs: list[dict], arm: str, seed: int, metric: str) -> float | None:
     return found[0] if found else None
 
 
+def moved(run: dict) -> bool:
+    """Validation rose above the warm start's: the chosen checkpoint is an RL step whose
+    held-out success beats step 0's. A chosen step alone is not enough: ties pick the
+    later step, so a run whose validation never rose would count as moved. A record
+    without the step-0 and chosen-step values in its curve falls back to the step."""
+    best = run.get("best_step") or 0
+    held = {p["step"]: p["heldout_success"] for p in run.get("curve") or ()
+            if p.get("heldout_success") is not None}
+    if best <= 0:
+        return False
+    return held[best] > held[0] if 0 in held and best in held else True
+
+
 def arm_gain(runs: list[dict], arm: str, seeds: list[int]) -> dict:
     """An arm's test gain over its warm start per seed (test_success −
     post_sft_test_success), its mean and t interval, and on how many seeds validation
-    chose an RL checkpoint over the warm start (`moved_seeds`)."""
+    rose above the warm start's (`moved_seeds`, `moved`)."""
     mine = {r["seed"]: r for r in runs if r["arm"] == arm and "error" not in r}
     gains = [mine[s]["test_success"] - mine[s]["post_sft_test_success"] for s in seeds
              if s in mine and mine[s].get("test_success") is not None
              and mine[s].get("post_sft_test_success") is not None]
     out = {"per_seed": gains, "moved_seeds": sum(1 for s in seeds if s in mine and
-                                                 (mine[s].get("best_step") or 0) > 0)}
+                                                 moved(mine[s]))}
     if len(gains) >= 2:
         mean, ci = t_interval(gains)
         out.update(mean=mean, ci95=[ci[0], ci[1]])
@@ -208,11 +229,17 @@ def arm_gain(runs: list[dict], arm: str, seeds: list[int]) -> dict:
     return out
 
 
+def unmoved_arms(claim: Claim, gains: dict) -> list[str]:
+    """Arms whose validation never rose above their warm start's on any seed."""
+    return [arm.name for arm in claim.arms if gains[arm.name]["moved_seeds"] == 0]
+
+
 def uninformative_because(claim: Claim, difference: dict, gains: dict) -> str | None:
-    """Why the comparison cannot speak (module docstring), or None."""
-    for arm in claim.arms:
-        if gains[arm.name]["moved_seeds"] == 0:
-            return f"{arm.name} did not move from its warm start on any seed"
+    """Why the comparison cannot speak (module docstring), or None. One arm staying at
+    its warm start while the other learns is a measured difference between the methods
+    (the record names the arm, `did_not_move`); neither moving is not."""
+    if len(unmoved_arms(claim, gains)) == len(claim.arms):
+        return "no arm moved from its warm start on any seed"
     d = difference["per_seed"]
     if len(d) >= 2 and max(d) - min(d) < 1e-9:  # equal up to float rounding
         return "the paired differences have zero spread"
@@ -257,9 +284,9 @@ def claim_record(claim: Claim, seeds: list[int], runs: list[dict], minutes: floa
     why = uninformative_because(claim, difference, gains)
     if why is not None:
         result = "uninformative"
-        rule += ("; uninformative, whatever the interval, when an arm did not move from its "
-                 "warm start, the differences have zero spread, or the positive control "
-                 "shows no gain")
+        rule += ("; uninformative, whatever the interval, when no arm's validation rose "
+                 "above its warm start's on any seed, the differences have zero spread, or "
+                 "the positive control shows no gain")
     codes = {json.dumps((r.get("provenance") or {}).get("code"), sort_keys=True)
              for r in runs if "error" not in r}
     arms = {arm.name: {"overrides": list(arm.overrides), "metric": claim.measure(arm),
@@ -278,6 +305,7 @@ def claim_record(claim: Claim, seeds: list[int], runs: list[dict], minutes: floa
             "verdict": result, "verdict_rule": rule, "guard": guard,
             "reported": {m: _interval(claim, m, runs, seeds) for m in claim.reported},
             "budget": claim.budget, "uninformative_because": why,
+            "did_not_move": unmoved_arms(claim, gains),
             "gain_over_warm_start": gains, "positive_control": claim.positive_control or None,
             "provenance": {"code": code, "one_code_state": len(codes) == 1,
                            "config_hashes": sorted({(r.get("provenance") or {}).get(

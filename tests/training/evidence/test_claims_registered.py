@@ -94,7 +94,7 @@ def test_a_comparison_where_nothing_trained_is_uninformative():
     stuck = claim_record(claim, [0, 1, 2], arm_runs([(0.1,) * 3, (0.1,) * 3], (0, 0, 0)),
                          1.0, {})
     assert stuck["verdict"] == "uninformative"
-    assert "did not move from its warm start" in stuck["uninformative_because"]
+    assert "no arm moved from its warm start" in stuck["uninformative_because"]
     # Identical differences on every seed: nothing varied between runs.
     flat = claim_record(claim, [0, 1, 2], arm_runs([(0.2, 0.3, 0.4), (0.3, 0.4, 0.5)]),
                         1.0, {})
@@ -109,6 +109,41 @@ def test_a_comparison_where_nothing_trained_is_uninformative():
         uninformative_claim(positive_control="c")
     with pytest.raises(ValueError, match="seeds"):
         uninformative_claim(seeds=(0,))
+
+
+def test_moved_compares_validation_values_not_the_chosen_step():
+    """Ties pick the later step, so a run whose validation stayed at its warm start's
+    chose step 20: it did not move. A run whose validation rose did."""
+    from mtrl.training.evidence.claims import moved
+
+    def run(best_step, *held):
+        return {"best_step": best_step,
+                "curve": [{"step": 10 * i, "heldout_success": v} for i, v in enumerate(held)]
+                + [{"step": 5, "reward_mean": 1.0}]}
+    assert not moved(run(20, 0.0, 0.0, 0.0))  # flat: the tie picked step 20
+    assert not moved(run(0, 0.3, 0.1, 0.2))  # validation chose the warm start
+    assert moved(run(10, 0.1, 0.3, 0.2))
+    assert not moved(run(20, 0.4, 0.1, 0.3))  # chosen step below step 0 (cannot be chosen
+    # by validation, but a value comparison says so rather than trusting the step)
+    assert moved({"best_step": 10})  # an old record without a curve: the step decides
+    assert not moved({"best_step": 0})
+
+
+def test_one_arm_at_its_warm_start_is_named_not_uninformative():
+    """The treatment learned and the baseline never rose: a measured difference between
+    the methods; the verdict stands and the record and its table row name the arm."""
+    from mtrl.training.evidence.claim_table import table_row
+    from mtrl.training.evidence.claims import claim_record
+    runs = arm_runs([(0.1,) * 3, (0.5, 0.7, 0.6)])
+    for r in runs:
+        rose = r["arm"] == "b"
+        r["curve"] = [{"step": 0, "heldout_success": 0.1},
+                      {"step": 10, "heldout_success": 0.5 if rose else 0.1}]
+    record = claim_record(uninformative_claim(), [0, 1, 2], runs, 1.0, {})
+    assert record["verdict"] == "reproduced" and record["uninformative_because"] is None
+    assert record["did_not_move"] == ["a"]
+    assert record["gain_over_warm_start"]["a"]["moved_seeds"] == 0
+    assert "(a never rose above its warm start)" in table_row(record, "r.json")
 
 
 def test_each_arm_can_measure_the_metric_its_own_way():
