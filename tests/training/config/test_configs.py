@@ -98,9 +98,10 @@ def check_one_step_run(workdir: pathlib.Path, result: dict, c, stem: str) -> Non
         assert result["test_success"] == test["test_success"]
         assert 0.0 <= result["post_sft_test_success"] <= 1.0
         # A suite's extra test splits sit beside it: the default family's iid test
-        # plus the unseen-number split (ood_test), in the summary and in test.json.
+        # plus the unseen-number split (ood_test, when it names test_terms), in the summary and in test.json.
         extra = [k[:-len("_num_tasks")] for k in test if k.endswith("_num_tasks")]
-        has_ood = c.data.name == "intfn" and bool(c.data.options.get("iid_test"))
+        has_ood = (c.data.name == "intfn" and bool(c.data.options.get("iid_test"))
+                   and bool(c.data.options.get("test_terms")))
         assert extra == (["ood_test"] if has_ood else [])
         for name in extra:
             assert test[f"{name}_num_tasks"] == 2
