@@ -38,7 +38,7 @@ from mtrl.envs.sandbox import bwrap_cache, confinement, isolation
 HARNESS_ROOT = "/opt/mtrl-harness"  # where the jail sees the harness modules
 HARNESS_MODULES = ("__init__", "candidate", "codec", "confinement", "isolation", "judge",
                    "judge_main", "judge_run", "lifecycle", "prefetch", "relay", "remote", "seccomp",
-                   "slot", "slot_main", "syscalls", "types", "zygote")
+                   "slot", "slot_main", "syscalls", "tracked_candidate", "types", "zygote")
 TMP_BYTES = 64 << 20  # the jail's own /tmp, for trusted test code: candidates mount theirs
 SHM_BYTES = 16 << 20  # the jail's /dev/shm: candidates see their own tmpfs there
 JAIL_UID_BASE = 1_900_000_000  # host uids of jails when the pool runs as root

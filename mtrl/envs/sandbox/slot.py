@@ -34,7 +34,6 @@ never raises: a tree that will not go makes the slot ask to be replaced
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import json
 import os
@@ -46,40 +45,12 @@ import time
 from typing import Any
 
 from mtrl.envs.sandbox import codec, confinement, isolation, judge_main, lifecycle, zygote
+from mtrl.envs.sandbox.tracked_candidate import Candidate
 from mtrl.envs.sandbox.types import Limits
 
 _GRACE_S = 1.0  # how long a candidate that hung up may take to finish exiting
 JUDGE_MEMORY_BYTES = 4 << 30
 _JUDGE_DIED = "the judge process died"
-
-
-@dataclasses.dataclass
-class Candidate:
-    """An isolated candidate process as the slot tracks it."""
-
-    pid: int
-    # The slot's end of the candidate's bootstrap socket: the program goes out on
-    # it, one byte comes back once the candidate's set-up is done (before any of
-    # its code runs); closed when the candidate has ended.
-    bootstrap_fd: int
-    workdir: str
-    uid: int | None
-    max_processes: int = 0
-    setup_failed: bool = False  # it was gone before its program reached it
-
-    def set_up(self) -> bool:
-        """Whether the candidate said its set-up was done (issue 39, item 4): only
-        then is an exit with lifecycle.SETUP_FAILED_EXIT its own doing."""
-        try:
-            os.set_blocking(self.bootstrap_fd, False)
-            return os.read(self.bootstrap_fd, 1) == lifecycle.SET_UP
-        except OSError:
-            return False
-
-    def close(self) -> None:
-        if self.bootstrap_fd >= 0:
-            os.close(self.bootstrap_fd)
-            self.bootstrap_fd = -1
 
 
 class Slot:
