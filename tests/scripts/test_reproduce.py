@@ -235,3 +235,33 @@ def test_arms_runs_the_named_arms_in_order_and_the_reuse_run_writes_the_record(
     assert record["arms"]["multi_turn"]["values"] == [0.5, 0.3]
     with pytest.raises(SystemExit, match="--arms: unknown \\['two_turn'\\]"):
         reproduce.main([*argv, "--seeds", "0", "--arms", "two_turn"])
+
+
+def test_an_arm_identical_to_another_claims_run_is_that_run(tmp_path, monkeypatch):
+    """With reuse, an arm whose command equals a finished run of another claim (but for
+    its own folder), under the same code and warm start, is not run again: its record
+    reads that run and names it; other overrides, or runs of other code, run."""
+    commands = []
+    monkeypatch.setattr(arm_runs, "run_process", fake_trainer(commands))
+    config = arm_runs.suite_config("default")
+
+    def plan(claim, **changes):
+        return arm_runs.ArmPlan(config=config, root=tmp_path / claim, steps=2,
+                                warm_root=tmp_path / "warm", **changes)
+    warm = arm_runs.warm_start(plan("a"), 0)
+    first = arm_runs.run_arm(plan("a"), "multi_turn", (), 0, warm)
+    assert len(commands) == 2 and "same_run_as" not in first
+    twin = arm_runs.run_arm(plan("b", reuse=True), "multi_turn", (), 0, warm)
+    assert len(commands) == 2  # nothing ran
+    assert twin["same_run_as"] == first["workdir"] and twin["test_success"] == 0.5
+    assert twin["workdir"] != first["workdir"]
+    assert json.loads((pathlib.Path(twin["workdir"]) / "same_run_as.json").read_text()) == \
+        {"workdir": first["workdir"]}
+    # Without reuse, or with other overrides, it runs.
+    arm_runs.run_arm(plan("c"), "multi_turn", (), 0, warm)
+    arm_runs.run_arm(plan("d", reuse=True), "multi_turn", ("train.eval_turns=2",), 0, warm)
+    assert len(commands) == 4
+    # Runs of other code are no twins: the arm runs.
+    other = dict(code_state(), commit="0" * 40)
+    ran = arm_runs.run_arm(plan("e", reuse=True, code=other), "multi_turn", (), 0, warm)
+    assert len(commands) == 5 and "same_run_as" not in ran

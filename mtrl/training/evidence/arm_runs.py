@@ -14,6 +14,9 @@ Reuse never carries a number across code or configs: a finished warm start, and 
 under the current code (provenance.json: commit, dirty flag, digest of the changes;
 mtrl/training/run/provenance.py), and an arm only when it started from the warm start
 it would start from now (the warm-start digest); anything else is refused in one line.
+With reuse, an arm whose command equals a finished run's of another claim or arm (but
+for the run's own folder) is that run (`twin_run`; the record says `same_run_as`):
+the default's MAGRPO arm, under four claim names, runs once per seed.
 """
 
 from __future__ import annotations
@@ -88,18 +91,23 @@ def check_reusable(workdir: pathlib.Path, command: Sequence[str], code: dict,
                    warm_digest: str | None = None) -> None:
     """SystemExit (one line) unless the finished run in `workdir` ran `command` under
     `code` (and, for an arm, from the warm start whose digest is `warm_digest`)."""
-    recorded = read_provenance(workdir)
-    why = None
-    if not finished_with(workdir, command):
-        why = "it ran another command (or did not finish)"
-    else:
-        why = same_origin(recorded, {"code": code})
-    if why is None and warm_digest is not None and \
-            ((recorded or {}).get("warm_start") or {}).get("digest") != warm_digest:
-        why = "it started from another warm start"
+    why = why_not_reusable(workdir, command, code, warm_digest)
     if why is not None:
         raise SystemExit(f"{workdir} cannot be reused: {why}; delete it or choose another "
                          "--root")
+
+
+def why_not_reusable(workdir: pathlib.Path, command: Sequence[str], code: dict,
+                     warm_digest: str | None = None) -> str | None:
+    """Why the run in `workdir` cannot stand for `command` now (check_reusable), or None."""
+    if not finished_with(workdir, command):
+        return "it ran another command (or did not finish)"
+    recorded = read_provenance(workdir)
+    why = same_origin(recorded, {"code": code})
+    if why is None and warm_digest is not None and \
+            ((recorded or {}).get("warm_start") or {}).get("digest") != warm_digest:
+        why = "it started from another warm start"
+    return why
 
 
 def warm_start(plan: ArmPlan, seed: int) -> pathlib.Path:
@@ -170,10 +178,18 @@ def run_arm(plan: ArmPlan, arm: str, overrides: Sequence[str], seed: int,
         return record
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir.parent / f"seed{seed}.log"
+    source, twin = workdir, (twin_run(plan.root, workdir, command, seed, plan.code,
+                                      warm_digest(warm))
+                             if plan.reuse and not finished_with(workdir, command) else None)
     if plan.reuse and finished_with(workdir, command):  # another command: run again
         check_reusable(workdir, command, plan.code, warm_digest(warm))
         print(f"[{arm} {seed}] reused: same command, code and warm start", flush=True)
         record["reused"], code = True, 0
+    elif twin is not None:
+        print(f"[{arm} {seed}] the same run as {twin}: same command, code and warm start",
+              flush=True)
+        (workdir / "same_run_as.json").write_text(json.dumps({"workdir": str(twin)}))
+        record["reused"], record["same_run_as"], source, code = True, str(twin), twin, 0
     else:
         (workdir / "summary.json").unlink(missing_ok=True)  # never read a stale one
         (workdir / "command.json").write_text(json.dumps(command[1:]))
@@ -185,12 +201,34 @@ def run_arm(plan: ArmPlan, arm: str, overrides: Sequence[str], seed: int,
         record["error"] = tail[0] if tail else f"exit {code}"
         print(f"[{arm} {seed}] failed: {record['error']}", flush=True)
         return record
-    summary = json.loads((workdir / "summary.json").read_text())
+    summary = json.loads((source / "summary.json").read_text())
     record.update({k: summary.get(k) for k in SUMMARY_KEYS})
     record["validation_success"] = summary.get("final_best_success")
     record.update(summary.get("test_metrics") or {})
     record.update({k: v for k, v in summary.items() if k.startswith("last_")})
-    record.update(per_step(workdir))
+    record.update(per_step(source))
     record["provenance"] = summary.get("provenance")
-    record.update(run_curve(workdir))
+    record.update(run_curve(source))
     return record
+
+
+def retarget(command: Sequence[str], workdir: pathlib.Path,
+             other: pathlib.Path) -> list[str]:
+    """`command` as it would read for a run in `other` instead of `workdir` (the
+    --workdir and --out arguments name the run's own folder)."""
+    return [arg.replace(str(workdir), str(other), 1)
+            if arg.startswith(("--workdir=", "--out=")) else arg for arg in command]
+
+
+def twin_run(root: pathlib.Path, workdir: pathlib.Path, command: Sequence[str],
+             seed: int, code: dict, warm: str | None) -> pathlib.Path | None:
+    """A finished run of the same seed, under another claim or arm beside `root`
+    (<root>/../<claim>/<arm>/seed<S>), whose command is this one but for its own
+    folder, made by this code from this warm start (why_not_reusable): identical arms
+    of different claims (the default's MAGRPO under four names) then run once. A run
+    of other code is no twin (this arm runs)."""
+    for candidate in sorted(root.parent.glob(f"*/*/seed{seed}")):
+        if candidate != workdir and why_not_reusable(
+                candidate, retarget(command, workdir, candidate), code, warm) is None:
+            return candidate
+    return None
