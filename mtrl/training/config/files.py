@@ -40,13 +40,22 @@ def module_from_file(path: str | os.PathLike) -> types.ModuleType:
     return module
 
 
-def _get(config, dotted: str):
+_MISSING = object()
+
+
+def field_value(config, dotted: str, missing=None):
+    """The value at a dotted path of a ConfigDict ("train.eval_samples"), or `missing`
+    when the config has no such field."""
     node = config
     for name in dotted.split("."):
         if not hasattr(node, "keys") or name not in node:
-            return None
+            return missing
         node = node[name]
     return node
+
+
+def has_field(config, dotted: str) -> bool:
+    return field_value(config, dotted, _MISSING) is not _MISSING
 
 
 def _set(config, dotted: str, value: str) -> None:
@@ -73,7 +82,7 @@ def resolve(value: str, config_file: str | os.PathLike | None) -> str:
 def resolve_paths(config, config_file: str | os.PathLike | None) -> None:
     """Rewrites the relative paths of PATH_FIELDS in `config` in place."""
     for field in PATH_FIELDS:
-        value = _get(config, field)
+        value = field_value(config, field)
         if not isinstance(value, str) or not value:
             continue
         if field == "tokenizer" and os.sep not in value:

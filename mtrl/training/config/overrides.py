@@ -18,7 +18,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from mtrl.training.config.defaults import base_value
-from mtrl.training.config.files import module_from_file
+from mtrl.training.config.files import has_field, module_from_file
 
 
 def _strip(override: str) -> str:
@@ -27,15 +27,6 @@ def _strip(override: str) -> str:
         if override.startswith(prefix):
             return override[len(prefix):]
     return override
-
-
-def _has_field(config, dotted: str) -> bool:
-    node = config
-    for name in dotted.split("."):
-        if not hasattr(node, "keys") or name not in node:
-            return False
-        node = node[name]
-    return True
 
 
 def apply_overrides(config, overrides: Sequence[str]):
@@ -48,7 +39,7 @@ def apply_overrides(config, overrides: Sequence[str]):
         key, eq, value = override.partition("=")
         if not eq or not key:
             raise ValueError(f"override {raw!r}: expected field=value")
-        if not _has_field(config, key):
+        if not has_field(config, key):
             raise ValueError(f"override {raw!r}: the config has no field {key!r}")
         (unset if value == "None" else typed).append((key, value))
     argv = ["overrides", *(f"--config.{k}={v}" for k, v in typed)]

@@ -6,8 +6,6 @@ among the texts of training (the same renders of every train task, and every SFT
 demonstration prompt and observation); and no held-out text was seen with another
 right answer. A split that fails this measures recall, not generalization."""
 
-import pathlib
-
 import pytest
 
 from mtrl.data.overlap import overlap, visible_texts
@@ -16,20 +14,14 @@ from mtrl.data.synthetic.demonstrations import helper_completion, main_completio
 from mtrl.data.synthetic.family import IntFunction
 from mtrl.data.synthetic.terms import get_term
 from mtrl.data.demonstrations import Revision
-from mtrl.envs.registry import build_environment
-from mtrl.training.config import module_from_file, parse
-
-CONFIGS = pathlib.Path(__file__).resolve().parents[3] / "experiments" / "configs"
+from tests.data.synthetic.world import config_world
 
 
 # The default and its wide-k ablation (issue 37): both report a test split as unseen.
 @pytest.fixture(scope="module", params=["default", "default_narrow_k"])
 def default_world(request):
-    run = parse(module_from_file(CONFIGS / f"{request.param}.py").get_config())
-    suite = build_suite(run.data, run.seed)
-    built = build_environment(run.env, run.rollout.num_turns, run.data.name, suite, None)
-    yield run, suite, built.env
-    built.close()
+    with config_world(request.param) as world:
+        yield world
 
 
 def test_no_held_out_input_of_the_default_occurs_in_training(default_world):

@@ -6,28 +6,19 @@ wrong offset), occurs among the texts of training (the same renders of every tra
 task, and every SFT demonstration prompt and observation); and every held-out answer
 writes an offset that no train answer wrote."""
 
-import pathlib
 import re
 
 import pytest
 
 from mtrl.data.overlap import overlap, visible_texts
-from mtrl.data.suite import build_suite
 from mtrl.data.synthetic.demonstrations import single_agent_completion
 from mtrl.data.synthetic.family import IntFunction
-from mtrl.envs.registry import build_environment
-from mtrl.training.config import module_from_file, parse
-
-CONFIG = pathlib.Path(__file__).resolve().parents[3] / "experiments" / "configs" / "try_again.py"
-
+from tests.data.synthetic.world import config_world
 
 @pytest.fixture(scope="module")
 def world():
-    run = parse(module_from_file(CONFIG).get_config())
-    suite = build_suite(run.data, run.seed)
-    built = build_environment(run.env, run.rollout.num_turns, run.data.name, suite, None)
-    yield run, suite, built.env
-    built.close()
+    with config_world("try_again") as world:
+        yield world
 
 
 def test_no_held_out_input_of_try_again_occurs_in_training(world):
