@@ -25,6 +25,9 @@ episode generates exactly T·M tokens on every side. SmolLM2-135M's shape (bench
                times, one sample per node), so turn 1 prefills each distinct prompt once
                and every later turn extends the parent's KV cache with the observation
                only; every node of a turn is one batched call.
+  mtrl_naive   the same chains through mtrl's NaiveBackend: batched like mtrl_chains, but
+               every turn re-encodes each whole history as Tunix does (what KV reuse saves,
+               apart from batching).
   mtrl_tree    mtrl's tree as it trains: P tasks, G samples at every node (P·G^T leaves,
                P·(G + ... + G^T) completions); not the same episodes, reported beside.
 
@@ -44,7 +47,7 @@ import sys
 
 from bench_tunix import SHAPE, IdTokenizer, WorkerClient, prompt_ids, timed, tunix_llama
 
-ARMS = ("tunix", "mtrl_chains", "mtrl_tree")
+ARMS = ("tunix", "mtrl_chains", "mtrl_naive", "mtrl_tree")
 
 
 def observation_ids(length: int) -> list[int]:
@@ -223,19 +226,18 @@ def try_again_env(observation: str):
 
 
 class MtrlAgentic:
-    """mtrl's rollout (SamplerBackend: KV reuse) over the chains or the tree."""
+    """mtrl's rollout (SamplerBackend: KV reuse; NaiveBackend: re-encoding) over the chains
+    or the tree; each arm has its own Sampler (own compiled programs), the weights shared."""
 
-    def __init__(self, args, model_config, tree: bool):
+    def __init__(self, args, model, tree: bool, naive: bool = False):
         import jax
         from flax import nnx
 
-        from mtrl.models import Transformer
         from mtrl.rollout import RolloutConfig
-        from mtrl.rollout.sampler_backend import SamplerBackend
+        from mtrl.rollout.sampler_backend import NaiveBackend, SamplerBackend
         from mtrl.sampling.sampler import Sampler
 
         self.tokenizer = id_tokenizer()
-        model = Transformer(model_config, rngs=nnx.Rngs(0))
         self.sampler = Sampler(model)
         prompts = [" ".join(map(str, p)) for p in
                    prompt_ids(args.prompts, args.prompt_len, SHAPE["vocab_size"])]
@@ -244,7 +246,7 @@ class MtrlAgentic:
             num_turns=args.turns, num_generations=args.samples if tree else 1, num_agents=1,
             max_new_tokens=args.new_tokens, temperature=1.0, top_p=1.0,
             max_context=args.prompt_len + args.turns * (args.new_tokens + args.obs_len) + 8)
-        self.backend = SamplerBackend(self.sampler, [nnx.split(model)[1]],
+        self.backend = (NaiveBackend if naive else SamplerBackend)(self.sampler, [nnx.split(model)[1]],
                                       self.config.sampling_config(
                                           stop_token_ids=(self.tokenizer.eos_id,), pad_id=0))
         self.env = try_again_env(" ".join(map(str, observation_ids(args.obs_len))))
@@ -302,7 +304,9 @@ def main() -> None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import jax
 
-    from mtrl.models import preset
+    from flax import nnx
+
+    from mtrl.models import Transformer, preset
 
     base = preset("smollm2-135m", param_dtype="float32",
                   **({"num_layers": args.layers} if args.layers else {})
@@ -315,13 +319,15 @@ def main() -> None:
                          "cpus": os.cpu_count(), "sampling": "temperature 1, top-p 1",
                          "command": " ".join(sys.argv)},
               "layout": plan, "load_before": os.getloadavg(), "compile_s": {}}
-    sides = {}
+    sides, model = {}, None
     for arm in arms:
         if arm == "tunix":
             sides[arm] = client = WorkerClient(args.tunix_python, __file__, worker_args(args))
             result["tunix"] = client.info
         else:
-            sides[arm] = MtrlAgentic(args, base, tree=arm == "mtrl_tree")
+            model = model or Transformer(base, rngs=nnx.Rngs(0))  # one copy for both arms
+            sides[arm] = MtrlAgentic(args, model, tree=arm == "mtrl_tree",
+                                     naive=arm == "mtrl_naive")
     call = {arm: (lambda r, c=side: c.call(op="episodes", round=r)) if arm == "tunix"
             else side.episodes for arm, side in sides.items()}
     for arm in arms:  # first calls compile
@@ -355,6 +361,7 @@ def check_counts(sides: dict, plan: dict) -> None:
     """Every call generated and prefilled what `layout` says (else the comparison is off)."""
     want = {"tunix": (plan["generated"], plan["tunix_prefill_tokens"], plan["episodes"]),
             "mtrl_chains": (plan["generated"], plan["chains_prefill_tokens"], plan["episodes"]),
+            "mtrl_naive": (plan["generated"], plan["tunix_prefill_tokens"], plan["episodes"]),
             "mtrl_tree": (plan["tree_generated"], plan["tree_prefill_tokens"],
                           plan["tree_leaves"])}
     for arm, row in sides.items():
