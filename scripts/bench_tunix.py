@@ -105,7 +105,6 @@ class TunixSide:
     """Tunix's Llama3 at SmolLM2's shape, its GRPO loss step and its sampler."""
 
     def __init__(self, layers: int, rows: int, length: int, prompt_len: int, new_tokens: int):
-        import jax
         import jax.numpy as jnp
         import numpy as np
         import optax
