@@ -84,28 +84,36 @@ class IdTokenizer:
         return 0
 
 
+def tunix_llama(layers: int):
+    """Tunix's Llama3 at SmolLM2's shape with random float32 weights, rope theta patched
+    (module docstring): (model, info for the JSON)."""
+    import jax
+    from flax import nnx
+    from tunix.models.llama3 import model as llama3
+
+    default = llama3.apply_rope.__defaults__
+    llama3.apply_rope.__defaults__ = (SHAPE["rope_theta"],)
+    info = {"rope_theta_patch": {"apply_rope_default_before": default[0],
+                                 "after": SHAPE["rope_theta"]}, "jax": jax.__version__}
+    config = llama3.ModelConfig(num_layers=layers, weight_tying=True, **SHAPE)
+    model = llama3.Llama3(config, rngs=nnx.Rngs(0))
+    info["params"] = int(sum(x.size for x in jax.tree.leaves(nnx.state(model, nnx.Param))))
+    return model, info
+
+
 class TunixSide:
     """Tunix's Llama3 at SmolLM2's shape, its GRPO loss step and its sampler."""
 
     def __init__(self, layers: int, rows: int, length: int, prompt_len: int, new_tokens: int):
-        import jax
         import jax.numpy as jnp
         import numpy as np
         import optax
         from flax import nnx
         from tunix.generate import sampler as sampler_lib
-        from tunix.models.llama3 import model as llama3
         from tunix.rl import algo_core, common
         from tunix.rl.grpo.grpo_learner import GRPOConfig
 
-        default = llama3.apply_rope.__defaults__
-        llama3.apply_rope.__defaults__ = (SHAPE["rope_theta"],)
-        self.info = {"rope_theta_patch": {"apply_rope_default_before": default[0],
-                                          "after": SHAPE["rope_theta"]},
-                     "jax": jax.__version__}
-        config = llama3.ModelConfig(num_layers=layers, weight_tying=True, **SHAPE)
-        self.model = llama3.Llama3(config, rngs=nnx.Rngs(0))
-        self.info["params"] = int(sum(x.size for x in jax.tree.leaves(nnx.state(self.model, nnx.Param))))
+        self.model, self.info = tunix_llama(layers)
         algo = GRPOConfig(beta=0.0, num_generations=2)
         algo.temperature = 1.0  # GRPOLearner sets this from its rollout config
         self.optimizer = nnx.Optimizer(
@@ -168,12 +176,10 @@ def worker(args) -> None:
 class WorkerClient:
     """The Tunix worker as a subprocess: one request, one `RESULT` line."""
 
-    def __init__(self, python: str, args):
-        command = [python, os.path.abspath(__file__), "--worker", "--layers", str(args.layers),
-                   "--rows", str(args.rows), "--length", str(args.length),
-                   "--prompt-len", str(args.prompt_len), "--new-tokens", str(args.new_tokens)]
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
+    def __init__(self, python: str, script: str, argv: list[str]):
+        """Runs `python script argv...` (the script's --worker mode)."""
+        self.proc = subprocess.Popen([python, os.path.abspath(script), *argv],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.info = self._read()
 
     def _read(self) -> dict:
@@ -281,7 +287,10 @@ def main() -> None:
         sides[f"mtrl_{arm}"] = side = MtrlSide(arm, base, batch, args.prompt_len, args.new_tokens)
         result["compile_s"][f"mtrl_{arm}/update"] = side.update_arm["compile_s"]
         result[f"mtrl_{arm}_params"] = side.update_arm["params"]
-    tunix = WorkerClient(args.tunix_python, args)
+    tunix = WorkerClient(args.tunix_python, __file__, [
+        "--worker", "--layers", str(args.layers), "--rows", str(args.rows), "--length",
+        str(args.length), "--prompt-len", str(args.prompt_len), "--new-tokens",
+        str(args.new_tokens)])
     result["tunix"] = tunix.info
     result["compile_s"]["tunix/update"] = tunix.call(op="update")["wall_s"]
     for b in batches:  # first calls compile (the sampler programs of both sides)
