@@ -3,7 +3,8 @@
 All functions act on the last axis (the vocabulary, size V) and broadcast over any
 leading axes. Removed tokens get the logit -inf, so `jax.nn.log_softmax` of a filtered
 row is the log-probability of the renormalised distribution over the kept tokens, and
-`jax.random.categorical` never draws them.
+the draw (mtrl.sampling.draw: inverse transform sampling, one uniform per row) never
+picks them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from mtrl.sampling.config import SamplingConfig
+from mtrl.sampling.draw import inverse_cdf_index
 
 NEG_INF = -jnp.inf
 
@@ -95,7 +97,9 @@ def sample_tokens(key: jax.Array, logits: jax.Array, config: SamplingConfig
     """Draw one token per row of `logits` [B, V].
 
     Row b uses the key `fold_in(key, b)`, so a row's draw depends only on (key, b, its
-    logits), not on the other rows or on the padded batch size.
+    logits), not on the other rows or on the padded batch size. The draw is inverse
+    transform sampling from one uniform per row (draw.inverse_cdf_index): the same
+    distribution as `jax.random.categorical` with V times fewer random numbers.
 
     Returns:
       tokens          [B] int32.
@@ -111,8 +115,13 @@ def sample_tokens(key: jax.Array, logits: jax.Array, config: SamplingConfig
     filtered = filter_logits(logits.astype(jnp.float32), config)
     row_keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(
         key, jnp.arange(logits.shape[0], dtype=jnp.uint32))
-    tokens = jax.vmap(jax.random.categorical)(row_keys, filtered).astype(jnp.int32)
-    sample_logprobs = token_log_probs(filtered, tokens)
+    # q = softmax(filtered) from one exp: weights = exp(z - max z), log q = z - max z - log sum.
+    shifted = filtered - jnp.max(filtered, axis=-1, keepdims=True)
+    weights = jnp.exp(shifted)
+    uniforms = jax.vmap(jax.random.uniform)(row_keys)
+    tokens = inverse_cdf_index(weights, uniforms)
+    picked = jnp.take_along_axis(shifted, tokens[:, None], axis=-1)[:, 0]
+    sample_logprobs = picked - jnp.log(jnp.sum(weights, axis=-1))
     return tokens, sample_logprobs
 
 
