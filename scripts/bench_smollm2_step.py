@@ -92,8 +92,9 @@ def main() -> None:
         result["arms"][name] = summary
         print(name, json.dumps({k: v for k, v in summary.items() if k != "per_step"}),
               flush=True)
-    pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    pathlib.Path(args.out).write_text(json.dumps(result, indent=2))
+        # Written after every arm: a stopped run keeps the arms it finished.
+        pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(args.out).write_text(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

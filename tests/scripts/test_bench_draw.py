@@ -1,0 +1,50 @@
+"""scripts/bench_draw.py and scripts/bench_decode_attention.py at small shapes: every arm
+runs and is recorded; the two attention formulations agree (no timing asserted)."""
+
+import json
+import pathlib
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+SCRIPTS = pathlib.Path(__file__).resolve().parents[2] / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+import bench_decode_attention  # noqa: E402
+import bench_draw  # noqa: E402
+
+
+def test_bench_draw_records_every_arm(tmp_path, monkeypatch):
+    out = tmp_path / "draw.json"
+    monkeypatch.setattr(sys, "argv", ["bench_draw.py", "--out", str(out), "--vocab", "300",
+                                      "--batches", "1,4", "--rounds", "1", "--repeats", "1"])
+    bench_draw.main()
+    result = json.loads(out.read_text())
+    assert set(result["ms"]) == {"1", "4"}
+    assert all(set(row) == set(bench_draw.ARMS) and min(row.values()) > 0
+               for row in result["ms"].values())
+
+
+def test_the_old_gumbel_draw_and_the_new_one_sample_the_same_distribution():
+    logits = jnp.log(jnp.asarray([[0.1, 0.6, 0.0, 0.3]] * 4000, jnp.float32))
+    counts = {}
+    for name in ("gumbel", "inverse"):
+        tokens, log_probs = bench_draw.ARMS[name](jax.random.key(3), logits)
+        counts[name] = np.bincount(np.asarray(tokens), minlength=4) / 4000
+        np.testing.assert_allclose(np.exp(log_probs), np.asarray([0.1, 0.6, 0.0, 0.3])[tokens],
+                                   rtol=1e-5)
+    np.testing.assert_allclose(counts["gumbel"], counts["inverse"], atol=0.04)
+    assert counts["inverse"][2] == 0
+
+
+def test_bench_decode_attention_formulations_agree(tmp_path, monkeypatch):
+    out = tmp_path / "attn.json"
+    monkeypatch.setattr(sys, "argv", ["bench_decode_attention.py", "--out", str(out),
+                                      "--shapes", "2x16"])
+    monkeypatch.setattr(bench_decode_attention, "best_ms",
+                        lambda fn, args, calls=1, rounds=1: 1.0)  # no timing here
+    bench_decode_attention.main()
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["dtype"] for r in rows] == ["float32", "bfloat16"]
+    assert rows[0]["max_abs_diff"] < 1e-5 and rows[1]["max_abs_diff"] < 2e-2
