@@ -24,6 +24,9 @@ TextWorld experiment; user CPU of the whole process), post-SFT -> after-RL test 
 (Before the fixed shapes, at an older tree: 0.06 / 0.31 / 0.25 -> 1.00.) Broken
 learning (optim.learning_rate = 1e-12; 0 is refused by the config), seed 1, measured
 at that older tree: test 0.31 -> 0.31, validation 0.12 -> 0.12: the assertion fails.
+Re-measured 2026-11-28 after the sampled draw became inverse-CDF sampling (other random
+draws, same distribution; XLA's default flags, load ~4): seeds 0 / 1 / 2 0.125 / 0.25 /
+0.19 -> 1.00; learning rate 1e-12, seed 1: 0.25 -> 0.25.
 The setting was chosen over calibration runs whose validation and test numbers were
 seen (an earlier teacher that reversed the number instead of refusing learned on seeds
 0 and 1 but not 2; a learning rate of 3e-3 collapsed the policy): this is a regression
@@ -50,6 +53,7 @@ import numpy as np
 from mtrl.data.gsm8k import MathTask
 from mtrl.data.suite import SUITES
 from mtrl.envs.math.prompts import MathTemplates
+from tests.training.loop.learning_run import learning_base, run_trainer, with_overrides
 
 SUITE = "rl_learns_say_number"
 WRONG = 0.6  # share of SFT demonstrations that answer REFUSAL instead of the number
@@ -108,13 +112,7 @@ if SUITE not in SUITES:
 
 def learning_config(seed: int = SEED, **overrides):
     """The run: a 2-layer 64-wide byte model, 300 SFT updates, 40 RL steps of 32 tasks."""
-    from mtrl.training.config import base_config
-    c = base_config()
-    c.seed = seed
-    c.model.overrides = dict(num_layers=2, hidden_size=64, intermediate_size=128,
-                             num_heads=2, num_kv_heads=1, head_dim=32)
-    c.data = dict(c.data.to_dict(), name=SUITE, train_split="train", eval_split="validation",
-                  test_split="test", num_eval=SIZES["validation"], num_test=SIZES["test"])
+    c = learning_base(seed, SUITE, SIZES)
     c.env.name = "math"
     c.env.num_agents = 1
     c.env.feedback_mode = "unary"
@@ -129,25 +127,13 @@ def learning_config(seed: int = SEED, **overrides):
     c.train.tasks_per_step = 32
     c.train.eval_interval = 20
     c.train.save_interval = 20
-    c.train.export_best = False
     c.train.pack_budget = 512  # one bin holds a step's whole tree: one bin count
     c.optim.learning_rate = 1e-3
-    c.optim.warmup_steps = 0
-    for key, value in overrides.items():
-        section, field = key.split(".")
-        c[section][field] = type(c[section][field])(value)
-    return c
+    return with_overrides(c, overrides)
 
 
 def run(workdir, seed: int = SEED, **overrides) -> dict:
-    from mtrl.sampling import BucketPolicy
-    from mtrl.training.loop.trainer import Trainer
-    trainer = Trainer(learning_config(seed, **overrides), workdir, show_progress=False,
-                      sampler_buckets=BucketPolicy(**SAMPLER_BUCKETS))
-    try:
-        return trainer.run()
-    finally:
-        trainer.close()
+    return run_trainer(learning_config(seed, **overrides), workdir, SAMPLER_BUCKETS)
 
 
 def test_rl_learns_beyond_sft(tmp_path):
@@ -158,7 +144,7 @@ def test_rl_learns_beyond_sft(tmp_path):
     assert after >= before + MARGIN, (before, after, result["final_best_success"])
 
 
-if __name__ == "__main__":  # calibration: python tests/training/loop/test_rl_learns.py DIR SEED [k=v]
+if __name__ == "__main__":  # calibration: PYTHONPATH=. python tests/training/loop/test_rl_learns.py DIR SEED [k=v]
     out = run(pathlib.Path(sys.argv[1]), int(sys.argv[2]),
               **dict(kv.split("=", 1) for kv in sys.argv[3:]))
     keys = ("post_sft_success", "final_best_success", "best_step", "post_sft_test_success",
