@@ -62,6 +62,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--fanout-prompts", type=int, default=16)
     parser.add_argument("--fanout-g", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--hf-dtype", choices=("float32", "bfloat16"), default="float32",
+                        help="transformers' parameter and compute dtype (mtrl runs the "
+                             "preset's own)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--torch-threads", type=int, default=None,
                         help="torch.set_num_threads (default: torch's own choice)")
@@ -128,7 +131,7 @@ def main() -> None:
         save_hf_checkpoint(Transformer(config, rngs=nnx.Rngs(args.seed)), checkpoint)
         mtrl_model = load_hf_checkpoint(checkpoint)
         hf_model = transformers.AutoModelForCausalLM.from_pretrained(
-            checkpoint, dtype=torch.float32).eval()
+            checkpoint, dtype=getattr(torch, args.hf_dtype)).eval()
     hf_model.generation_config.eos_token_id = None
 
     # Cache buckets of 64 slots: prompt 64 + 128 new tokens fills 192 slots exactly.
@@ -138,6 +141,8 @@ def main() -> None:
         "preset": args.preset, "num_params": config.num_params(),
         "prompt_len": args.prompt_len, "new_tokens": args.new_tokens,
         "repeats": args.repeats, "decoding": "greedy (batch sweep), temperature 1 (fan-out)",
+        "mtrl_dtype": f"params {mtrl_model.config.param_dtype}, compute {mtrl_model.config.dtype}",
+        "hf_dtype": args.hf_dtype,
         "mtrl_tok_s": {}, "hf_tok_s": {}, "mtrl_compile_s": {}, "ratio": {},
         "mtrl_times_s": {}, "hf_times_s": {}, "greedy_token_agreement": {},
     }
