@@ -6,9 +6,13 @@ SmolLM2-135M-shaped model (preset `smollm2-135m`, random init, float32 master we
 64-token prompts, --new-tokens greedy tokens per row (no stop token), one `generate`
 call per measurement (prefill included). Arms:
 
-  f32          model.dtype float32: the sampler reads float32 weights
-  bf16_xla     model.dtype bfloat16, matmul "xla": the sampler's bf16 weight copy
-  bf16_onednn  the same on oneDNN (skipped, with the reason, when not built)
+  f32                 model.dtype float32: the sampler reads float32 weights
+  f32_einsum          the same with decode_attention "einsum" (XLA's grouped einsum over
+                      every cache slot) instead of the fused CPU kernel
+  bf16_xla            model.dtype bfloat16, matmul "xla": the sampler's bf16 weight copy
+  bf16_onednn         the same on oneDNN
+  bf16_onednn_einsum  bf16_onednn with decode_attention "einsum"
+Arms that need the kernel library are skipped, with the reason, when it is not built.
 
 Roofline per arm and batch, both bounds measured in this run:
   bandwidth bound  = batch * bandwidth / bytes one decode step reads (the sampler's
@@ -41,9 +45,16 @@ from mtrl.kernels import onednn_matmul  # noqa: E402
 from mtrl.models import Transformer, preset  # noqa: E402
 from mtrl.sampling import Sampler, SamplingConfig  # noqa: E402
 
-ARMS = {"f32": dict(dtype="float32", matmul="xla"),
-        "bf16_xla": dict(dtype="bfloat16", matmul="xla"),
-        "bf16_onednn": dict(dtype="bfloat16", matmul="onednn")}
+ARMS = {"f32": dict(dtype="float32", matmul="xla", decode_attention="kernel"),
+        "f32_einsum": dict(dtype="float32", matmul="xla", decode_attention="einsum"),
+        "bf16_xla": dict(dtype="bfloat16", matmul="xla", decode_attention="kernel"),
+        "bf16_onednn": dict(dtype="bfloat16", matmul="onednn", decode_attention="kernel"),
+        "bf16_onednn_einsum": dict(dtype="bfloat16", matmul="onednn",
+                                   decode_attention="einsum")}
+
+
+def needs_library(arm: dict) -> bool:
+    return arm["matmul"] == "onednn" or arm["decode_attention"] == "kernel"
 
 
 def best_seconds(fn, repeats: int = 5) -> float:
@@ -63,9 +74,9 @@ def bandwidth_gb_s() -> float:
 
 
 def peak_gflops(arm: str, n: int = 2048) -> float:
-    dtype = jnp.float32 if arm == "f32" else jnp.bfloat16
+    dtype = jnp.float32 if arm.startswith("f32") else jnp.bfloat16
     a = jnp.asarray(np.random.default_rng(0).standard_normal((n, n)), dtype)
-    if arm == "bf16_onednn":
+    if arm.startswith("bf16_onednn"):
         dot = jax.jit(lambda x, y: onednn_matmul.matmul(x, y))
     else:
         dot = jax.jit(lambda x, y: jnp.dot(x, y, preferred_element_type=jnp.float32))
@@ -91,7 +102,7 @@ def main() -> None:
               "load_before": os.getloadavg()}
     samplers, peaks = {}, {}
     for name in args.arms.split(","):
-        if ARMS[name]["matmul"] == "onednn" and not onednn_matmul.available():
+        if needs_library(ARMS[name]) and not onednn_matmul.available():
             result["skipped"][name] = onednn_matmul.load()
             continue
         model = Transformer(base.replace(**ARMS[name]), rngs=nnx.Rngs(0))

@@ -1,12 +1,14 @@
-"""Build the oneDNN matmul kernel: `python -m mtrl.kernels.build [--strict]`.
+"""Build mtrl's CPU kernels: `python -m mtrl.kernels.build [--strict]`.
 
-Compiles onednn_matmul.cc with g++ against jaxlib's XLA FFI headers
+Compiles onednn_matmul.cc (bf16 matmuls on oneDNN) and decode_attention.cc (fused
+decode attention, OpenMP) with g++ against jaxlib's XLA FFI headers
 (`jax.ffi.include_dir()`) and oneDNN (the `onednn-cpu-gomp` and
 `onednn-devel-cpu-gomp` wheels, which `pip install -e ".[amx]"` brings into the
 environment's lib/ and include/; or --onednn-root DIR) into libmtrl_onednn.so beside
 the source, with the source's sha256 in libmtrl_onednn.so.sha256 so that a stale
 library is refused at load. Without g++ or oneDNN it prints why and exits 0 (the
-bf16 matmuls then stay on XLA); --strict makes that an error.
+bf16 matmuls and decode attention then stay on XLA); --strict makes that an error.
+The library is built for the CPU it is built on (-march=native): build it where it runs.
 """
 
 from __future__ import annotations
@@ -19,14 +21,17 @@ import subprocess
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-SOURCE = HERE / "onednn_matmul.cc"
+SOURCES = (HERE / "onednn_matmul.cc", HERE / "decode_attention.cc")
 LIBRARY = HERE / "libmtrl_onednn.so"
 DIGEST = HERE / "libmtrl_onednn.so.sha256"
 ONEDNN_LIB = "libdnnl.so.3"
 
 
 def source_digest() -> str:
-    return hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    for source in SOURCES:
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
 
 
 def find_onednn(root: str = "") -> tuple[pathlib.Path, pathlib.Path]:
@@ -44,8 +49,12 @@ def find_onednn(root: str = "") -> tuple[pathlib.Path, pathlib.Path]:
 
 def compile_command(include: pathlib.Path, lib: pathlib.Path, out: pathlib.Path) -> list[str]:
     import jax.ffi
-    return ["g++", "-O2", "-std=c++17", "-shared", "-fPIC", "-w",
-            f"-I{include}", f"-I{jax.ffi.include_dir()}", str(SOURCE),
+    # Reassociation lets the attention's dot products and sums reduce in vector
+    # registers (not lane by lane); infinities and NaNs keep IEEE semantics.
+    math = ["-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math"]
+    return ["g++", "-O3", "-march=native", "-fopenmp", *math, "-std=c++17", "-shared", "-fPIC",
+            "-w",
+            f"-I{include}", f"-I{jax.ffi.include_dir()}", *map(str, SOURCES),
             f"-L{lib}", f"-l:{ONEDNN_LIB}", f"-Wl,-rpath,{lib}", "-o", str(out)]
 
 

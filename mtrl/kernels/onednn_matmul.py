@@ -6,62 +6,31 @@
 a and b cast to bfloat16 (round to nearest even), products summed in float32. oneDNN
 chooses its kernel for the CPU (AMX tiles where /proc/cpuinfo has amx_bf16 and
 amx_tile: kernel "brg:avx512_core_amx"). The library is compiled by
-`python -m mtrl.kernels.build`; `load()` says why it is unavailable (not built,
-stale, no oneDNN, not a CPU backend) instead of raising, so callers fall back to XLA.
+`python -m mtrl.kernels.build`; `load()` (mtrl/kernels/library.py) says why it is
+unavailable (not built, stale, no oneDNN) instead of raising, so callers fall back to XLA.
 Batched operands go through `jax.vmap` one slice at a time (vmap_method "sequential").
 """
 
 from __future__ import annotations
 
-import ctypes
-import functools
-
 import jax
 import jax.numpy as jnp
 
-from mtrl.kernels import build
+from mtrl.kernels import library
+from mtrl.kernels.library import available, load  # noqa: F401 (the kernel's state)
 
 TARGET = "mtrl_onednn_matmul"
 
 
-@functools.cache
-def load() -> str | None:
-    """Load and register the kernel once; None when ready, else why it is not."""
-    if not build.LIBRARY.exists():
-        return f"kernel not built (python -m mtrl.kernels.build)"
-    digest = build.DIGEST.read_text().strip() if build.DIGEST.exists() else ""
-    if digest != build.source_digest():
-        return "kernel built from another source (rerun python -m mtrl.kernels.build)"
-    try:
-        library = ctypes.CDLL(str(build.LIBRARY))
-    except OSError as error:
-        return f"kernel does not load: {error}"
-    jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(library.MtrlOnednnMatmul),
-                                platform="cpu")
-    library.mtrl_onednn_impl_info.restype = ctypes.c_char_p
-    library.mtrl_onednn_impl_info.argtypes = [ctypes.c_int64] * 3
-    _LIBRARY.append(library)
-    return None
-
-
-_LIBRARY: list[ctypes.CDLL] = []
-
-
-def available() -> bool:
-    return load() is None
-
-
 def require() -> None:
     """Raise RuntimeError (one line, the reason) unless the kernel is ready."""
-    reason = load()
-    if reason is not None:
-        raise RuntimeError(f"oneDNN matmul unavailable: {reason}")
+    library.require("oneDNN matmul")
 
 
 def impl_info(m: int, k: int, n: int) -> str:
     """The oneDNN kernel an [m, k] @ [k, n] bf16 product runs, e.g. 'brg:avx512_core_amx'."""
     require()
-    return _LIBRARY[0].mtrl_onednn_impl_info(m, k, n).decode()
+    return library.handle().mtrl_onednn_impl_info(m, k, n).decode()
 
 
 def matmul(a: jax.Array, b: jax.Array, *, transpose_a: bool = False,

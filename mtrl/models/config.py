@@ -36,6 +36,8 @@ _DTYPES = ("float32", "bfloat16", "float16")
 ATTENTION = ("auto", "chunked", "xla", "cudnn", "reference")
 # ModelConfig.matmul (mtrl.models.matmul repeats it).
 MATMULS = ("auto", "xla", "onednn")
+# ModelConfig.decode_attention (mtrl.models.cached_attention repeats it).
+DECODE_ATTENTIONS = ("auto", "einsum", "kernel")
 
 
 def canonical_dtype(dtype: Any) -> str:
@@ -110,6 +112,10 @@ class ModelConfig:
     matmul: where the projections and the output layer multiply (mtrl/models/matmul.py):
     "auto" (oneDNN on a CPU with AMX-BF16 units and the kernel built, for a bfloat16
     compute dtype; else XLA), "xla" or "onednn". Not part of the checkpoint.
+    decode_attention: how a cached forward's single new token attends
+    (mtrl/models/cached_attention.py): "auto" (the fused CPU kernel on a one-device CPU
+    backend with the kernel library built, else the einsum), "einsum" or "kernel".
+    Not part of the checkpoint.
     """
 
     vocab_size: int
@@ -138,6 +144,7 @@ class ModelConfig:
     attention: str = "auto"
     lora: LoRAConfig | None = None
     matmul: str = "auto"
+    decode_attention: str = "auto"
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -177,6 +184,9 @@ class ModelConfig:
             raise ValueError(f"attention must be one of {ATTENTION}, got {self.attention!r}")
         if self.matmul not in MATMULS:
             raise ValueError(f"matmul must be one of {MATMULS}, got {self.matmul!r}")
+        if self.decode_attention not in DECODE_ATTENTIONS:
+            raise ValueError(f"decode_attention must be one of {DECODE_ATTENTIONS}, got "
+                             f"{self.decode_attention!r}")
         if self.matmul == "onednn" and self.dtype != "bfloat16":
             raise ValueError(f"matmul='onednn' needs dtype bfloat16, got {self.dtype!r}")
         self._check_family()

@@ -13,6 +13,7 @@ from flax import nnx
 from mtrl.models.attention import (MASK_VALUE, cache_free_mask, chunked_attention,  # noqa: F401
                                    fused_attention, grouped_attention,
                                    resolve_implementation)
+from mtrl.models.cached_attention import cached_attention
 from mtrl.models.config import ModelConfig
 from mtrl.models.dense import Dense
 from mtrl.models.lora import adapter_targets
@@ -117,6 +118,7 @@ class DecoderBlock(nnx.Module):
         self.post_attention_layernorm = RMSNorm(config.hidden_size, eps=eps, param_dtype=pdt)
         self.mlp = MLP(config, rngs=rngs)
         self.attention = config.attention
+        self.decode_attention = config.decode_attention
 
     def __call__(self, x: jax.Array, cos: jax.Array, sin: jax.Array, token_mask: jax.Array,
                  attend_end: jax.Array | None) -> jax.Array:
@@ -144,13 +146,14 @@ class DecoderBlock(nnx.Module):
         (in place when the cache is a loop carry), then the queries attend over all S
         slots under mask [B, L, S] (which already admits the new slots causally), so the
         cache and the new tokens are one block: no concatenation, no copy of the cache.
+        A one-token step attends per ModelConfig.decode_attention (cached_attention.py).
         Returns (x [B, L, hidden], k_cache, v_cache).
         """
         q, k, v = self.self_attn.project(self.input_layernorm(x), cos, sin)
         start = (0, 0, index, 0)
         k_cache = jax.lax.dynamic_update_slice(k_cache, k.astype(k_cache.dtype), start)
         v_cache = jax.lax.dynamic_update_slice(v_cache, v.astype(v_cache.dtype), start)
-        attended = grouped_attention(q, [(k_cache, v_cache, mask)])
+        attended = cached_attention(q, k_cache, v_cache, mask, index, self.decode_attention)
         return self._finish(x, attended), k_cache, v_cache
 
     def _finish(self, x: jax.Array, attended: jax.Array) -> jax.Array:
