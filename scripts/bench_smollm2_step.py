@@ -14,6 +14,8 @@ off, so no arm skips its update on a flat step). Arms differ only in:
              picks the oneDNN kernel on a CPU with AMX (printed by the trainer) and XLA
              elsewhere
   bf16_lora  bf16 plus lora.rank 16 (alpha 32, all projections)
+  bf16_einsum  bf16 with decode_attention "einsum" (XLA's grouped einsum over every
+             cache slot) instead of the fused CPU kernel that "auto" picks
 The arms' rollouts differ (different numerics sample different tokens), so tokens
 generated per step are reported beside the times. Per arm: bench_rl_step's summary
 (median over steps 3..steps-1, and over the steps that compiled nothing new), wall
@@ -39,6 +41,7 @@ ARMS = {
     "f32": {"model.dtype": "float32"},
     "bf16": {"model.dtype": "bfloat16"},
     "bf16_lora": {"model.dtype": "bfloat16", "lora.rank": 16, "lora.alpha": 32.0},
+    "bf16_einsum": {"model.dtype": "bfloat16", "model.overrides": {"decode_attention": "einsum"}},
 }
 
 
