@@ -21,7 +21,8 @@ every sample's copy of the prompt; fanout_speedup = unshared time / shared time.
   python scripts/bench_sampler.py --threads 1 --out /tmp/bench_sampler_1t.json
 
 --threads N runs both libraries on N threads (for N = 1 XLA's Eigen and intra-op pools
-are made single-threaded). By default each library picks its own; on a loaded machine
+are made single-threaded; OMP_NUM_THREADS=N for mtrl's OpenMP kernels, set by restarting
+the script). By default each library picks its own; on a loaded machine
 torch's 2 OpenMP threads can spin at barriers while the other core is taken, which made
 HF many times slower than with 1 thread, so report both runs.
 
@@ -36,6 +37,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import time
 
@@ -109,6 +111,11 @@ def hf_generate(model, prompts: np.ndarray, new_tokens: int) -> np.ndarray:
 
 def main() -> None:
     args = parse_args()
+    if args.threads is not None and os.environ.get("OMP_NUM_THREADS") != str(args.threads):
+        # mtrl's CPU kernels (oneDNN, decode attention) run on OpenMP threads, whose
+        # count libgomp reads once at load (torch's import loads it): restart with it set.
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+        os.execv(sys.executable, [sys.executable, *sys.argv])
     if args.threads is not None:
         args.torch_threads = args.threads
         if args.threads == 1:
@@ -193,6 +200,7 @@ def main() -> None:
     results["environment"] = {
         "jax": jax.__version__, "torch": torch.__version__,
         "transformers": transformers.__version__, "torch_threads": torch.get_num_threads(),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "cpu_count": os.cpu_count(), "jax_devices": [str(d) for d in jax.devices()],
         "machine": platform.machine(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
         # Other processes share the 2 cores: 1/5/15-minute load averages at start / end.
