@@ -1,9 +1,9 @@
 """SmolLM2-135M-Instruct on held-out two-digit sums (the arith suite): RL over two
 turns with the "too high / too low" verifier vs RL over one turn, at (at least) equal
 generated samples, both tested the same way: greedy, two attempts, the verifier's
-message between them (train.eval_turns=2 for the single-turn arm). Issue 38, item 3.
+message between them (train.eval_turns=2 for the single-turn arm).
 The prediction below was written before the warm start's evaluation and before any
-RL run of this claim (docs/issue38/prediction.md)."""
+RL run of this claim (experiments/smollm2_heldout_sums/prediction.md)."""
 
 from mtrl.training.evidence.claims import Arm, Claim
 

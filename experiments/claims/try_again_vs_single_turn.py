@@ -1,6 +1,6 @@
 """UFO's unary "try again" feedback vs single-turn samples at an equal budget, on the
 embedded default's old iid split (prediction written 2026-11-26, before any run of
-this claim). Its record is superseded (docs/reproductions/superseded/: the try_again
+this claim). Its record is superseded (experiments/claims/records/superseded/: the try_again
 arm never left its warm start). Not re-run on the values split: the UFO-faithful
 comparison (multi-turn Succ@k against single-turn Pass@k at equal samples, each arm
 scored its own way) is experiments/claims/try_again_succ_vs_pass.py."""

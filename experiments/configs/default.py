@@ -28,7 +28,7 @@ default until 2026-11-28) only ~31 distinct k occur in training, a table of answ
 fits the helper's SFT as well as copying does, and on four seeds of five the helper
 copied no unseen k after SFT; RL then had nothing to sharpen (test 0.00 -> 0.00 on
 three of five seeds). With ~158 distinct k, copying is the cheaper fit
-(docs/default_values/copy_check.json, docs/default_values/wide_k/).
+(experiments/default_narrow_k/copy_check.json, experiments/default_wide_k_pilot/).
 
     python -m mtrl.train --config=experiments/configs/default.py --workdir=/tmp/mtrl
 

@@ -5,8 +5,8 @@ main's offset), ood_test coefficients 23, -27, 31.
 Why it was replaced: with ~31 distinct k in training a table of answers fits the
 helper's SFT as well as copying does. After its SFT the helper reproduced its train
 revisions (copy k from the probe `f(1) - f(0) == k`) on 0-54% of train rows and 0%
-of validation rows on four seeds of five (docs/default_values/copy_check.json), and
-RL left test success at 0.00 on three seeds of five (docs/default_values/seeds_0_4.json).
+of validation rows on four seeds of five (experiments/default_narrow_k/copy_check.json), and
+RL left test success at 0.00 on three seeds of five (experiments/default_narrow_k/seeds_0_4.json).
 Everything else is the default's.
 
     python -m mtrl.train --config=experiments/configs/default_narrow_k.py --workdir=/tmp/narrow_k

@@ -3,12 +3,13 @@
 Every record a run writes (`--out` summary, test.json, provenance.json) carries
 
   code          {"commit", "dirty", "diff_sha256"}: the checkout's HEAD, whether the
-                files that make a run (CODE_PATHS: the package, experiment configs and
-                claims, scripts, setup.py; tracked, or untracked and not ignored)
+                files that make a run (CODE_PATHS: the package, the programs under
+                experiments/, scripts, bench, tools, setup.py; tracked, or untracked
+                and not ignored)
                 differ from it, and then the SHA-256 of `git diff HEAD --binary` over
                 them followed by each untracked file's path and bytes, so two dirty
-                trees compare equal only when their changes do. Records (docs/,
-                BENCHMARKS.md, README.md) are not code: a claim run that writes its
+                trees compare equal only when their changes do. Records (experiments/'s
+                JSON and READMEs, bench/records/, docs/, BENCHMARKS.md) are not code: a claim run that writes its
                 record leaves the next claim's warm starts reusable. `code_at_start` is the same at the run's step 0 (a run
                 resumed under other code has `mixed_code` true).
   config_hash   SHA-256 of the resolved config record (config.json) without the
@@ -37,7 +38,10 @@ import numpy as np
 from mtrl.training.run.run_config import RESUMABLE_CHANGES, flatten_record
 
 PROVENANCE_FILE = "provenance.json"
-CODE_PATHS = ("mtrl", "experiments", "scripts", "setup.py")
+# git pathspecs: in experiments/ only programs are code (configs, claims, a study's
+# probes); its records, READMEs and bench/records/ are not.
+CODE_PATHS = ("mtrl", ":(glob)experiments/**/*.py", "scripts", "bench", "tools",
+              ":(exclude,glob)bench/records/**", "setup.py")
 _REPO = pathlib.Path(__file__).resolve().parents[3]
 
 

@@ -5,7 +5,7 @@ The update computes each agent's objective on its own rows ([N, B, L] → N resu
 attention it cannot: jax's cuDNN batching rule reshapes a batched attention bias to
 [batch, heads, T, S], which a mask broadcast over heads ([B, 1, T, S], the tree and
 packing masks) is not (jax 0.11.2 on an H200: "cannot reshape array of shape
-(1, 24, 1, 2048, 2048) into shape (24, 14, 2048, 2048)", docs/gpu/). Broadcasting the
+(1, 24, 1, 2048, 2048) into shape (24, 14, 2048, 2048)", bench/records/gpu/). Broadcasting the
 mask to every head would keep a [B, heads, L, L] bias per layer for the backward pass
 (67 GB on a 0.5B model's 24 bins of 2048), so cuDNN models map with `jax.lax.map`:
 each agent's forward and backward in turn, which also holds one agent's activations at

@@ -86,3 +86,24 @@ def test_same_origin_names_the_first_difference(repo):
     assert "dirty flag" in same_origin(now, changed)
     mixed = run_provenance(record, None, now["code"], code=changed["code"])
     assert mixed["mixed_code"] is True and "more than one code state" in same_origin(mixed, now)
+
+
+def test_records_under_experiments_and_bench_are_not_code(repo):
+    """A claim run writes its record into experiments/claims/records/; that must leave
+    the next claim's warm starts reusable (the code state unchanged), while a program
+    under experiments/ or bench/ is code."""
+    for rel in ("experiments/claims/records/c.json", "experiments/study/README.md",
+                "bench/records/update/u.json", "experiments/claims/c.py", "bench/b.py"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("0\n")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "d")
+    clean = code_state(repo)
+    for rel in ("experiments/claims/records/c.json", "experiments/study/README.md",
+                "bench/records/update/u.json", "experiments/claims/records/new.json"):
+        (repo / rel).write_text("1\n")
+    assert code_state(repo) == clean
+    for rel in ("experiments/claims/c.py", "bench/b.py"):
+        (repo / rel).write_text("1\n")
+        assert code_state(repo)["dirty"] is True
+        (repo / rel).write_text("0\n")

@@ -1,4 +1,4 @@
-"""Issue 38 record script: the warm start's band measured with transformers alone.
+"""The held-out-sums study's probe: the warm start's band measured with transformers alone.
 
 mtrl's own SFT warm start of experiments/configs/smollm2_arith.py was killed twice by
 the shared machine's OOM killer (6.5-8.2 GB, the largest process while others held
@@ -8,10 +8,10 @@ rate 5e-5 with a cosine decay, 32 updates of 16 rows, as the config's sft sectio
 rows = the chat template's first prompt (system prompt + train question) -> the sum
 and the end-of-turn token, loss on the completion only; then greedy two-turn episodes
 with the "too high / too low" feedback on the validation and test splits, played by
-scripts/hf_reproduce_math.py's `play` (the math environment scores and answers).
+tools/hf_reproduce_math.py's `play` (the math environment scores and answers).
 
-    python docs/issue38/sft_probe_hf.py --out docs/issue38/sft_probe_hf.json \
-        --save models/smollm2-arith-sft-hf
+    python experiments/smollm2_heldout_sums/sft_probe_hf.py \
+        --out experiments/smollm2_heldout_sums/sft_probe_hf.json --save models/smollm2-arith-sft-hf
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from mtrl.training.config import module_from_file  # noqa: E402
 
-hf = module_from_file(ROOT / "scripts" / "hf_reproduce_math.py")
+hf = module_from_file(ROOT / "tools" / "hf_reproduce_math.py")
 
 
 def main() -> None:
