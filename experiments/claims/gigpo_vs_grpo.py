@@ -12,7 +12,7 @@ post-SFT test win, 0.229 on 48 games: seen after the prediction below was commit
 (309f98e), which is unchanged.
 """
 
-from mtrl.training.evidence.claims import Arm, Claim
+from mtrl.evidence.claims import Arm, Claim
 
 CLAIM = Claim(
     name="gigpo_vs_grpo",

@@ -9,7 +9,7 @@ suite was seen before the runs is in experiments/claims/README.md. Here plain's 
 attempt now guesses one of ~160 coefficients, not 38: the predicted direction is
 unchanged."""
 
-from mtrl.training.evidence.claims import Arm, Claim
+from mtrl.evidence.claims import Arm, Claim
 
 CLAIM = Claim(
     name="level_feedback_vs_plain",

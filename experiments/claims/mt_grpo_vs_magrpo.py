@@ -7,7 +7,7 @@ of the default's first seed on this split.
 (dcf18bd); the prediction is kept as written for the narrow-k split, and what of the new
 suite was seen before the runs is in experiments/claims/README.md."""
 
-from mtrl.training.evidence.claims import Arm, Claim
+from mtrl.evidence.claims import Arm, Claim
 
 CLAIM = Claim(
     name="mt_grpo_vs_magrpo",

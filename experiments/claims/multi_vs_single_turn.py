@@ -8,7 +8,7 @@ this split (its copy of the probe's coefficient fits the train rows), no evaluat
 (dcf18bd); the prediction is kept as written for the narrow-k split, and what of the new
 suite was seen before the runs is in experiments/claims/README.md."""
 
-from mtrl.training.evidence.claims import Arm, Claim
+from mtrl.evidence.claims import Arm, Claim
 
 CLAIM = Claim(
     name="multi_vs_single_turn",

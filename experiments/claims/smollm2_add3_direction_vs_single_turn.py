@@ -22,7 +22,7 @@ multi-turn gain over the warm start was +0.034 [-0.025, +0.093]); the record car
 each arm's gain over its warm start.
 """
 
-from mtrl.training.evidence.claims import Arm, Claim
+from mtrl.evidence.claims import Arm, Claim
 
 WARM_START = "/work/wt-smollm2/models/smollm2-arith-sft-hf"
 

@@ -5,7 +5,7 @@ message between them (train.eval_turns=2 for the single-turn arm).
 The prediction below was written before the warm start's evaluation and before any
 RL run of this claim (experiments/smollm2_heldout_sums/prediction.md)."""
 
-from mtrl.training.evidence.claims import Arm, Claim
+from mtrl.evidence.claims import Arm, Claim
 
 CLAIM = Claim(
     name="smollm2_direction_vs_single_turn",

@@ -6,7 +6,7 @@ this split; seen before it: only the SFT loss of the default's first seed on thi
 (dcf18bd); the prediction is kept as written for the narrow-k split, and what of the new
 suite was seen before the runs is in experiments/claims/README.md."""
 
-from mtrl.training.evidence.claims import Arm, Claim, Guard
+from mtrl.evidence.claims import Arm, Claim, Guard
 
 CLAIM = Claim(
     name="termination_samples",

@@ -5,7 +5,7 @@ one agent, f(x) = x + b or -x + b, offsets held out so that no test input occurs
 training). Prediction written 2026-11-28 before any run of this claim or its suite
 (nothing of the suite evaluated: its SFT, post-SFT numbers and RL all unseen)."""
 
-from mtrl.training.evidence.claims import Arm, Claim
+from mtrl.evidence.claims import Arm, Claim
 
 CLAIM = Claim(
     name="try_again_succ_vs_pass",

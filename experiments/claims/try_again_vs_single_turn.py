@@ -5,7 +5,7 @@ arm never left its warm start). Not re-run on the values split: the UFO-faithful
 comparison (multi-turn Succ@k against single-turn Pass@k at equal samples, each arm
 scored its own way) is experiments/claims/try_again_succ_vs_pass.py."""
 
-from mtrl.training.evidence.claims import Arm, Claim
+from mtrl.evidence.claims import Arm, Claim
 
 CLAIM = Claim(
     name="try_again_vs_single_turn",

@@ -2,10 +2,9 @@
 checkpointing, logging, pictures, and the trainer loop (mtrl.training.loop.trainer).
 
 One subpackage per concern, each importing only those below it (docs/design.md
-section 5):
+section 5; the evidence package, mtrl.evidence, sits above this one):
 
   loop/          the trainer, its stage objects and loop state, budget, roles
-  evidence/      claims and what backs them: seeds, arms, paired intervals, table
   config/        the experiment config: parse(ConfigDict) -> RunConfig
   sft/           the SFT warm start: steps, data kinds, its checkpoints
   run/           what every stage shares: sections, chat format, components (build),

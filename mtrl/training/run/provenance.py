@@ -21,7 +21,7 @@ Every record a run writes (`--out` summary, test.json, provenance.json) carries
 
 Reuse of a finished run (a warm start, an arm of a comparison) compares these, so a
 number is never carried over from other code or another config
-(mtrl/training/evidence/arm_runs.py).
+(mtrl/evidence/arm_runs.py).
 """
 
 from __future__ import annotations

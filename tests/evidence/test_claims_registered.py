@@ -10,8 +10,8 @@ import pytest
 from absl import flags
 from ml_collections import config_flags
 
-from mtrl.training.evidence.arm_runs import suite_config
-from mtrl.training.evidence.claims import CLAIMS_DIR, load_claim
+from mtrl.evidence.arm_runs import suite_config
+from mtrl.evidence.claims import CLAIMS_DIR, load_claim
 from mtrl.training.config.readers import read_section
 
 NAMES = sorted(p.stem for p in CLAIMS_DIR.glob("*.py") if not p.stem.startswith("_"))
@@ -50,7 +50,7 @@ def test_new_issue28_claims_are_registered_on_their_suites():
 
 
 def test_reported_metrics_get_paired_intervals_but_no_say_in_the_verdict():
-    from mtrl.training.evidence.claims import Arm, Claim, claim_record
+    from mtrl.evidence.claims import Arm, Claim, claim_record
     claim = Claim(name="x", title="t", source="s", prediction="p", direction=1,
                   min_effect=0.1, metric="test_success", baseline=Arm("a"),
                   treatment=Arm("b", ("credit.estimator=mt_grpo",)), budget="equal",
@@ -68,7 +68,7 @@ def test_reported_metrics_get_paired_intervals_but_no_say_in_the_verdict():
 
 
 def uninformative_claim(**changes):
-    from mtrl.training.evidence.claims import Arm, Claim
+    from mtrl.evidence.claims import Arm, Claim
     return Claim(**{**dict(name="x", title="t", source="s", prediction="p", direction=1,
                            min_effect=0.1, metric="test_success", baseline=Arm("a"),
                            treatment=Arm("b", ("env.feedback_mode=plain",)), budget="equal",
@@ -82,7 +82,7 @@ def arm_runs(values, best_steps=(10, 10, 10), post_sft=0.1):
 
 
 def test_a_comparison_where_nothing_trained_is_uninformative():
-    from mtrl.training.evidence.claims import claim_record
+    from mtrl.evidence.claims import claim_record
     claim = uninformative_claim()
     learned = claim_record(claim, [0, 1, 2],
                            arm_runs([(0.2, 0.3, 0.25), (0.5, 0.7, 0.6)]), 1.0, {})
@@ -114,7 +114,7 @@ def test_a_comparison_where_nothing_trained_is_uninformative():
 def test_moved_compares_validation_values_not_the_chosen_step():
     """Ties pick the later step, so a run whose validation stayed at its warm start's
     chose step 20: it did not move. A run whose validation rose did."""
-    from mtrl.training.evidence.claims import moved
+    from mtrl.evidence.claims import moved
 
     def run(best_step, *held):
         return {"best_step": best_step,
@@ -132,8 +132,8 @@ def test_moved_compares_validation_values_not_the_chosen_step():
 def test_one_arm_at_its_warm_start_is_named_not_uninformative():
     """The treatment learned and the baseline never rose: a measured difference between
     the methods; the verdict stands and the record and its table row name the arm."""
-    from mtrl.training.evidence.claim_table import table_row
-    from mtrl.training.evidence.claims import claim_record
+    from mtrl.evidence.claim_table import table_row
+    from mtrl.evidence.claims import claim_record
     runs = arm_runs([(0.1,) * 3, (0.5, 0.7, 0.6)])
     for r in runs:
         rose = r["arm"] == "b"
@@ -150,8 +150,8 @@ def test_each_arm_can_measure_the_metric_its_own_way():
     """UFO's comparison: multi-turn Succ@2 (test_success, two sequential attempts) against
     single-turn Pass@2 (test_pass@2, two parallel samples): d is each arm's own measure,
     while a guard still compares one metric across arms."""
-    from mtrl.training.evidence.claim_table import table_row
-    from mtrl.training.evidence.claims import Arm, Guard, claim_record
+    from mtrl.evidence.claim_table import table_row
+    from mtrl.evidence.claims import Arm, Guard, claim_record
     claim = uninformative_claim(baseline=Arm("a", ("train.eval_samples=2",),
                                              metric="test_pass@2"),
                                 treatment=Arm("b", ("rollout.num_turns=2",)),

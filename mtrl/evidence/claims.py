@@ -4,8 +4,8 @@ A claim file (experiments/claims/<name>.py) defines `CLAIM = Claim(...)`: the so
 paper, the prediction (direction and rough size, written and committed before any
 run), two arms (config overrides) at an equal budget of generated samples, the metric
 and the number of RL steps. scripts/reproduce.py runs both arms on every seed from a
-shared warm start (mtrl/training/evidence/arm_runs.py), takes d_i = treatment_i − baseline_i,
-its mean and 95% t interval over seeds (mtrl/training/evidence/paired_ci.py), and the verdict
+shared warm start (mtrl/evidence/arm_runs.py), takes d_i = treatment_i − baseline_i,
+its mean and 95% t interval over seeds (mtrl/evidence/paired_ci.py), and the verdict
 by paired_ci.verdict from the interval, the predicted direction and `min_effect`.
 
 A comparison can only speak when training did something: the verdict is
@@ -43,10 +43,10 @@ import re
 from mtrl.config.fields import check_choice
 from mtrl.training.config import module_from_file
 from mtrl.training.config.overrides import config_with_overrides
-from mtrl.training.evidence.arm_runs import suite_config
-from mtrl.training.evidence.paired_ci import non_inferior, paired_differences, t_interval, verdict
+from mtrl.evidence.arm_runs import suite_config
+from mtrl.evidence.paired_ci import non_inferior, paired_differences, t_interval, verdict
 
-CLAIMS_DIR = pathlib.Path(__file__).resolve().parents[3] / "experiments" / "claims"
+CLAIMS_DIR = pathlib.Path(__file__).resolve().parents[2] / "experiments" / "claims"
 # Metrics a claim may name: run-record keys (arm_runs.run_arm). test_* are measured on
 # the test split; the per-step numbers are training-side quantities.
 # test_tool_call_turn1: the tool environment's share of first turns that call the tool

@@ -30,10 +30,10 @@ import sys
 import time
 from typing import Sequence
 
-from mtrl.training.evidence.seed_runs import run_curve
+from mtrl.evidence.seed_runs import run_curve
 from mtrl.training.run.provenance import code_state, read_provenance, same_origin
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # Summary keys a run record copies from the trainer's --out (beside test metrics).
 SUMMARY_KEYS = ("minutes", "steps", "best_step", "over_budget", "post_sft_test_success",

@@ -3,7 +3,7 @@ runs that report it, against hand-computed values."""
 
 import pytest
 
-from mtrl.training.evidence.seed_stats import stats_over_seeds
+from mtrl.evidence.seed_stats import stats_over_seeds
 
 
 def test_population_std_over_the_runs_that_report_the_number():

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from mtrl.training.evidence.paired_ci import non_inferior, paired_differences, t_interval, verdict
+from mtrl.evidence.paired_ci import non_inferior, paired_differences, t_interval, verdict
 
 
 def test_paired_differences_drop_seeds_missing_an_arm():

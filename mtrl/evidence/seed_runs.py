@@ -2,7 +2,7 @@
 that run an experiment on several seeds do (scripts/run_default.py,
 scripts/run_textworld.py): their shared command line, the trainer call, and the time
 split of an RL step read back from a run's metrics log. What a script reports from a
-run is its own; the statistics over seeds are mtrl.training.evidence.seed_stats."""
+run is its own; the statistics over seeds are mtrl.evidence.seed_stats."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from mtrl.training.evidence.seed_runs import (parse_seed_run_args, run_trainer, step_time_split,
+from mtrl.evidence.seed_runs import (parse_seed_run_args, run_trainer, step_time_split,
                                               write_seed_summary)
 
 
