@@ -4,7 +4,7 @@ clipping and a small KL to the reference, after a short SFT warm start on train
 questions (the base model is below the 10-60% band: BENCHMARKS.md "A pretrained
 model learns").
 
-    python scripts/get_smollm2.py --out models/smollm2-135m-instruct
+    python -m tools.get_smollm2 --out models/smollm2-135m-instruct
     python -m mtrl.train --config=experiments/configs/smollm2_arith.py
 
 Suite `arith` (mtrl/data/arith_suite.py), kind add2: "What is 47 + 38?", a, b in
@@ -27,7 +27,7 @@ blocks = module_from_file(pathlib.Path(__file__).parent / "common" / "blocks.py"
 
 def get_config():
     c = base_config()
-    # checkpoint: scripts/get_smollm2.py --out; bfloat16 is slower than float32 on CPU XLA.
+    # checkpoint: tools/get_smollm2.py --out; bfloat16 is slower than float32 on CPU XLA.
     blocks.hf_checkpoint_model(c, checkpoint="models/smollm2-135m-instruct", dtype="float32")
     blocks.real_model_cpu_run(c)
     c.chat.system_prompts = ("You are a calculator. Reply with the number only.",)

@@ -2,7 +2,7 @@
 `aux`, the main agent writes the entry point and may call it; MAGRPO over T = 2 turns
 with level_feedback, each agent with its own system prompt, on the learnable band.
 
-    python scripts/select_learnable_tasks.py --config=experiments/configs/smollm2_coop.py \
+    python -m tools.select_learnable_tasks --config=experiments/configs/smollm2_coop.py \
         --samples=4 --out=models/smollm2_coop_learnable.json
     python -m mtrl.train --config=experiments/configs/smollm2_coop.py
 

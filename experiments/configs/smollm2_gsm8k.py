@@ -3,8 +3,8 @@ feedback over T = 3 attempts: the episode ends at the first correct \\boxed{} an
 UFO credit (γ^t for a success at attempt t, minus λ times the share of repeated
 answers), PPO clipping and a small KL to the base model, on the learnable band.
 
-    python scripts/get_smollm2.py --out models/smollm2-135m-instruct
-    python scripts/select_learnable_tasks.py --config=experiments/configs/smollm2_gsm8k.py \
+    python -m tools.get_smollm2 --out models/smollm2-135m-instruct
+    python -m tools.select_learnable_tasks --config=experiments/configs/smollm2_gsm8k.py \
         --samples=4 --num_tasks=200 --out=models/smollm2_gsm8k_learnable.json
     python -m mtrl.train --config=experiments/configs/smollm2_gsm8k.py
 
@@ -25,7 +25,7 @@ blocks = module_from_file(pathlib.Path(__file__).parent / "common" / "blocks.py"
 
 def get_config():
     c = base_config()
-    # checkpoint: scripts/get_smollm2.py --out; bfloat16 is slower than float32 on CPU XLA.
+    # checkpoint: tools/get_smollm2.py --out; bfloat16 is slower than float32 on CPU XLA.
     blocks.hf_checkpoint_model(c, checkpoint="models/smollm2-135m-instruct", dtype="float32")
     blocks.gsm8k_data(c)
     blocks.real_model_cpu_run(c)

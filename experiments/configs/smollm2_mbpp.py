@@ -2,8 +2,8 @@
 T = 2 turns: GRPO with PPO clipping and a small KL to the base model, on the tasks of the
 learnable band (base-model pass rate neither 0 nor 1). README "Real models":
 
-    python scripts/get_smollm2.py --out models/smollm2-135m-instruct
-    python scripts/select_learnable_tasks.py --config=experiments/configs/smollm2_mbpp.py \
+    python -m tools.get_smollm2 --out models/smollm2-135m-instruct
+    python -m tools.select_learnable_tasks --config=experiments/configs/smollm2_mbpp.py \
         --samples=4 --num_tasks=72 --band=reward --out=models/smollm2_mbpp_learnable.json
     python -m mtrl.train --config=experiments/configs/smollm2_mbpp.py
 
@@ -24,7 +24,7 @@ blocks = module_from_file(pathlib.Path(__file__).parent / "common" / "blocks.py"
 
 def get_config():
     c = base_config()
-    # checkpoint: scripts/get_smollm2.py --out; bfloat16 is slower than float32 on CPU XLA.
+    # checkpoint: tools/get_smollm2.py --out; bfloat16 is slower than float32 on CPU XLA.
     blocks.hf_checkpoint_model(c, checkpoint="models/smollm2-135m-instruct", dtype="float32")
     blocks.code_grpo(c, kl_coef=0.01)
     blocks.mbpp_data(c)

@@ -17,7 +17,7 @@ credits whole games. Rewards: score change / max score (1 for a win), −1 for a
 lost game, −0.05 per refused command.
 
     python -m mtrl.train --config=experiments/configs/textworld.py --workdir=/tmp/tw
-    python scripts/run_textworld.py --seeds 0,1,2 --out textworld.json
+    python -m tools.run_textworld --seeds 0,1,2 --out textworld.json
 
 Measured: BENCHMARKS.md, "Environments: TextWorld (issue 14)". With 80 SFT updates:
 flat on three seeds (test win 0.312 before and after RL: "take coin" everywhere). With
