@@ -35,15 +35,19 @@ from mtrl.envs.code.prompts import PromptTemplates
 from mtrl.envs.code.task import CodeTask
 from mtrl.envs.code.verdict import Verdict
 from mtrl.envs.sandbox.types import TestResult
+from mtrl.envs.sandbox.visible_text import visible
 from mtrl.registry import Registry
 
 SandboxSlice = Union[int, str, None]
 FEEDBACK_STYLES = ("full", "compact")
-# Caps on fields that are not free text but may carry the candidate's text all the
-# same: an exception's type name is whatever its class is called (issue 39: a type
-# named "...\n- Tests: 3/3 passed." forged a line), and names come from the task.
-TYPE_CHARS = 48
-NAME_CHARS = 64
+# Caps, in UTF-8 bytes, on fields that are not free text but may carry the
+# candidate's text all the same: an exception's type name is whatever its class is
+# called (a type named "...\n- Tests: 3/3 passed." forged a line), and names come
+# from the task.
+TYPE_BYTES = 48
+NAME_BYTES = 64
+# An expert's suggestion (expert_edits), which may quote the candidate's lines.
+SUGGESTION_BYTES = 4000
 _STATUS_WORDS = {"failed": "FAILED", "error": "ERROR", "timeout": "TIMEOUT"}
 
 
@@ -74,8 +78,11 @@ def select_shown_tests(tests: tuple[TestResult, ...], sandbox_slice: SandboxSlic
 class FeedbackOptions:
     sandbox_slice: SandboxSlice = 1
     count_hidden_tests: bool = False  # p/n over every test instead of the shown ones
-    max_test_chars: int = 240  # a failing test's source is cut to this length
-    max_message_chars: int = 200  # an error message is cut to this length
+    # Caps in UTF-8 bytes (the unit a context is spent in: a byte tokenizer's tokens,
+    # and at least a byte-level BPE's; for ASCII, characters): a failing test's
+    # source and an error message are cut to them (_cap).
+    max_test_chars: int = 240
+    max_message_chars: int = 200
     # "full": sentences; "compact": the same facts in a few short lines, for tiny
     # from-scratch models whose every context byte costs (the embedded default).
     style: str = "full"
@@ -86,7 +93,7 @@ class FeedbackOptions:
             raise ValueError(f"FeedbackOptions.style must be one of {FEEDBACK_STYLES}, "
                              f"got {self.style!r}")
         if self.max_test_chars < 16 or self.max_message_chars < 16:
-            raise ValueError("FeedbackOptions caps must be at least 16 characters")
+            raise ValueError("FeedbackOptions caps must be at least 16 bytes")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,16 +118,26 @@ FeedbackFn = Callable[[FeedbackContext], tuple[str, ...]]
 FEEDBACK_MODES: Registry[FeedbackFn] = Registry("feedback mode")
 
 
+def _cut(text: str, limit: int) -> str:
+    """`text` if its UTF-8 is at most `limit` bytes, else its longest prefix of at
+    most `limit - 3` bytes (whole characters) and "...": at most `limit` bytes."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[: limit - 3].decode("utf-8", "ignore") + "..."
+
+
 def _cap(text: str, limit: int) -> str:
-    """`text` on one line (every run of whitespace, line breaks included, is one
-    space) and at most `limit` characters. Every field that reaches a prompt or
-    the expert goes through it."""
-    text = " ".join(str(text).split())  # one line, whatever the test or traceback looked like
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """`text` with invisible and reordering characters written out (visible_text),
+    on one line (every run of whitespace, line breaks included, is one space) and
+    at most `limit` UTF-8 bytes: what it costs a context is bounded whatever its
+    characters (a 4-byte character counted as one would cost 4 byte tokens). Every
+    field that reaches a prompt or the expert goes through it."""
+    return _cut(" ".join(visible(str(text)).split()), limit)
 
 
 def _name(text: str) -> str:
-    return _cap(text, NAME_CHARS)
+    return _cap(text, NAME_BYTES)
 
 
 def _function_line(ctx: FeedbackContext, agent: int | None, owner: int) -> str:
@@ -179,10 +196,10 @@ def _shown_results(ctx: FeedbackContext) -> tuple[int, int, list[tuple[str, str,
     for test in shown:
         if test.status == "passed":
             continue
-        error = _cap(test.error_type or test.status, TYPE_CHARS)
+        error = _cap(test.error_type or test.status, TYPE_BYTES)
         if test.message:
             error = f"{error}: {_cap(test.message, options.max_message_chars)}"
-        word = _STATUS_WORDS.get(test.status) or _cap(test.status.upper(), TYPE_CHARS)
+        word = _STATUS_WORDS.get(test.status) or _cap(test.status.upper(), TYPE_BYTES)
         failures.append((word, test.source, error))
     return sum(test.status == "passed" for test in counted), len(counted), failures
 
@@ -223,7 +240,7 @@ def _helper_line(ctx: FeedbackContext) -> str:
         return (f"- Helper use: `{main}` calls `{AUX_NAME}` but ignores its result "
                 f"(line {where} of the `{main}` code).")
     if state == "rebound":
-        return (f"- Helper use: cannot be checked, {_cap(helper.rebound, NAME_CHARS * 2)} "
+        return (f"- Helper use: cannot be checked, {_cap(helper.rebound, NAME_BYTES * 2)} "
                 f"(the tests may not run the `{main}` that was read).")
     return {
         "missing": f"- Helper use: cannot be checked, `{main}` is missing.",
@@ -354,8 +371,10 @@ def plain(ctx: FeedbackContext) -> tuple[str, ...]:
 @FEEDBACK_MODES.register("expert_edits")
 def expert_edits(ctx: FeedbackContext) -> tuple[str, ...]:
     """The expert's suggested edits for the joint program (same text for every agent;
-    each agent's instruction names the function it owns)."""
-    suggestion = ctx.expert_suggestion.strip()
+    each agent's instruction names the function it owns). The suggestion keeps its
+    lines and indentation (code), with invisible characters written out and at most
+    SUGGESTION_BYTES: it may quote the candidate."""
+    suggestion = _cut(visible(ctx.expert_suggestion).strip(), SUGGESTION_BYTES)
     if suggestion:
         head = f"An expert reviewed the previous attempt and suggests these edits:\n{suggestion}"
     else:

@@ -1,11 +1,15 @@
 """One agent's next-turn user message from the feedback text, by history mode (the
-feedback itself: feedback.py)."""
+feedback itself: feedback.py). Code shown again (the agent's previous response, its
+teammate's code) has its invisible and reordering characters written out
+(visible_text): a bidi override in a comment must not show the teammate another
+program than the one that ran."""
 
 from __future__ import annotations
 
 from mtrl.envs.code.analysis import role_function_names
 from mtrl.envs.code.prompts import PromptTemplates
 from mtrl.envs.code.task import CodeTask
+from mtrl.envs.sandbox.visible_text import visible
 
 
 def compose_observation(*, history_mode: str, task: CodeTask, agent: int, num_agents: int,
@@ -43,4 +47,6 @@ def compose_observation(*, history_mode: str, task: CodeTask, agent: int, num_ag
 
 
 def _code_section(title: str, code: str) -> str:
-    return f"{title}\n```python\n{code}\n```" if code.strip() else f"{title}\n(no code found)"
+    if not code.strip():
+        return f"{title}\n(no code found)"
+    return f"{title}\n```python\n{visible(code)}\n```"

@@ -23,6 +23,8 @@ from mtrl.envs.sandbox import isolation, jail, lifecycle
 from mtrl.envs.sandbox.isolation import IsolationReport
 from mtrl.envs.sandbox.types import (ExecutionResult, Limits, Program, SyntaxErrorInfo,
                                      TestResult)
+# Every candidate-derived field of a result goes through it (visible_text.py).
+from mtrl.envs.sandbox.visible_text import valid_text
 
 SLOT_START_TIMEOUT_S = 60.0
 SLOT_GRACE_S = 10.0  # beyond wall_s_total before the pool declares a slot hung
@@ -315,26 +317,6 @@ def assemble(program: Program, program_id: str, judge_messages: list[Any], abort
                              stderr=valid_text(done.get("stderr", "")),
                              wall_s=float(done.get("wall_s", 0.0)), error=error)
     return result, healthy
-
-
-# C0 controls but newline and tab, DEL and the C1 controls (0x9b is a one-byte CSI):
-# written out as \x1b so that no candidate text can move a terminal's cursor, ring
-# it, rewrite a line (CR, BS) or cut a C string (NUL) in logs, transcripts and the
-# next prompt (issue 25, item 3).
-_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7f, 0xa0))
-             if chr(code) not in "\n\t"}
-
-
-def valid_text(value: Any) -> str:
-    """Candidate-derived text as valid UTF-8 with control characters escaped
-    (_CONTROLS): lone surrogates (which JSON carries and `raise
-    ValueError(chr(0xdc80))` makes) would crash a tokenizer downstream."""
-    text = str(value)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "replace").decode("utf-8")
-    return text.translate(_CONTROLS)
 
 
 def failure_result(program: Program, message: str) -> ExecutionResult:

@@ -12,6 +12,7 @@ import abc
 from typing import NamedTuple, Sequence
 
 from mtrl.envs.code.task import CodeTask
+from mtrl.envs.sandbox.visible_text import visible
 
 EXPERT_SYSTEM_PROMPT = (
     "You are an expert Python programmer reviewing a candidate solution to a programming "
@@ -27,8 +28,10 @@ class ExpertRequest(NamedTuple):
 
 
 def build_expert_prompt(task: CodeTask, program_code: str, feedback_text: str) -> str:
-    """The user message sent to a model expert."""
-    program = program_code.strip() or "(the agents produced no code)"
+    """The user message sent to a model expert; the candidate's program with its
+    invisible and reordering characters written out (visible_text), so the expert
+    reads the program that ran."""
+    program = visible(program_code).strip() or "(the agents produced no code)"
     parts = [f"Task:\n{task.prompt.strip()}",
              f"The tests call the function `{task.entry_point}`.",
              f"Candidate program:\n```python\n{program}\n```"]
