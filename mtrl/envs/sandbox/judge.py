@@ -136,7 +136,12 @@ class Judge:
             if type(message) is not dict or "aux" not in message:
                 self._reply_values = self.relay.reply_arrived()
                 return message
-            self._send(self.relay.relay(self._link, message))
+            try:
+                answer = self.relay.relay(self._link, message)
+            except codec.ProtocolError as error:  # the candidate's doing (relay.py)
+                self._clean = False
+                raise CandidateError(f"malformed message from the candidate: {error}") from None
+            self._send(answer)
 
     def await_hello(self) -> dict[str, Any] | CandidateGone:
         """The candidate's first message (names, or why it could not load), or a
@@ -275,8 +280,11 @@ class Judge:
         try:
             value = codec.from_plain(reply["r"], 0, budget)
             mutated = [(key, codec.from_plain(tree, 0, budget)) for key, tree in reply.get("m", [])]
-        except (KeyError, TypeError, ValueError, codec.ProtocolError) as error:
-            raise CandidateError(f"malformed reply from the candidate: {error}") from None
+        except (KeyError, TypeError, ValueError, MemoryError, codec.ProtocolError) as error:
+            # MemoryError: rebuilding what the candidate sent (within its item
+            # budget) is the candidate's doing, never the judge's own failure.
+            raise CandidateError("malformed reply from the candidate: "
+                                 f"{error or type(error).__name__}") from None
         for key, new in mutated:
             if type(key) is int and 0 <= key < len(args):
                 copy_back(args[key], new)

@@ -64,7 +64,14 @@ class OutputCapture:
 class CandidateLink:
     """Sockets to one candidate process and to its helper (two agents: the judge
     relays main's calls of the helper, judge.Judge.relay), plus the read ends of
-    their output pipes."""
+    their output pipes.
+
+    Unread data is bounded per socket: while the judge waits on one socket it
+    reads the other too (so neither process blocks on a full socket), but holds at
+    most one frame's worth (`capacity`: a header and `frame_limit` bytes) of it;
+    a socket with more waiting than that has broken the protocol, which every
+    later receive reports. (Unbounded, a flood of the socket not waited on grew
+    the judge by gigabytes, and its own MemoryError made a "sandbox failure".)"""
 
     def __init__(self, fds: list[int], capture: OutputCapture,
                  frame_limit: int = codec.MAX_FRAME_BYTES):
@@ -75,7 +82,9 @@ class CandidateLink:
         for fd in self.outputs:
             os.set_blocking(fd, False)
         self.capture, self.frame_limit = capture, frame_limit
+        self.capacity = _HEADER.size + frame_limit
         self.buffers = {sock_fd: bytearray(), helper_fd: bytearray()}
+        self.broken = ""  # why a socket broke the protocol; then every receive fails
         self.poller = select.poll()
         for fd in (sock_fd, helper_fd, out_fd, err_fd):
             self.poller.register(fd, select.POLLIN)
@@ -98,9 +107,12 @@ class CandidateLink:
 
     def receive(self, helper: bool = False) -> bytes:
         """The next frame from the candidate (or its helper); output is drained
-        meanwhile, and frames from the other socket wait in its buffer."""
+        meanwhile, and frames from the other socket wait in its buffer (at most
+        `capacity` bytes; more is a ProtocolError, now and on every later call)."""
         wanted = (self.helper if helper else self.sock).fileno()
         while True:
+            if self.broken:
+                raise codec.ProtocolError(self.broken)
             frame = self._frame(self.buffers[wanted])
             if frame is not None:
                 return frame
@@ -108,13 +120,27 @@ class CandidateLink:
                 if fd in self.outputs:
                     self.drain(fd)
                     continue
-                chunk = os.read(fd, 1 << 20)
+                buffer = self.buffers[fd]
+                # A complete frame of the wanted socket is taken before it can
+                # reach `capacity` (_frame): only the other socket ever fills up.
+                room = self.capacity - len(buffer)
+                chunk = os.read(fd, min(room, 1 << 20)) if room > 0 else self._peek(fd)
                 if not chunk:
                     if fd == wanted:
                         raise EOFError("the candidate closed its socket")
                     self.poller.unregister(fd)
                     continue
-                self.buffers[fd] += chunk
+                if room <= 0:
+                    self.broken = (f"the candidate sent more than {self.capacity} bytes the "
+                                   "judge had not asked for")
+                    break
+                buffer += chunk
+
+    def _peek(self, fd: int) -> bytes:
+        """One byte of what waits on a full socket's queue, left there (b"": it
+        was closed, which is no overflow)."""
+        sock = self.sock if fd == self.sock.fileno() else self.helper
+        return sock.recv(1, socket.MSG_PEEK)
 
     def drain(self, fd: int) -> None:
         while True:

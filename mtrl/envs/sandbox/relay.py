@@ -39,13 +39,19 @@ class HelperRelay:
         self._values: list[Any] = []  # values returned since main's last reply (trees)
 
     def relay(self, link: CandidateLink, request: dict[str, Any]) -> bytes:
-        """The frame that answers main's `request` (the helper's answer)."""
+        """The frame that answers main's `request` (the helper's answer).
+
+        Raises codec.ProtocolError when the helper's answer cannot be re-encoded
+        within the judge's memory: the candidate's fault, never the judge's own."""
         answer = self._answer(link, request)
         if "r" in answer:
             self.returned += 1
             self._values.append(answer["r"])
         call_id = request.get("id")
-        return _dumps({"aux": answer, "id": call_id if type(call_id) is int else None})
+        try:
+            return _dumps({"aux": answer, "id": call_id if type(call_id) is int else None})
+        except MemoryError:
+            raise codec.ProtocolError("the helper's answer exhausted the judge's memory") from None
 
     def reply_arrived(self) -> list[Any]:
         """The helper's values since main's previous reply, for the reply that just
@@ -84,6 +90,8 @@ class HelperRelay:
             reply = json.loads(link.receive(helper=True))
         except (EOFError, OSError, ValueError, RecursionError, codec.ProtocolError) as error:
             return {"e": ["RuntimeError", f"the helper process ended ({type(error).__name__})"]}
+        except MemoryError:  # decoding what the candidate sent: its doing, not the judge's
+            return {"e": ["RuntimeError", "the helper's reply exhausted the judge's memory"]}
         if type(reply) is not dict or ("r" not in reply and "e" not in reply):
             return {"e": ["RuntimeError", "malformed reply from the helper"]}
         return {"e": reply["e"]} if "e" in reply else {"r": reply["r"]}
