@@ -19,7 +19,11 @@ Candidate set-up order, all before the candidate's code: new session, stdio,
 mounts, working directory, then credentials (own uid or no capabilities, no new
 privileges), then the program arrives, then parent-death signal, rlimits and the
 seccomp filter (seccomp.py), then it tells the slot it is set up
-(lifecycle.SET_UP, on its bootstrap socket), then candidate.serve.
+(lifecycle.SET_UP, on its bootstrap socket), then candidate.serve. A helper
+(two agents) is forked during that set-up and confines itself at once, but its
+code waits behind a gate that main opens only after SET_UP is on the slot's
+socket: no code of the program runs while main's set-up could still fail, so
+nothing the program does (a signal, prlimit on main) can make it fail.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from mtrl.envs.sandbox import (candidate, codec, confinement, isolation, lifecyc
                                syscalls)
 
 _MESSAGE_BYTES = 4096
+_GATE_OPEN = b"+"  # main to its helper: set up, the helper's code may load
 
 
 def start(report: isolation.IsolationReport, filter_program: bytes,
@@ -127,22 +132,47 @@ def _spawn(report: isolation.IsolationReport, workdir: str, fds: list[int],
 
 def _start_helper(judge_link: socket.socket, helper_link: socket.socket, setup: str,
                   code: str, names: list[str], confine, inbox: candidate.Inbox,
-                  boot_fd: int) -> dict:
+                  boot_fd: int) -> tuple[dict, int]:
     """Forks the helper process (before the main code loads), which serves the
-    judge on its own socket, and returns the proxies that stand for its functions
-    in the main code's namespace: they ask the judge, which relays each call (and
-    counts it: "main calls aux" is judged from what ran)."""
+    judge on its own socket; returns the proxies that stand for its functions in
+    the main code's namespace (they ask the judge, which relays each call and
+    counts it: "main calls aux" is judged from what ran) and the write end of the
+    helper's gate.
+
+    The helper confines itself, then waits on the gate: its code loads only once
+    main has said it is set up and opened the gate (_open_gate). Before, the
+    helper's code ran during main's set-up, and a SIGINT or a prlimit of main's
+    RLIMIT_NPROC from it failed that set-up: an uncached "sandbox could not set
+    up" verdict for the program's own doing."""
+    gate_r, gate_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             judge_link.close()
             os.close(boot_fd)  # main's line to the slot: only main says it is set up
+            os.close(gate_w)
             confine()
+            if os.read(gate_r, 1) != _GATE_OPEN:  # main's set-up failed: no code runs
+                os._exit(0)
+            os.close(gate_r)
             candidate.serve(helper_link, setup, code)
         finally:
             os._exit(0)
+    os.close(gate_r)
     link = candidate.HelperLink(judge_link, inbox)
-    return {name: candidate.HelperFunction(link, name) for name in names}
+    return {name: candidate.HelperFunction(link, name) for name in names}, gate_w
+
+
+def _open_gate(gate_w: int) -> None:
+    """Lets the helper's code load (main is set up); a helper already gone finds
+    out on its socket to the judge."""
+    if gate_w < 0:
+        return
+    try:
+        os.write(gate_w, _GATE_OPEN)
+    except OSError:
+        pass
+    os.close(gate_w)
 
 
 def _cpu_limit_reached(signum, frame) -> None:
@@ -207,21 +237,23 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
             elif filter_program:
                 seccomp.install(filter_program)
 
-        extra = None
+        extra, gate_w = None, -1
         inbox = candidate.Inbox(judge_link)
         if helper_names:  # forked before the process limit, so it cannot fail on it
-            extra = _start_helper(judge_link, helper_link, program["setup"],
-                                  str(program.get("helper_code", "")), helper_names, confine,
-                                  inbox, boot_fd)
+            extra, gate_w = _start_helper(judge_link, helper_link, program["setup"],
+                                          str(program.get("helper_code", "")), helper_names,
+                                          confine, inbox, boot_fd)
         helper_link.close()  # main's code never holds the helper's line to the judge
         confine()
         # Set up: from here on any exit is the program's own (lifecycle.SET_UP).
         os.write(boot_fd, lifecycle.SET_UP)
         os.close(boot_fd)
     except BaseException:
-        # The sandbox's failure, not the program's: none of its code has run.
+        # The sandbox's failure, not the program's: none of its code has run
+        # (the helper's waits on its gate, and exits when it closes unopened).
         os._exit(lifecycle.SETUP_FAILED_EXIT)
     try:
+        _open_gate(gate_w)  # only now may any of the program's code run
         candidate.serve(judge_link, program["setup"], program["code"], extra, inbox)
     finally:
         os._exit(0)
