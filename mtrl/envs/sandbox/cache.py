@@ -1,10 +1,14 @@
 """On-disk result cache (sqlite) so repeated evaluations are deterministic and free.
 
 Key: sha256 over a canonical JSON encoding of (harness version, code, tests,
-setup, entry point, limits). Any change to one of them, a different time limit
-included, is a different key. The first verdict stored for a key wins
-(INSERT OR IGNORE), so every later lookup returns that same verdict even when
-several processes race to evaluate the same program.
+setup, entry point, limits, isolation). Any change to one of them, a different
+time limit included, is a different key. The isolation is the pool's
+(isolation_identity: jailed or unsafe, namespaces, network, users, filesystem and
+the seccomp filters' own bytes): a verdict reached outside the jail, or under
+another filter, is never served to a pool that runs programs differently (a
+program that passed unjailed may fail in the jail). The first verdict stored for
+a key wins (INSERT OR IGNORE), so every later lookup returns that same verdict
+even when several processes race to evaluate the same program.
 
 Concurrency: WAL journal (readers never block the writer), a busy timeout for
 concurrent writers across processes, and one lock per cache object for threads.
@@ -27,11 +31,27 @@ HARNESS_VERSION = "mtrl-sandbox-7"  # bump when verdict semantics change (7: rou
 BUSY_TIMEOUT_MS = 30_000
 
 
-def cache_key(program: Program, limits: Limits) -> str:
-    """Hex sha256 of the canonical encoding of everything that decides a verdict."""
+def isolation_identity(summary: str, filters: tuple[bytes, ...]) -> str:
+    """What of a pool's isolation decides verdicts: its IsolationReport.summary()
+    (jail or UNSAFE, namespaces, network, users, filesystem) and the sha256 of its
+    seccomp filters' BPF bytes (b"" where none is built)."""
+    digest = hashlib.sha256()
+    for program in filters:
+        digest.update(len(program).to_bytes(8, "big") + program)
+    return f"{summary}; filter={digest.hexdigest()}"
+
+
+def cache_key(program: Program, limits: Limits, isolation: str) -> str:
+    """Hex sha256 of the canonical encoding of everything that decides a verdict.
+
+    isolation: the pool's isolation_identity (a verdict holds only under the
+    isolation that reached it)."""
     if not isinstance(program, Program) or not isinstance(limits, Limits):
         raise ValueError("cache_key expects a Program and a Limits")
+    if not isinstance(isolation, str) or not isolation:
+        raise ValueError("cache_key expects the pool's isolation identity")
     canonical = json.dumps({
+        "isolation": isolation,
         "harness": HARNESS_VERSION,
         "code": program.code,
         "tests": list(program.tests),

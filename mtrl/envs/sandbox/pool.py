@@ -100,6 +100,10 @@ class SandboxPool:
         self.isolation: IsolationReport = dataclasses.replace(
             reports[0], jail=jail.version() if jailed else "none", unsafe=not jailed)
         self._isolation_line = self.isolation.summary()
+        # Cached verdicts are keyed by it: none reached under another isolation
+        # (unjailed, another filter) is served here.
+        self.cache_isolation = cache_lib.isolation_identity(self._isolation_line,
+                                                            self._slot_args[2:])
         self._slots: list[SlotClient] = starting
         self._threads = [threading.Thread(target=self._drive, args=(i,), daemon=True,
                                           name=f"sandbox-slot-{i}") for i in range(num_workers)]
@@ -120,9 +124,9 @@ class SandboxPool:
         future: concurrent.futures.Future[ExecutionResult] = concurrent.futures.Future()
         key = None
         if self._cache is not None:
-            key = cache_lib.cache_key(program, limits)
+            key = cache_lib.cache_key(program, limits, self.cache_isolation)
             hit = self._cache.get(key)
-            if hit is not None:
+            if hit is not None and hit.isolation == self._isolation_line:
                 future.set_result(hit)
                 return future
         with self._lock:

@@ -17,11 +17,12 @@ PROGRAM = Program("def f(x):\n    return x\n", ("assert f(1) == 1",), setup="imp
 RESULT = ExecutionResult(tests=(Verdict("assert f(1) == 1", "failed", "AssertionError", "m"),),
                          syntax_error=SyntaxErrorInfo(3, 4, "bad"), stdout="out", stderr="err",
                          wall_s=0.25, error="")
+ISOLATION = "jail=test; filter=0"
 
 
 def test_key_is_deterministic_hex_sha256():
-    key = cache_key(PROGRAM, Limits())
-    assert key == cache_key(PROGRAM, Limits()) and len(key) == 64 and int(key, 16) >= 0
+    key = cache_key(PROGRAM, Limits(), ISOLATION)
+    assert key == cache_key(PROGRAM, Limits(), ISOLATION) and len(key) == 64 and int(key, 16) >= 0
 
 
 @pytest.mark.parametrize("change", [
@@ -35,18 +36,25 @@ def test_key_is_deterministic_hex_sha256():
 ])
 def test_key_changes_with_every_input(change):
     program, limits = change(PROGRAM, Limits())
-    assert cache_key(program, limits) != cache_key(PROGRAM, Limits())
+    assert cache_key(program, limits, ISOLATION) != cache_key(PROGRAM, Limits(), ISOLATION)
+
+
+def test_key_changes_with_isolation():
+    assert cache_key(PROGRAM, Limits(), ISOLATION) != cache_key(PROGRAM, Limits(),
+                                                                "UNSAFE; " + ISOLATION)
+    with pytest.raises(ValueError):
+        cache_key(PROGRAM, Limits(), "")
 
 
 def test_key_changes_with_harness_version(monkeypatch):
-    before = cache_key(PROGRAM, Limits())
+    before = cache_key(PROGRAM, Limits(), ISOLATION)
     monkeypatch.setattr(cache_module, "HARNESS_VERSION", "other")
-    assert cache_key(PROGRAM, Limits()) != before
+    assert cache_key(PROGRAM, Limits(), ISOLATION) != before
 
 
 def test_hit_returns_identical_result(tmp_path):
     cache = ResultCache(tmp_path / "c.sqlite")
-    key = cache_key(PROGRAM, Limits())
+    key = cache_key(PROGRAM, Limits(), ISOLATION)
     assert cache.get(key) is None
     cache.put(key, RESULT)
     hit = cache.get(key)

@@ -74,12 +74,13 @@ def test_a_judge_out_of_memory_is_replaced_and_its_verdict_never_cached(tmp_path
     program = Program("def f():\n    return 5\n", ("assert len(bytes(f()) * 10 ** 9) > 0",))
     cache_path = tmp_path / "verdicts.sqlite"
     with SandboxPool(num_workers=1, limits=LIMITS, cache_path=cache_path) as pool:
+        isolation = pool.cache_isolation
         result = pool.submit(program).result()
         after = pool.submit(Program("def f():\n    return 1\n", ("assert f() == 1",))).result()
     assert result.tests[0].error_type == "MemoryError", result.tests
     assert result.error.startswith("sandbox failure") and after.passed, (result, after)
     cache = ResultCache(cache_path)
     try:
-        assert cache.get(cache_key(program, LIMITS)) is None
+        assert cache.get(cache_key(program, LIMITS, isolation)) is None
     finally:
         cache.close()
