@@ -8,7 +8,8 @@ they can share a default workdir: mtrl/train.py's default_workdir carries the co
 name and argument); different config files run in parallel, and no two commands'
 workdirs are the same. Each smoke run must run its RL update (the summary's
 "RL updates: 1 ran"). Commands that need files made separately (weights:
-scripts/get_smollm2.py; a learnable-band task list: scripts/select_learnable_tasks.py)
+`python -m tools.get_smollm2`; a learnable-band task list:
+`python -m tools.select_learnable_tasks`)
 are skipped, saying which file is missing. A command that runs an experiment config as
 it is also gets tests/training/config/test_configs.py's one-step checks (which then
 skips that config). Each command's time is printed (`-s`): README's smoke times are
@@ -153,6 +154,6 @@ def run_in_order(config: str, reader_folder: pathlib.Path, env: dict) -> None:
             check_one_step_run(workdir, result, module_from_file(config_file).get_config(),
                                stem)
     if not ran:
-        pytest.skip(f"every {config}.py command needs a file made first (scripts/"
-                    "get_smollm2.py, then scripts/select_learnable_tasks.py; README "
-                    "'Real models')")
+        pytest.skip(f"every {config}.py command needs a file made first (python -m "
+                    "tools.get_smollm2, then python -m tools.select_learnable_tasks; "
+                    "README 'Real models')")

@@ -32,7 +32,7 @@ three of five seeds). With ~158 distinct k, copying is the cheaper fit
 
     python -m mtrl.train --config=experiments/configs/default.py --workdir=/tmp/mtrl
 
-Measured status: BENCHMARKS.md ("The embedded default experiment") and BUILD.md.
+Measured: RESULTS.md (experiments/default_unseen_values/); design notes: docs/default.md.
 """
 
 from mtrl.training.config import base_config

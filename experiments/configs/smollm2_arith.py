@@ -1,8 +1,8 @@
 """SmolLM2-135M-Instruct, one agent, two-digit addition over T = 2 turns with the
 "too high / too low" verifier as the second turn's feedback (issue 38): GRPO with PPO
 clipping and a small KL to the reference, after a short SFT warm start on train
-questions (the base model is below the 10-60% band: BENCHMARKS.md "A pretrained
-model learns").
+questions (the base model is below the 10-60% band: the study
+experiments/smollm2_heldout_sums/).
 
     python -m tools.get_smollm2 --out models/smollm2-135m-instruct
     python -m mtrl.train --config=experiments/configs/smollm2_arith.py
