@@ -3,7 +3,7 @@
 A claim file (experiments/claims/<name>.py) defines `CLAIM = Claim(...)`: the source
 paper, the prediction (direction and rough size, written and committed before any
 run), two arms (config overrides) at an equal budget of generated samples, the metric
-and the number of RL steps. scripts/reproduce.py runs both arms on every seed from a
+and the number of RL steps. tools/reproduce.py runs both arms on every seed from a
 shared warm start (mtrl/evidence/arm_runs.py), takes d_i = treatment_i − baseline_i,
 its mean and 95% t interval over seeds (mtrl/evidence/paired_ci.py), and the verdict
 by paired_ci.verdict from the interval, the predicted direction and `min_effect`.
@@ -252,8 +252,8 @@ def uninformative_because(claim: Claim, difference: dict, gains: dict) -> str | 
 
 def claim_record(claim: Claim, seeds: list[int], runs: list[dict], minutes: float,
                  scale: dict, code: dict | None = None) -> dict:
-    """The JSON record of a reproduction (keys as issue 28 asks, plus `guard`, `scale`
-    and `runs`). The difference is treatment − baseline; verdict by paired_ci.verdict
+    """The JSON record of a reproduction (the claim, its arms, the difference and the
+    verdict, plus `guard`, `scale` and `runs`). The difference is treatment − baseline; verdict by paired_ci.verdict
     (inconclusive with fewer than two paired seeds), then the guard."""
     difference = _interval(claim, None, runs, seeds)
     measures = ("" if claim.measure(claim.baseline) == claim.measure(claim.treatment) else
