@@ -26,7 +26,7 @@ CALLS: dict[str, str] = {
     # Files: the candidate's own tmpfs and the read-only root.
     "read": "m", "write": "m", "pread64": "m", "pwrite64": "os.pwrite",
     "readv": "os.readv", "writev": "os.writev", "lseek": "m", "close": "m",
-    "close_range": "m", "openat": "m", "newfstatat": "m", "fstat": "os.fstat",
+    "close_range": "m (flags: seccomp.py)", "openat": "m", "newfstatat": "m", "fstat": "os.fstat",
     "statfs": "t", "fstatfs": "os.fstatvfs", "getdents64": "m", "getcwd": "m",
     "chdir": "t", "fchdir": "os.fchdir", "mkdir": "m", "mkdirat": "mkdir's *at form",
     "rmdir": "m", "unlink": "m", "unlinkat": "m", "rename": "m",
@@ -55,11 +55,13 @@ CALLS: dict[str, str] = {
     "alarm": "signal.alarm", "setitimer": "signal.setitimer",
     "getitimer": "signal.getitimer", "prlimit64": "m", "getrusage": "resource.getrusage",
     "times": "os.times", "sched_getaffinity": "t (read only)", "uname": "m", "sysinfo": "m",
-    # Unix sockets (socket/socketpair: AF_UNIX only, seccomp.py); no sendmsg.
-    "socket": "t (AF_UNIX)", "socketpair": "m (AF_UNIX)", "bind": "t", "listen": "t",
-    "connect": "t", "accept4": "socket.accept", "sendto": "m", "recvfrom": "m",
+    # Sockets: the inherited channel and socketpair(AF_UNIX) only, sendto without
+    # an address (seccomp.py). No socket, bind, listen, connect, accept or
+    # setsockopt (REFUSED), no sendmsg: every socket a candidate holds has one peer
+    # and a send buffer it cannot grow.
+    "socketpair": "m (AF_UNIX)", "sendto": "m (no address)", "recvfrom": "m",
     "shutdown": "socket.shutdown", "getsockname": "m", "getpeername": "t",
-    "getsockopt": "socket.getsockopt", "setsockopt": "socket.setsockopt",
+    "getsockopt": "socket.getsockopt",
     # Processes, for candidates whose Limits allow them (the no-process filter
     # answers fork, vfork and clone without CLONE_THREAD with EAGAIN).
     "vfork": "m", "fork": "os.fork", "execve": "m", "wait4": "m",
@@ -110,6 +112,9 @@ REFUSED: tuple[str, ...] = (
     # Channels through state every jail shares (round 3).
     "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init",
     "fanotify_mark", "mincore", "cachestat", "sendmsg", "sendmmsg",
+    # Socket memory that grows with connections (a listener's backlog held 312 MB
+    # of queued data for a 64 MiB candidate) or with setsockopt(SO_SNDBUF).
+    "bind", "listen", "connect", "accept", "accept4", "setsockopt",
     # A CPU of its own (round 4): a candidate keeps its slot's CPU.
     "sched_setaffinity", "sched_setattr", "sched_setscheduler", "sched_setparam",
     "setpriority", "seccomp", "prctl",

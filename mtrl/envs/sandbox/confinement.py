@@ -35,6 +35,8 @@ UID_BASE = 2_000_000_000  # far above any account uid; uid = UID_BASE + pid
 MAX_OPEN_FILES = 64
 CANDIDATE_TMP_BYTES = 256 << 20  # each jailed candidate's own /tmp (and /dev/shm)
 CANDIDATE_TMP_INODES = 32_768  # files and directories in it: bounds kernel memory too
+# Where the kernel keeps the send buffer every new socket starts with (bytes).
+SEND_BUFFER_SYSCTL = "/proc/sys/net/core/wmem_default"
 # Threads a candidate allowed no process may start: RLIMIT_NPROC counts threads,
 # and the seccomp filter's no-process rules (seccomp.py) already refuse every
 # fork, so this room can only hold threads (their stacks count against RLIMIT_AS).
@@ -91,6 +93,25 @@ def enter_candidate_mounts() -> None:
     # directory instead (the bind keeps the source's read-only flag).
     mount(EMPTY_DIR, "/proc/sys", None, MS_BIND)
     os.chdir("/tmp")
+
+
+def socket_memory_bound(send_buffer: int) -> int:
+    """Bytes of kernel memory (skb truesize) the sockets of one candidate process
+    can hold, for a default send buffer of `send_buffer` bytes (SEND_BUFFER_SYSCTL).
+
+        bound = MAX_OPEN_FILES * 2 * send_buffer
+
+    Under the seccomp filter (seccomp.py) each of its at most MAX_OPEN_FILES
+    descriptors is the inherited channel or one end of a socketpair: one peer,
+    whose data in flight to it the kernel charges to that peer's send buffer and
+    stops at it, past it by at most one buffer (a datagram, or a stream chunk of
+    at most half of it). setsockopt is refused, so no buffer grows; no listen or
+    connect, so no connection waits to be accepted. Fixed: it grows neither with
+    what the candidate sends nor with how often it closes and reopens.
+    """
+    if send_buffer <= 0:
+        raise ValueError(f"send_buffer must be positive, got {send_buffer}")
+    return MAX_OPEN_FILES * 2 * send_buffer
 
 
 def guard_signals() -> None:
