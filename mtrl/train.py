@@ -110,6 +110,9 @@ def config_error(error: BaseException, argv: list[str]) -> str:
         error = error.args[0]  # AttributeError(KeyError(message)) from ml_collections
     text = " ".join(str(error.args[0] if isinstance(error, KeyError) and error.args
                         else error).split())
+    if isinstance(error, AttributeError) and "has no attribute 'get_config'" in text:
+        return ("--config: the config file defines no get_config() (a config file is a "
+                "Python module with `def get_config():` returning the config)")
     if isinstance(error, (AttributeError, KeyError)):
         # ml_collections: "'stepz' Did you mean "steps" instead of "stepz"?"
         match = re.match(r"""['"]*(\w+)['"]*\s*(.*)""", text)
@@ -184,9 +187,7 @@ def main(argv) -> None:
         apply_smoke(config, keep=frozenset(path for _, path in _override_flags(sys.argv))
                     | frozenset(path for _, path in _UNSET))
         sampler_buckets = SAMPLER_BUCKETS
-    workdir = default_workdir(config_file, _SMOKE.value)
-    if _WORKDIR.value:  # a smoke run never shares the real run's directory
-        workdir = _WORKDIR.value.rstrip("/\\") + ("-smoke" if _SMOKE.value else "")
+    workdir = chosen_workdir(_WORKDIR.value, config_file, _SMOKE.value)
     from mtrl.parallel.distributed import DistributedConfig, initialize
     try:
         distributed = DistributedConfig(_COORDINATOR.value, _NUM_PROCESSES.value,
@@ -234,6 +235,25 @@ def main(argv) -> None:
     if _OUT.value and is_main_process():  # one summary per run, not per process
         with open(_OUT.value, "w") as f:
             json.dump(result, f, indent=2)
+
+
+def chosen_workdir(flag_value: str | None, config_file: str, smoke: bool) -> str:
+    """The run's directory: --workdir, or default_workdir when the flag is absent.
+
+    A smoke run never shares the real run's directory: --workdir=X becomes X-smoke,
+    said in one line. An empty --workdir is refused (it would silently resume the
+    default run)."""
+    if flag_value is None:
+        return default_workdir(config_file, smoke)
+    if not flag_value.strip().rstrip("/\\"):
+        sys.exit("error: --workdir is empty; give a directory, or leave the flag out "
+                 f"for {default_workdir(config_file, smoke)}")
+    workdir = flag_value.rstrip("/\\")
+    if smoke:
+        print(f"--smoke: writing to {workdir}-smoke (a smoke run never shares "
+              f"{workdir} with the real run)", flush=True)
+        workdir += "-smoke"
+    return workdir
 
 
 def _first_missing(workdir: str) -> pathlib.Path | None:

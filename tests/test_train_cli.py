@@ -112,3 +112,30 @@ def test_default_workdirs_carry_the_configs_argument_and_smoke():
     assert default_workdir("experiments/configs/tool.py") == "workdir/tool"
     assert default_workdir("/abs/math.py", smoke=True) == "workdir/math-smoke"
     assert default_workdir("x.py:a b/c") == "workdir/x-a_b_c"
+
+
+def test_a_config_file_without_get_config_says_so(tmp_path):
+    bare = tmp_path / "bare.py"
+    bare.write_text("x = 1\n")
+    result = launch(f"--config={bare}")
+    assert result.returncode != 0
+    lines = error_lines(result)
+    assert len(lines) == 1 and "defines no get_config()" in lines[0], result.stderr
+
+
+def test_an_empty_workdir_is_refused_not_the_default_run(tmp_path):
+    result = launch("--workdir=", "--config.train.steps=0")
+    assert result.returncode != 0
+    lines = error_lines(result)
+    assert lines == ["error: --workdir is empty; give a directory, or leave the flag out "
+                     "for workdir/default"], result.stderr
+
+
+def test_a_smoke_run_says_where_its_workdir_went(capsys):
+    from mtrl.train import chosen_workdir
+    assert chosen_workdir("runs/x/", "experiments/configs/math.py", smoke=True) == "runs/x-smoke"
+    assert "writing to runs/x-smoke" in capsys.readouterr().out
+    assert chosen_workdir("runs/x", "experiments/configs/math.py", smoke=False) == "runs/x"
+    assert chosen_workdir(None, "experiments/configs/math.py", smoke=True) == \
+        "workdir/math-smoke"
+    assert capsys.readouterr().out == ""
