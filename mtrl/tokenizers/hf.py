@@ -39,8 +39,12 @@ class HFTokenizer(Tokenizer):
 
         if not os.path.isdir(path):
             raise FileNotFoundError(f"tokenizer directory {os.fspath(path)!r} does not exist")
-        return cls(AutoTokenizer.from_pretrained(os.fspath(path), local_files_only=True,
-                                                 **kwargs))
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(os.fspath(path), local_files_only=True,
+                                                      **kwargs)
+        except Exception as e:  # noqa: BLE001 -- transformers' errors name no file
+            raise ValueError(_load_failure(path, e)) from e
+        return cls(tokenizer)
 
     @property
     def hf_tokenizer(self) -> Any:
@@ -104,3 +108,27 @@ class HFTokenizer(Tokenizer):
 
     def __repr__(self) -> str:
         return f"HFTokenizer({type(self._tokenizer).__name__}, vocab_size={self._size})"
+
+
+_JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+               "added_tokens.json", "config.json")
+
+
+def _load_failure(path: str | os.PathLike, error: Exception) -> str:
+    """One line naming the file at fault: a JSON file of the directory that does not
+    parse (a truncated download or copy), else the directory and transformers' error."""
+    import json
+
+    for name in _JSON_FILES:
+        file = os.path.join(os.fspath(path), name)
+        if not os.path.isfile(file):
+            continue
+        try:
+            with open(file, encoding="utf-8") as f:
+                json.load(f)
+        except (ValueError, UnicodeDecodeError) as bad:
+            return (f"tokenizer file {file!r} is not valid JSON ({bad}); it is truncated or "
+                    "corrupt: copy or export the model directory again")
+    text = " ".join(str(error).split())[:300]
+    return f"could not load the tokenizer in {os.fspath(path)!r}: {type(error).__name__}: {text}"
+

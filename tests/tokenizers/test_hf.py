@@ -96,3 +96,13 @@ def test_eos_text_is_the_special_tokens_content(tmp_path):
     assert tok.decode([tok.eos_id]) == ""
     assert tok.eos_text == "<|im_end|>"
     assert tok.encode(tok.eos_text) == [tok.eos_id]
+
+
+def test_a_truncated_tokenizer_file_is_named(tmp_path):
+    build_tokenizer().save_pretrained(tmp_path)
+    file = tmp_path / "tokenizer.json"
+    file.write_text(file.read_text()[:2000])  # a copy cut short
+    with pytest.raises(ValueError) as error:
+        HFTokenizer.from_pretrained(tmp_path)
+    message = str(error.value)
+    assert str(file) in message and "not valid JSON" in message and "\n" not in message
