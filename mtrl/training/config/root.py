@@ -104,7 +104,8 @@ def parse(config) -> RunConfig:
     lines.extend(more)
     agents = s["env"].num_agents if s["env"] is not None else \
         as_dict(config.get("env", {})).get("num_agents", 1)
-    agents = agents if isinstance(agents, int) and agents >= 1 else 1
+    agents_valid = isinstance(agents, int) and not isinstance(agents, bool) and agents >= 1
+    agents = agents if agents_valid else 1  # a placeholder so rollout's own fields check
     read("rollout", build_all(RolloutConfig, "rollout", num_agents=agents, **rollout_values))
     turns = s["rollout"].num_turns if s["rollout"] is not None else None
     read("train", read_train(config))
@@ -125,7 +126,9 @@ def parse(config) -> RunConfig:
     read("chat", read_plain(config, "chat"))
     read("data", read_data(config))
     read("mesh", read_plain(config, "mesh"))
-    lines += run_rules(RULES, s)
+    # Rules that count agents would report the placeholder's count as if it were the
+    # user's (env.num_agents=0 then read "env.num_agents=1 needs ..."): skip them.
+    lines += run_rules(RULES, s if agents_valid else {**s, "rollout": None})
     if lines:
         raise ConfigErrors(lines)
     return RunConfig(**top, **s, record=config_record(config))

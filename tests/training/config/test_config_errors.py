@@ -143,3 +143,19 @@ def test_a_one_entry_tuple_is_one_value_for_every_agent(no_work):
     c = small_config()
     c.sft = dict(c.sft.to_dict(), first_phase=("revisions",), revision_fraction=(0.5,))
     assert parse(c).sft.first_phase == ("revisions",)
+
+
+@pytest.mark.parametrize("agents", [0, -2, "two"])
+def test_an_invalid_agent_count_is_the_only_line_about_agents(no_work, agents):
+    """The per-agent SFT rules would otherwise read the placeholder count and say
+    'env.num_agents=1 needs ...' about a config that never set 1."""
+    c = small_config()
+    c.env.num_agents = agents if isinstance(agents, int) else 2
+    if not isinstance(agents, int):
+        c.env = dict(c.env.to_dict(), num_agents=agents)
+    with pytest.raises(ValueError) as error:
+        parse(c)
+    lines = str(error.value).splitlines()
+    assert [line for line in lines if "num_agents" in line] == [
+        line for line in lines if line.startswith("config.env.num_agents: ")], lines
+    assert not any("num_agents=1" in line for line in lines), lines
