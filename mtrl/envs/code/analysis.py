@@ -19,11 +19,16 @@ from __future__ import annotations
 import ast
 import dataclasses
 
-from mtrl.envs.code import dataflow, rebinding
+from mtrl.envs.code import dataflow, helper_flow, rebinding
 from mtrl.envs.code.extraction import try_parse
 from mtrl.envs.sandbox.types import SyntaxErrorInfo
 
 AUX_NAME = "aux"
+# Work units (AST nodes visited, name entries copied or joined) the helper analysis
+# may spend on one completion: about 0.3 s of one CPU at most (docs/sandbox.md); an
+# honest program of the completion cap's size needs a small fraction of it.
+ANALYSIS_BUDGET = 300_000
+BUDGET_EXCEEDED = "the code is too costly to analyse"
 _COMPILE_FAILURES = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
 
 
@@ -48,13 +53,18 @@ class AgentSyntaxError:
 
 @dataclasses.dataclass(frozen=True)
 class HelperUsage:
-    """How the entry point uses `aux` (two agents only), by data flow (dataflow.py)."""
+    """How the entry point uses `aux` (two agents only), by data flow (helper_flow.py,
+    dataflow.py)."""
 
-    calls_aux: bool  # the entry point's own body contains a call `aux(...)`
-    ignored_calls: tuple[int, ...]  # lines (in main's code) of calls whose value never reaches a return
+    calls_aux: bool  # the entry point's own code refers to aux (or to code that does)
+    ignored_calls: tuple[int, ...]  # lines (in main's code, anywhere) of references to aux
+    # whose value does not reach every answer of the entry point given after them
     thin_wrapper: bool  # every value it returns is aux's value unchanged
-    reaches_return: bool = False  # some call's value reaches a value it returns
-    rebound: str = ""  # why what runs may not be this def (then nothing here is vouched for)
+    reaches_return: bool = False  # some reference in it reaches every answer after it
+    # Why nothing here is vouched for: what runs may not be this def (rebinding.py), or
+    # the analysis ran past its work budget (BUDGET_EXCEEDED).
+    rebound: str = ""
+    work: int = 0  # work units the analysis spent (dataflow.Budget)
 
     @property
     def uses_result(self) -> bool:
@@ -147,19 +157,26 @@ def check_function(code: str, name: str) -> FunctionCheck:
     return FunctionCheck(name, defined=True, returns_value=returns)
 
 
-def helper_usage(main_code: str, entry_point: str, helper: str = AUX_NAME) -> HelperUsage:
-    """How the entry point defined in `main_code` uses `helper` (see HelperUsage)."""
+def helper_usage(main_code: str, entry_point: str, helper: str = AUX_NAME,
+                 budget_units: int = ANALYSIS_BUDGET) -> HelperUsage:
+    """How the entry point defined in `main_code` uses `helper` (see HelperUsage):
+    every reference to the helper in the code, wherever it is (helper_flow.py).
+    Past `budget_units` of work the analysis stops and vouches for nothing."""
     tree = try_parse(main_code)
     function = top_level_function(tree, entry_point)
     if function is None:
         return HelperUsage(calls_aux=False, ignored_calls=(), thin_wrapper=False)
-    calls = dataflow.helper_calls(function, helper)
-    ignored = tuple(call.lineno for call in calls
-                    if not dataflow.reaches_return(function, [call]))
-    return HelperUsage(calls_aux=bool(calls), ignored_calls=ignored,
-                       thin_wrapper=bool(calls) and dataflow.passes_through(function, helper),
-                       reaches_return=len(ignored) < len(calls),
-                       rebound=rebinding.why_rebound(tree, function))
+    budget = dataflow.Budget(budget_units)
+    try:
+        flow = helper_flow.program_flow(tree, function, helper, budget)
+        thin = flow.calls_aux and helper_flow.passes_through(function, helper, budget)
+        rebound = rebinding.why_rebound(tree, function, budget)
+    except dataflow.BudgetExceeded:
+        return HelperUsage(calls_aux=False, ignored_calls=(), thin_wrapper=False,
+                           rebound=BUDGET_EXCEEDED, work=budget.used)
+    return HelperUsage(calls_aux=flow.calls_aux, ignored_calls=flow.ignored_lines,
+                       thin_wrapper=thin, reaches_return=flow.used, rebound=rebound,
+                       work=budget.used)
 
 
 def remove_top_level_functions(code: str, names: set[str]) -> str:

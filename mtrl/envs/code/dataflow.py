@@ -1,27 +1,34 @@
-"""Data flow inside the entry point: where the helper's value goes (issue 39).
+"""Data flow inside one function: does each helper call's value reach every answer
+given after it? (the level reward's helper parts; program-wide view: helper_flow.py)
 
-The level reward's helper parts judge how main uses `aux` by data flow, not by the
-shape of statements: a call's value is *used* when it reaches a value main returns
-(or yields), directly or through the names it is stored in, and main is a *pass-
-through* when every value it returns is aux's value unchanged. A dead statement
-beside `return aux(x)` is no logic of main's own, and `_ = aux(x)` still drops the
-result.
+A *source* is an expression whose value carries the helper's (a reference to `aux`,
+to a function that returns aux's value, or a lambda that does). A source is *used*
+when, on every path on which it ran, each value the function returns (or yields)
+afterwards depends on it: through the names it is stored in, or because the answer
+was chosen under a condition on it (a helper used as a predicate decides what main
+returns). One return it does not reach makes it unused: an overwritten value, a
+result dropped, or a value that reaches only a branch the tests need not take.
 
-The analysis is flow-insensitive and conservative towards "used": a name is
-tainted when any assignment to it takes a tainted value (augmented assignment,
-unpacking, for/with targets, `:=`, an item or attribute store into it, or a
-mutating call such as `xs.append(v)` or `heapq.heappush(h, v)`), and everything
-assigned or returned inside an `if`/`while`/`for`/`match` whose condition is
-tainted is tainted too (a helper used as a predicate decides what main returns).
-Nested functions, classes and lambdas are their own scopes and are not followed.
-What it cannot see: a branch whose tainted condition never holds in the tests
-(docs/sandbox.md, what is not done).
+The analysis is flow-sensitive and conservative towards "unused". One pass over the
+statements serves every source at once: each source is a bit, and a state holds per
+name the sources it must carry on every path since they ran (`taint`), the sources
+that may have run (`reached`) and those the path is control-dependent on (`ctrl`).
+A name assigned anew forgets what it carried; a store into an item or attribute of
+a name (or a mutating call such as `xs.append(v)` or `heapq.heappush(h, v)`) adds to
+it. An `if`/`while`/`for`/`match` on a tainted value taints what its branches assign,
+and the code after it when a branch returns, breaks or continues; a `raise` gives no
+answer, so a guard that raises is no use. Loops iterate to a fixed point. Nested
+functions and lambdas are their own scopes; a function defined here carries what its
+body reads from this one. All work is counted against a `Budget`: past it the
+analysis stops (BudgetExceeded) rather than spending more time. What it cannot see:
+a condition on aux's value that never holds in the tests, and arithmetic that
+cancels the value (`0 * aux(x)`).
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Iterable, Iterator
+from typing import Iterator
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefault",
@@ -33,198 +40,467 @@ _STORE_INTO_FIRST = frozenset({"heappush", "heappushpop", "heapreplace", "insort
                                "insort_left", "insort_right"})
 
 
-def helper_calls(function: ast.AST, helper: str) -> list[ast.Call]:
-    """Calls `helper(...)` in the function's own scope, in source order."""
-    calls = [node for node in own_nodes(function) if is_call_to(node, helper)]
-    return sorted(calls, key=lambda node: (node.lineno, node.col_offset))
+class BudgetExceeded(Exception):
+    """The analysis used up its work budget (the caller vouches for nothing)."""
 
 
-def reaches_return(function: ast.FunctionDef | ast.AsyncFunctionDef,
-                   sources: Iterable[ast.AST]) -> bool:
-    """Whether a value of the expressions `sources` can reach a value the function
-    returns or yields (data flow and tainted conditions; module docstring)."""
-    flow = _Taint({id(node) for node in sources})
-    while True:
-        before = (len(flow.names), flow.returns)
-        flow.block(function.body, False)
-        if flow.returns or (len(flow.names), flow.returns) == before:
-            return flow.returns
+class Budget:
+    """A hard cap on analysis work, in units of AST nodes visited and name entries
+    copied or joined: total time is at most a constant times `limit`."""
+
+    def __init__(self, limit: int):
+        if limit <= 0:
+            raise ValueError(f"Budget limit must be positive, got {limit}")
+        self.limit, self.used = limit, 0
+
+    def spend(self, units: int = 1) -> None:
+        self.used += units
+        if self.used > self.limit:
+            raise BudgetExceeded(f"analysis past its budget of {self.limit} units")
 
 
-def passes_through(function: ast.FunctionDef | ast.AsyncFunctionDef, helper: str) -> bool:
-    """Every value the function returns is `helper`'s value unchanged: `return
-    aux(...)`, or a name bound only to such values (a thin wrapper). False when it
-    returns nothing, yields, or returns anything else on some path."""
-    nodes = list(own_nodes(function))
-    if any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in nodes):
-        return False
-    returns = [node for node in nodes if isinstance(node, ast.Return)]
-    bindings: dict[str, list[ast.expr | None]] = {}
-    for node in nodes:
-        for target, value in _bindings(node):
-            bindings.setdefault(target, []).append(value)
-    for argument in ast.walk(function.args):
-        if isinstance(argument, ast.arg):
-            bindings.setdefault(argument.arg, []).append(None)  # a parameter: not aux's
+class _State:
+    """What holds on the paths reaching one program point (module docstring).
 
-    def pure(expression: ast.expr | None, seen: frozenset[str]) -> bool:
-        if isinstance(expression, ast.Await):
-            return pure(expression.value, seen)
-        if is_call_to(expression, helper):
-            return True
-        if isinstance(expression, ast.Name) and expression.id not in seen:
-            values = bindings.get(expression.id, [])
-            return bool(values) and all(pure(v, seen | {expression.id}) for v in values)
-        return False
+    Per source bit: reached (may have run), taint[name] (every path on which the
+    source ran leaves its value in `name`), ctrl (every such path depends on it)."""
 
-    return bool(returns) and all(pure(node.value, frozenset()) for node in returns)
+    __slots__ = ("reached", "taint", "ctrl")
+
+    def __init__(self, reached: int = 0, taint: dict[str, int] | None = None, ctrl: int = 0):
+        self.reached, self.taint, self.ctrl = reached, taint if taint is not None else {}, ctrl
+
+    def copy(self, budget: Budget) -> _State:
+        budget.spend(1 + len(self.taint))
+        return _State(self.reached, dict(self.taint), self.ctrl)
+
+    def same(self, other: _State | None, budget: Budget) -> bool:
+        budget.spend(1 + len(self.taint))
+        return other is not None and (self.reached, self.ctrl, self.taint) == (
+            other.reached, other.ctrl, other.taint)
+
+    def set(self, name: str, mask: int) -> None:
+        if mask:
+            self.taint[name] = mask
+        else:
+            self.taint.pop(name, None)
 
 
-def own_nodes(function: ast.AST) -> Iterator[ast.AST]:
-    """Nodes of a function's body, not descending into nested functions, classes
-    or lambdas (comprehensions are part of it)."""
-    stack = list(ast.iter_child_nodes(function))
+def join(a: _State | None, b: _State | None, budget: Budget) -> _State | None:
+    """Paths through `a` or `b`: a source keeps a must-fact where it holds on both,
+    or on the one side where the source ran at all (None: no path)."""
+    if a is None or b is None:
+        return b if a is None else a
+    budget.spend(1 + len(a.taint) + len(b.taint))
+    only_a, only_b = a.reached & ~b.reached, b.reached & ~a.reached
+
+    def meet(x: int, y: int) -> int:
+        return (x & y) | (x & only_a) | (y & only_b)
+
+    taint = {}
+    for name in a.taint.keys() | b.taint.keys():
+        mask = meet(a.taint.get(name, 0), b.taint.get(name, 0))
+        if mask:
+            taint[name] = mask
+    return _State(a.reached | b.reached, taint, meet(a.ctrl, b.ctrl))
+
+
+class _Loop:
+    __slots__ = ("breaks", "continues")
+
+    def __init__(self):
+        self.breaks: list[_State] = []
+        self.continues: list[_State] = []
+
+    @property
+    def exits(self) -> int:
+        return len(self.breaks) + len(self.continues)
+
+
+class FunctionFlow:
+    """The analysis of one function or lambda (`scope`) whose sources are the nodes
+    in `bits` (id(node) -> a one-bit mask). After `run()`: `used`, the sources that
+    reach every answer given after them, and `reached`, those on any path."""
+
+    def __init__(self, scope: ast.AST, bits: dict[int, int], budget: Budget):
+        self.scope, self.bits, self.budget = scope, bits, budget
+        self.seen = 0  # sources carried by some answer
+        self.bad = 0  # sources that ran before an answer that does not carry them
+        self.reached = 0
+        self.returns = 0  # returns met (for control dependence)
+        self._loops: list[_Loop] = []
+        self._generator = any(isinstance(node, (ast.Yield, ast.YieldFrom))
+                              for node in own_nodes(scope, budget))
+
+    @property
+    def used(self) -> int:
+        return self.seen & ~self.bad
+
+    def run(self) -> FunctionFlow:
+        if isinstance(self.scope, ast.Lambda):
+            state = _State()
+            self._answer(self._mask(self.scope.body, state), state)
+            return self
+        end = self._block(self.scope.body, _State())
+        if end is not None and not self._generator:
+            self._answer(end.ctrl, end)  # falling off the end returns None
+        return self
+
+    # -- answers ---------------------------------------------------------------
+    def _answer(self, mask: int, state: _State) -> None:
+        self.reached |= state.reached
+        self.seen |= state.reached & mask
+        self.bad |= state.reached & ~mask
+
+    # -- statements ------------------------------------------------------------
+    def _block(self, statements: list[ast.stmt], state: _State | None) -> _State | None:
+        for statement in statements:
+            if state is None:
+                return None  # unreachable code after return/raise/break/continue
+            state = self._statement(statement, state)
+        return state
+
+    def _statement(self, node: ast.stmt, state: _State) -> _State | None:
+        self.budget.spend()
+        if isinstance(node, ast.Return):
+            mask = self._mask(node.value, state) if node.value is not None else state.ctrl
+            if not self._generator:  # a generator's answers are its yields
+                self._answer(mask, state)
+            self.returns += 1
+            return None
+        if isinstance(node, ast.Raise):
+            self._mask(node.exc, state)
+            self._mask(node.cause, state)
+            self.reached |= state.reached
+            return None
+        if isinstance(node, (ast.Break, ast.Continue)):
+            if self._loops:
+                loop = self._loops[-1]
+                (loop.breaks if isinstance(node, ast.Break) else loop.continues).append(state)
+            return None
+        if isinstance(node, ast.Assign):
+            mask = self._mask(node.value, state)
+            for target in node.targets:
+                self._store(target, mask, state)
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is not None:
+                self._store(node.target, self._mask(node.value, state), state)
+        elif isinstance(node, ast.AugAssign):
+            mask = self._mask(node.value, state) | self._mask(node.target, state)
+            self._store(node.target, mask, state, strong=False)
+        elif isinstance(node, (ast.If, ast.While, ast.For, ast.AsyncFor)):
+            return self._control(node, state)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                mask = self._mask(item.context_expr, state)
+                if item.optional_vars is not None:
+                    self._store(item.optional_vars, mask, state)
+            return self._block(node.body, state)
+        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            return self._try(node, state)
+        elif isinstance(node, ast.Match):
+            return self._match(node, state)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for part in _outer_parts(node):
+                self._mask(part, state)
+            state.set(node.name, self._closure(node, state))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                state.set((alias.asname or alias.name).split(".")[0], 0)
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                self._store(target, 0, state)
+        else:  # Expr, Assert, Global, Nonlocal, Pass, TypeAlias
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self._mask(child, state)
+        return state
+
+    def _branch(self, state: _State, mask: int) -> _State:
+        inner = state.copy(self.budget)
+        inner.ctrl |= mask
+        return inner
+
+    def _exits(self) -> tuple[int, int]:
+        """A count that grows when a return, or a break or continue of the loop
+        around the current construct, is met."""
+        return self.returns, self._loops[-1].exits if self._loops else 0
+
+    def _after(self, out: _State | None, before: _State, mask: int, exits: tuple[int, int],
+               bodies: list[list[ast.stmt]]) -> _State | None:
+        """Leaving a construct whose branches ran under `mask`: what they assign
+        carries it, and so does what follows when a branch left early."""
+        if out is None:
+            return None
+        early = mask if self._exits() != exits else 0
+        out.ctrl = (out.ctrl & ~mask) | before.ctrl | early
+        if mask:
+            for name in _assigned(bodies, self.budget):
+                out.taint[name] = out.taint.get(name, 0) | (mask & out.reached)
+        return out
+
+    def _control(self, node: ast.If | ast.While | ast.For | ast.AsyncFor, state: _State
+                 ) -> _State | None:
+        exits = self._exits()
+        if isinstance(node, ast.If):
+            mask = self._mask(node.test, state)
+            out = join(self._block(node.body, self._branch(state, mask)),
+                       self._block(node.orelse, self._branch(state, mask)), self.budget)
+            return self._after(out, state, mask, exits, [node.body, node.orelse])
+        is_for = not isinstance(node, ast.While)
+        entry = state
+        if is_for:
+            iter_mask = self._mask(node.iter, entry)
+        head: _State | None = entry
+        while True:  # to a fixed point (the budget bounds the iterations)
+            current = head.copy(self.budget)
+            mask = iter_mask | current.ctrl if is_for else self._mask(node.test, current)
+            body = self._branch(current, mask)
+            if is_for:
+                self._store(node.target, mask, body)
+            loop, returns = _Loop(), self.returns
+            self._loops.append(loop)
+            out = self._block(node.body, body)
+            self._loops.pop()
+            for other in loop.continues:
+                out = join(out, other, self.budget)
+            if out is not None:
+                out.ctrl = (out.ctrl & ~mask) | current.ctrl | (
+                    mask if loop.breaks or self.returns != returns else 0)
+            new_head = join(entry, out, self.budget)
+            if new_head.same(head, self.budget):
+                break
+            head = new_head
+        done = self._block(node.orelse, current)  # the loop ran out normally
+        for other in loop.breaks:
+            done = join(done, other, self.budget)
+        return self._after(done, entry, mask, exits, [node.body, node.orelse])
+
+    def _try(self, node: ast.Try, state: _State) -> _State | None:
+        # A handler may start after any statement of the body.
+        handler_entry: _State | None = state.copy(self.budget)
+        current: _State | None = state
+        for statement in node.body:
+            if current is None:
+                break
+            current = self._statement(statement, current)
+            if current is not None:
+                handler_entry = join(handler_entry, current.copy(self.budget), self.budget)
+        out = self._block(node.orelse, current)
+        for handler in node.handlers:
+            begin = handler_entry.copy(self.budget)
+            self._mask(handler.type, begin)
+            if handler.name:
+                begin.set(handler.name, 0)
+            out = join(out, self._block(handler.body, begin), self.budget)
+        if node.finalbody:
+            final = self._block(node.finalbody, out if out is not None else handler_entry)
+            return final if out is not None else None
+        return out
+
+    def _match(self, node: ast.Match, state: _State) -> _State | None:
+        exits = self._exits()
+        mask = self._mask(node.subject, state)
+        out: _State | None = state.copy(self.budget)  # no case matched
+        for case in node.cases:
+            inner = self._branch(state, mask)
+            for pattern_node in ast.walk(case.pattern):
+                self.budget.spend()
+                name = getattr(pattern_node, "name", None) or getattr(pattern_node, "rest", None)
+                if isinstance(name, str):
+                    inner.set(name, mask | inner.ctrl)
+            if case.guard is not None:
+                inner.ctrl |= self._mask(case.guard, inner)
+            out = join(out, self._block(case.body, inner), self.budget)
+        return self._after(out, state, mask, exits, [case.body for case in node.cases])
+
+    # -- expressions -----------------------------------------------------------
+    def _mask(self, expression: ast.AST | None, state: _State) -> int:
+        """The sources `expression`'s value carries (with the path's `ctrl`); marks
+        the sources in it as run and applies its `:=` and mutating calls."""
+        if expression is None:
+            return state.ctrl
+        mask = 0
+        stack = [expression]
+        stores: list[ast.AST] = []
+        while stack:
+            node = stack.pop()
+            self.budget.spend()
+            bit = self.bits.get(id(node))
+            if bit:
+                mask |= bit
+                state.reached |= bit
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                mask |= state.taint.get(node.id, 0)
+            elif isinstance(node, ast.Lambda):
+                mask |= self._closure(node, state)
+                stack.extend(_outer_parts(node))
+                continue
+            elif isinstance(node, (ast.NamedExpr, ast.Yield, ast.YieldFrom)) or (
+                    isinstance(node, ast.Call) and _stores_into(node)):
+                stores.append(node)
+            stack.extend(ast.iter_child_nodes(node))
+        mask |= state.ctrl
+        for node in reversed(stores):  # inner first: the walk is preorder
+            if isinstance(node, ast.NamedExpr):
+                self._store(node.target, self._mask_quiet(node.value, state), state)
+            elif isinstance(node, (ast.Yield, ast.YieldFrom)):
+                self._answer(self._mask_quiet(node.value, state) if node.value else state.ctrl,
+                             state)
+            else:
+                self._mutating_call(node, state)
+        return mask
+
+    def _mask_quiet(self, expression: ast.AST, state: _State) -> int:
+        """The sources an already-evaluated expression carries (no side effects)."""
+        mask = state.ctrl
+        for node in _walk(expression, self.budget):
+            mask |= self.bits.get(id(node), 0)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                mask |= state.taint.get(node.id, 0)
+        return mask
+
+    def _mutating_call(self, call: ast.Call, state: _State) -> None:
+        arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
+        mask = 0
+        for argument in arguments:
+            mask |= self._mask_quiet(argument, state)
+        if not mask:
+            return
+        function = call.func
+        if isinstance(function, ast.Attribute) and function.attr in _MUTATORS:
+            self._store(function.value, mask, state, strong=False)
+        name = function.attr if isinstance(function, ast.Attribute) else (
+            function.id if isinstance(function, ast.Name) else "")
+        if name in _STORE_INTO_FIRST and call.args:
+            self._store(call.args[0], mask, state, strong=False)
+
+    def _closure(self, scope: ast.AST, state: _State) -> int:
+        """What a function defined here carries: the names its body reads from here."""
+        mask = 0
+        for node in _walk_bodies(scope, self.budget):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                mask |= state.taint.get(node.id, 0)
+        return mask
+
+    def _store(self, target: ast.AST, mask: int, state: _State, strong: bool = True) -> None:
+        """Assigns a value carrying `mask` to `target` (names: replaced when `strong`;
+        an item or attribute store adds to the name it stores into)."""
+        self.budget.spend()
+        if isinstance(target, ast.Name):
+            state.set(target.id, (mask | state.ctrl) | (0 if strong else state.taint.get(
+                target.id, 0)))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._store(element, mask, state, strong)
+        elif isinstance(target, ast.Starred):
+            self._store(target.value, mask, state, strong)
+        elif isinstance(target, (ast.Subscript, ast.Attribute)):
+            if isinstance(target, ast.Subscript):
+                mask |= self._mask(target.slice, state)
+            base = target.value
+            while isinstance(base, (ast.Subscript, ast.Attribute)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                state.set(base.id, state.taint.get(base.id, 0) | mask | state.ctrl)
+            else:
+                self._mask(base, state)
+
+
+def _outer_parts(node: ast.AST) -> list[ast.AST]:
+    """The parts of a def, class or lambda evaluated where it is defined (decorators,
+    defaults, bases and annotations), not in its own scope."""
+    parts: list[ast.AST] = list(getattr(node, "decorator_list", []))
+    if isinstance(node, ast.ClassDef):
+        parts += [*node.bases, *(keyword.value for keyword in node.keywords)]
+    else:
+        arguments = node.args
+        parts += [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
+        if not isinstance(node, ast.Lambda):
+            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                     *(a for a in (arguments.vararg, arguments.kwarg) if a is not None)]
+            parts += [a.annotation for a in every if a.annotation is not None]
+            if node.returns is not None:
+                parts.append(node.returns)
+    return parts
+
+
+def own_body(scope: ast.AST) -> list[ast.AST]:
+    """The roots of a scope's own code: a def's or class's body, a lambda's body
+    expression, a module's statements."""
+    body = scope.body
+    return list(body) if isinstance(body, list) else [body]
+
+
+def own_nodes(scope: ast.AST, budget: Budget | None = None) -> Iterator[ast.AST]:
+    """Nodes of a scope's own code: not the bodies of nested functions, classes or
+    lambdas (those nodes themselves, with their decorators, defaults and bases, are
+    part of it; comprehensions are part of it)."""
+    stack = own_body(scope)
     while stack:
         node = stack.pop()
+        if budget is not None:
+            budget.spend()
         yield node
-        if not isinstance(node, _SCOPES):
+        if isinstance(node, _SCOPES):
+            stack.extend(_outer_parts(node))
+        else:
             stack.extend(ast.iter_child_nodes(node))
+
+
+def _walk(expression: ast.AST, budget: Budget) -> Iterator[ast.AST]:
+    """An expression's nodes, not entering lambdas' bodies."""
+    stack = [expression]
+    while stack:
+        node = stack.pop()
+        budget.spend()
+        yield node
+        if isinstance(node, _SCOPES):
+            stack.extend(_outer_parts(node))
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _walk_bodies(scope: ast.AST, budget: Budget) -> Iterator[ast.AST]:
+    """Every node inside a scope's body, nested scopes included."""
+    stack = own_body(scope)
+    while stack:
+        node = stack.pop()
+        budget.spend()
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _assigned(bodies: list[list[ast.stmt]], budget: Budget) -> set[str]:
+    """Names the statements bind or store into, in this scope."""
+    names: set[str] = set()
+    for body in bodies:
+        for statement in body:
+            for node in _walk(statement, budget) if not isinstance(statement, _SCOPES) else [
+                    statement]:
+                if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                    names.add(node.id)
+                elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(
+                        node.ctx, ast.Store):
+                    base = node.value
+                    while isinstance(base, (ast.Subscript, ast.Attribute)):
+                        base = base.value
+                    if isinstance(base, ast.Name):
+                        names.add(base.id)
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names.add(node.name)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                        node.func.attr in _MUTATORS and isinstance(node.func.value, ast.Name)):
+                    names.add(node.func.value.id)
+    return names
+
+
+def _stores_into(call: ast.Call) -> bool:
+    function = call.func
+    return (isinstance(function, ast.Attribute) and function.attr in _MUTATORS) or (
+        (function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", ""))
+        in _STORE_INTO_FIRST)
 
 
 def is_call_to(node: ast.AST | None, name: str) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
-
-
-def _bindings(node: ast.AST) -> Iterator[tuple[str, ast.expr | None]]:
-    """(name, value) for each name `node` binds; value None where it is not one
-    expression (augmented assignment, unpacking, loop targets, ...)."""
-    if isinstance(node, ast.Assign):
-        for target in node.targets:
-            simple = isinstance(target, ast.Name)
-            for name in _target_names(target):
-                yield name, node.value if simple else None
-    elif isinstance(node, ast.AnnAssign) and node.value is not None:
-        yield from ((name, node.value) for name in _target_names(node.target))
-    elif isinstance(node, ast.NamedExpr):
-        yield node.target.id, node.value
-    elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor)):
-        yield from ((name, None) for name in _target_names(node.target))
-    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-        yield from ((name, None) for name in _target_names(node.optional_vars))
-    elif isinstance(node, ast.ExceptHandler) and node.name:
-        yield node.name, None
-
-
-def _target_names(target: ast.AST) -> list[str]:
-    """The names an assignment target binds or stores into (`a[i]`, `a.x`: a)."""
-    while isinstance(target, (ast.Subscript, ast.Attribute, ast.Starred)):
-        target = target.value
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [name for element in target.elts for name in _target_names(element)]
-    return []
-
-
-class _Taint:
-    """One pass of the flow-insensitive taint analysis (reaches_return iterates)."""
-
-    def __init__(self, sources: set[int]):
-        self.sources, self.names, self.returns = sources, set(), False
-
-    def tainted(self, expression: ast.AST | None) -> bool:
-        if expression is None:
-            return False
-        stack = [expression]
-        while stack:
-            node = stack.pop()
-            if id(node) in self.sources or (isinstance(node, ast.Name) and node.id in self.names):
-                return True
-            if not isinstance(node, _SCOPES):
-                stack.extend(ast.iter_child_nodes(node))
-        return False
-
-    def taint(self, target: ast.AST) -> None:
-        self.names.update(_target_names(target))
-
-    def block(self, statements: list[ast.stmt], controlled: bool) -> None:
-        for statement in statements:
-            self.statement(statement, controlled)
-
-    def statement(self, node: ast.stmt, controlled: bool) -> None:
-        if isinstance(node, _SCOPES):
-            return
-        self._expressions(node, controlled)
-        if isinstance(node, ast.Return):
-            self.returns |= controlled or self.tainted(node.value)
-        elif isinstance(node, ast.Assign):
-            if controlled or self.tainted(node.value):
-                for target in node.targets:
-                    self.taint(target)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            if controlled or self.tainted(node.value):
-                self.taint(node.target)
-        elif isinstance(node, (ast.If, ast.While)):
-            inner = controlled or self.tainted(node.test)
-            self.block(node.body, inner)
-            self.block(node.orelse, inner)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
-            inner = controlled or self.tainted(node.iter)
-            if inner:
-                self.taint(node.target)
-            self.block(node.body, inner)
-            self.block(node.orelse, inner)
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                if item.optional_vars is not None and (
-                        controlled or self.tainted(item.context_expr)):
-                    self.taint(item.optional_vars)
-            self.block(node.body, controlled)
-        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
-            self.block(node.body, controlled)
-            for handler in node.handlers:
-                self.block(handler.body, controlled)
-            self.block(node.orelse, controlled)
-            self.block(node.finalbody, controlled)
-        elif isinstance(node, ast.Match):
-            inner = controlled or self.tainted(node.subject)
-            for case in node.cases:
-                self.block(case.body, inner or self.tainted(case.guard))
-
-    def _expressions(self, statement: ast.stmt, controlled: bool) -> None:
-        """Within the statement's own expressions: yields (values main hands out),
-        `:=` and stores through mutating calls."""
-        for child in ast.iter_child_nodes(statement):
-            if not isinstance(child, ast.expr):
-                continue
-            for node in _walk_expression(child):
-                if isinstance(node, (ast.Yield, ast.YieldFrom)):
-                    self.returns |= controlled or self.tainted(node.value)
-                elif isinstance(node, ast.NamedExpr):
-                    if controlled or self.tainted(node.value):
-                        self.taint(node.target)
-                elif isinstance(node, ast.Call) and (
-                        controlled or any(self.tainted(a) for a in _arguments(node))):
-                    self._store(node)
-
-    def _store(self, call: ast.Call) -> None:
-        function = call.func
-        if isinstance(function, ast.Attribute) and function.attr in _MUTATORS:
-            self.taint(function.value)
-        name = function.attr if isinstance(function, ast.Attribute) else (
-            function.id if isinstance(function, ast.Name) else "")
-        if name in _STORE_INTO_FIRST and call.args:
-            self.taint(call.args[0])
-
-
-def _arguments(call: ast.Call) -> list[ast.expr]:
-    return [*call.args, *(keyword.value for keyword in call.keywords)]
-
-
-def _walk_expression(expression: ast.expr) -> Iterator[ast.AST]:
-    stack: list[ast.AST] = [expression]
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, _SCOPES):
-            stack.extend(ast.iter_child_nodes(node))

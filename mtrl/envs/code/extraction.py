@@ -21,7 +21,8 @@ Rules, in order:
    trimmed of trailing prose lines; if neither helps it is kept as written so that
    a real syntax error reaches the diagnostics instead of being silently dropped.
 4. Of code that parses, only definitions survive at top level: imports, functions,
-   classes, constant assignments and import-only `try` blocks. `if __name__ ==
+   classes, constant assignments to names (not stores into an item or attribute)
+   and import-only `try` blocks. `if __name__ ==
    "__main__":` blocks, prints, asserts, loops and assignments that call the code's
    own functions (example usage, test code) are dropped.
 """
@@ -259,6 +260,9 @@ def _is_definition(node: ast.stmt, defined: set[str]) -> bool:
                          ast.ClassDef)):
         return True
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if not all(_binds_names_only(target) for target in targets):
+            return False  # a store into an object (`x[k] = v`, `m.f = g`) defines nothing
         return not any(isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)
                        and (sub.func.id in defined or sub.func.id in _USAGE_CALLS)
                        for sub in ast.walk(node))
@@ -266,4 +270,16 @@ def _is_definition(node: ast.stmt, defined: set[str]) -> bool:
         # `try: import numpy / except ImportError: ...` is setup, not test code.
         return all(isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass, ast.Assign))
                    for stmt in node.body)
+    return False
+
+
+def _binds_names_only(target: ast.AST) -> bool:
+    """An assignment target that only binds names (`a`, `a, *b`), not an item or
+    attribute of an object."""
+    if isinstance(target, ast.Name):
+        return True
+    if isinstance(target, ast.Starred):
+        return _binds_names_only(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return all(_binds_names_only(element) for element in target.elts)
     return False

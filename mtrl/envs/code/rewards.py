@@ -35,19 +35,24 @@ class CodeRewardConfig:
                -- level 4 only with two agents, aux defined, >= 1 test passed --
       level 4  helper      entry point calls aux, and a call returned    +aux_called    0.5
                            a value while a passing test ran
-                           ... aux's value reaches main's return value,  +not_wrapper   1.0
-                           which is not aux's value unchanged
-                           ... but a call's value reaches no return      -ignored_result 0.5
+                           ... every call's value reaches every answer   +not_wrapper   1.0
+                           given after it, and an answer is not aux's
+                           value unchanged
+                           ... but some call's value is not used         -ignored_result 0.5
 
-    Level 4 reads what ran and the data flow of the entry point (issue 39): the
-    sandbox counts main's calls of aux that returned a value in each test
-    (TestResult.helper_calls: a helper that failed to load earns nothing) and the
-    answers main gave that differ from every value aux returned during the call
-    (TestResult.derived_answers); the analysis (analysis.helper_usage, dataflow.py)
-    says whether the `def` calls aux, where each call's value goes and whether main
-    only passes aux's value through; an entry point the analysis cannot vouch for
-    (rebound after its `def`, or reached through `globals()` and the like:
-    rebinding.py) earns no level-4 points.
+    Level 4 reads what ran and the data flow of main's code: the sandbox counts
+    main's calls of aux that returned a value in each test (TestResult.helper_calls:
+    a helper that failed to load earns nothing) and the answers main gave that
+    differ from every value aux returned during the call (TestResult.derived_answers);
+    the analysis (analysis.helper_usage, helper_flow.py, dataflow.py) covers every
+    place in main's code that can call aux and says whether each call's value
+    reaches every answer of the entry point given after it (an overwritten value, a
+    value that reaches only some branches, or a call made outside the entry point's
+    flow is unused) and whether main only passes aux's value through. The sandbox
+    does not say which call ran, so the bonus needs every call used. An entry point
+    the analysis cannot vouch for (rebound after its `def`, reached through
+    `globals()`, `getattr` or a name built at run time: rebinding.py; or code past
+    the analysis's work budget) earns no level-4 points.
 
     Maximum: two agents 0.4 + 0.6 + 0.5 + 1.0 + 0.5 + 1.0 = 4.0; one agent (levels
     1-3 for the entry point only) 0.6 + 0.5 + 1.0 = 2.1. The pass-rate reward is the
@@ -150,7 +155,8 @@ def _helper_parts(helper: HelperUsage, result: ExecutionResult, config: CodeRewa
     if helper.rebound or not helper.calls_aux or not any(t.helper_calls for t in passed):
         return {}
     parts = {"level4_aux_called": config.aux_called}
-    if (helper.reaches_return and not helper.thin_wrapper
+    # Which call ran is not reported, so one unused call anywhere withholds the bonus.
+    if (helper.uses_result and not helper.thin_wrapper
             and any(t.derived_answers for t in passed)):
         parts["level4_not_wrapper"] = config.not_wrapper
     if helper.ignored_calls:

@@ -34,8 +34,9 @@ def level_parts(components):
     (AUX, MAIN_GOOD, ("passed",) * 4, 4.0),
     # thin wrapper: no anti-wrapper bonus
     (AUX, MAIN_WRAPPER, ("passed",) * 4, 3.0),
-    # one ignored call: -0.5
-    (AUX, MAIN_IGNORES, ("passed",) * 4, 3.5),
+    # one ignored call: -0.5, and no anti-wrapper bonus (the sandbox does not say
+    # which call ran, so the used one cannot vouch for the ignored one)
+    (AUX, MAIN_IGNORES, ("passed",) * 4, 2.5),
     # main does not call aux: levels 1-3 only
     (AUX, MAIN_ALONE, ("passed",) * 4, 2.5),
     # no test passed: no level-4 bonuses

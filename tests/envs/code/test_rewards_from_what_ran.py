@@ -5,7 +5,9 @@ aux(x)` (not a thin wrapper by shape), `_ = aux(x)` (not an ignored result by
 shape), an entry point rebound after its `def` to something that calls aux (the
 `def` analysed never calls it), and a helper that raises while loading (its calls
 were counted all the same). Each now loses the points it stole; the honest twin of
-each keeps them."""
+each keeps them. Round 5 added a dead store, a value that reaches only a branch no
+test takes, a call made outside the entry point, and an entry point replaced through
+`getattr` with an attribute name built at run time."""
 
 import pytest
 
@@ -38,6 +40,24 @@ CASES = {
                              "    except Exception:\n        return 2 * x + 1", LEVELS_1_TO_3),
     "helper_loads": (DOUBLE, "def f(x):\n    try:\n        return aux(x) + 1\n"
                      "    except Exception:\n        return 2 * x + 1", 4.0),
+    # Round 5: the value must reach main's answer as the code runs, wherever aux is
+    # called (2.5: aux_called 0.5, less the ignored-result penalty 0.5).
+    "dead_store": (DOUBLE, "def f(x):\n    y = aux(x)\n    y = 2 * x + 1\n    return y", 2.5),
+    "dead_branch": (DOUBLE, "def f(x):\n    y = aux(x)\n    if x == 12345:\n"
+                    "        return y + 1\n    return 2 * x + 1", 2.5),
+    "side_call_elsewhere": (DOUBLE, "def g():\n    return aux(0)\n\n\ndef f(x):\n    g()\n"
+                            "    if x == 12345:\n        return aux(x) + 1\n"
+                            "    return 2 * x + 1", 2.5),
+    "helper_function": (DOUBLE, "def g(v):\n    return aux(v) + 1\n\n\n"
+                        "def f(x):\n    return g(x)", 4.0),
+    "loop": (DOUBLE, "def f(x):\n    total = 1\n    for _ in range(2):\n"
+             "        total += aux(x) // 2\n    return total", 4.0),
+    # An attribute reached by a name built at run time replaces the entry point.
+    "rebound_by_string": (DOUBLE, "def f(x):\n    return aux(x) - 7\n\n\n"
+                          "def _real(x):\n    return aux(x) + 1\n\n\n"
+                          "getattr(_real, '__glob' + 'als__')['f'] = _real", LEVELS_1_TO_3),
+    "operator_without_strings": (DOUBLE, "import operator\n\n\ndef f(x):\n"
+                                 "    return operator.add(aux(x), 1)", 4.0),
 }
 
 
