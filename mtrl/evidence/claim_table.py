@@ -1,15 +1,15 @@
-"""The reproduction table in BENCHMARKS.md: a marked block that scripts/reproduce.py
+"""The reproduction table in BENCHMARKS.md: a marked block that tools/reproduce.py
 rewrites, one row per claim (a claim's row is replaced when it is run again, rows of
 other claims are kept in their order)."""
 
 from __future__ import annotations
 
-BEGIN = "<!-- reproductions:begin (scripts/reproduce.py rewrites this block) -->"
+BEGIN = "<!-- reproductions:begin (tools/reproduce.py rewrites this block) -->"
 END = "<!-- reproductions:end -->"
 HEADER = ("| claim | source | metric (split) | seeds | baseline | treatment | "
           "difference, 95% CI | verdict | guard | minutes | record |\n"
           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-SECTION = "\n## Reproductions (scripts/reproduce.py)\n\n"
+SECTION = "\n## Reproductions (tools/reproduce.py)\n\n"
 
 
 def _mean_values(values) -> str:

@@ -1,5 +1,5 @@
 """The paired difference of two arms over seeds, with a 95% t interval, and the verdict
-rule of a reproduction (scripts/reproduce.py).
+rule of a reproduction (tools/reproduce.py).
 
 Seeds are the unit of replication: arm A and arm B of seed i share a warm start and
 data seed, so d_i = x_B,i − x_A,i removes what the seed does to both. Tasks within one

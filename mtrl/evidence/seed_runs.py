@@ -1,6 +1,6 @@
 """One trainer run per seed, each in a process and workdir of its own, as the scripts
-that run an experiment on several seeds do (scripts/run_default.py,
-scripts/run_textworld.py): their shared command line, the trainer call, and the time
+that run an experiment on several seeds do (tools/run_default.py,
+tools/run_textworld.py): their shared command line, the trainer call, and the time
 split of an RL step read back from a run's metrics log. What a script reports from a
 run is its own; the statistics over seeds are mtrl.evidence.seed_stats."""
 

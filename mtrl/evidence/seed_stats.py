@@ -1,6 +1,6 @@
 """Summary statistics of a number over repeated runs (one run per seed), as the
-scripts that run an experiment on several seeds report them (scripts/run_default.py,
-scripts/run_textworld.py, scripts/compare_methods.py)."""
+scripts that run an experiment on several seeds report them (tools/run_default.py,
+tools/run_textworld.py, tools/compare_methods.py)."""
 
 from __future__ import annotations
 

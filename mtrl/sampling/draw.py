@@ -5,7 +5,7 @@
 `inverse_cdf_index` draws i with probability w_i / sum_j w_j from ONE uniform u ~ U[0, 1)
 per row (inverse transform sampling), where Gumbel-max (`jax.random.categorical`)
 needs V random numbers per row: on a 49,152-token vocabulary the draw (with its
-log-probability) is 9.6-22x faster on a quiet machine here at 1-128 rows (scripts/bench_draw.py,
+log-probability) is 9.6-22x faster on a quiet machine here at 1-128 rows (bench/draw.py,
 BENCHMARKS.md, issue 43). jnp.argmax and jnp.cumsum lower to a
 variadic reduce and a log-depth scan, both slow on XLA:CPU, so the search uses plain
 min/max/sum reductions and the prefix sums are small triangular matmuls, in two levels:

@@ -7,7 +7,7 @@ turns it into the filter; docs/sandbox.md has the table and how it was derived:
 every honest corpus (HumanEval and MBPP canonical solutions, the honest programs
 of tests/envs/sandbox, the project's sandbox tests) ran under the audit filter
 (seccomp.build_filter(audit=True): this list allowed, every other call allowed
-but logged by the kernel) until a run logged nothing (scripts/audit_seccomp.py).
+but logged by the kernel) until a run logged nothing (tools/audit_seccomp.py).
 CALLS marks each name as measured ("m", "t") or added, with why. The argument
 values of fcntl and ioctl were read with strace from the same programs (the
 kernel's audit record names the call, not its arguments).

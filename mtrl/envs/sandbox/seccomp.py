@@ -47,7 +47,7 @@ size (measured in the jail: 1 instruction 0.27-0.29 ms, 116 instructions
 jail every slot process shares one uid, so its count is a bound that a task
 still exiting when the limit was set could loosen by one.
 
-The audit variant (build_filter(audit=True), for scripts/audit_seccomp.py only)
+The audit variant (build_filter(audit=True), for tools/audit_seccomp.py only)
 lets every unlisted call through but has the kernel log it (SECCOMP_RET_LOG);
 the calls and arguments refused on purpose (allowlist.REFUSED, prctl among them,
 the lock commands, CLONE_NEW*, a thread without CLONE_FILES, CLOSE_RANGE_UNSHARE,

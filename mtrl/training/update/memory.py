@@ -14,7 +14,7 @@ Attention. With the chunked attention (ModelConfig.attention "auto" off cuDNN, o
     bytes ≈ N · W · 4 B · (hidden + intermediate) · (6.7 · layers_kept + 6.5)
 
 (layers_kept = 1 with train.remat=full, else num_layers). The coefficients are XLA's
-own count (compiled memory_analysis, scripts/bench_memory.py) for math.py's model
+own count (compiled memory_analysis, bench/memory.py) for math.py's model
 (hidden 128, intermediate 512), 32 bins of 1024 tokens per agent: 1.66 GB per agent
 with 2 layers, 2.78 GB with 4 (remat=full: 0.80 GB, which the formula overstates by a
 third). With attention "xla" or "reference" the backward keeps [K, heads, L, L] float32

@@ -2,7 +2,7 @@
 in process through the trainer, and writes readable transcripts to the workdir. It
 trains with IGPO (`--config.credit.estimator=igpo`): the math environment reports
 only the truth, so the step fails unless the trainer scores it (answer_probs.py);
-the config's own UFO runs in the method smoke table (scripts/bench_envs.py)."""
+the config's own UFO runs in the method smoke table (bench/envs.py)."""
 
 from mtrl.training.loop.trainer import Trainer
 from tests.envs.math.smoke import minimal, step_records

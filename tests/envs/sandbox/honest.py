@@ -1,5 +1,5 @@
 """Honest programs beyond HumanEval and MBPP that the allowlist must let through
-(test_allowlist.py runs them; scripts/audit_seccomp.py measures them): what an
+(test_allowlist.py runs them; tools/audit_seccomp.py measures them): what an
 honest solution may reach for in the standard library."""
 
 from mtrl.envs.sandbox import Limits, Program

@@ -83,7 +83,7 @@ def test_missing_task_id_file_is_a_one_line_error(tmp_path, chat_checkpoint, sha
     c.data.path = str(shared_data / "mbpp")
     c.data.options = {"train_ids_file": str(tmp_path / "none.json")}
     with pytest.raises(ValueError, match="train_ids_file: .* does not exist; make it with: "
-                                         "python scripts/select_learnable_tasks.py"):
+                                         "python -m tools.select_learnable_tasks"):
         Trainer(c, tmp_path / "run", show_progress=False)
 
 

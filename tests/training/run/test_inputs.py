@@ -63,7 +63,7 @@ def test_every_missing_input_of_every_config_is_one_line_with_its_maker(spec, tm
     if "data.options.train_ids_file" in named:  # the band command runs this config
         assert f"--config={config_file} " in lines[-1]
     if spec.startswith("smollm2"):
-        assert "python scripts/get_smollm2.py --out " in lines[0]
+        assert "python -m tools.get_smollm2 --out " in lines[0]
 
 
 def test_present_inputs_are_not_reported(tmp_path):
@@ -81,7 +81,7 @@ def test_a_model_directory_without_config_or_weights_says_which(tmp_path):
     model = tmp_path / "smollm2-135m-instruct"
     model.mkdir()
     [line] = missing_inputs(hf_checkpoint=str(model))
-    assert "has no config.json" in line and "get_smollm2.py --out " + str(model) in line
+    assert "has no config.json" in line and "tools.get_smollm2 --out " + str(model) in line
     (model / "config.json").write_text("{}")
     [line] = missing_inputs(hf_checkpoint=str(model))
     assert "has no weights file (*.safetensors)" in line
