@@ -149,10 +149,10 @@ def test_a_one_entry_tuple_is_one_value_for_every_agent(no_work):
 def test_an_invalid_agent_count_is_the_only_line_about_agents(no_work, agents):
     """The per-agent SFT rules would otherwise read the placeholder count and say
     'env.num_agents=1 needs ...' about a config that never set 1."""
-    c = small_config()
-    c.env.num_agents = agents if isinstance(agents, int) else 2
-    if not isinstance(agents, int):
-        c.env = dict(c.env.to_dict(), num_agents=agents)
+    c = small_config()  # the default's two agents, each with its own SFT fractions
+    c.sft = dict(c.sft.to_dict(), revision_fraction=(1.0, 1.0), resubmit_fraction=(0.7, 0.0),
+                 first_phase=("revisions", "first_turn"))
+    c.env = dict(c.env.to_dict(), num_agents=agents)
     with pytest.raises(ValueError) as error:
         parse(c)
     lines = str(error.value).splitlines()
