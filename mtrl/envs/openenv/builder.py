@@ -25,10 +25,25 @@ def action_key_from_schema(url: str, timeout_s: float) -> tuple[str, list[str]]:
         properties = reply.json()["action"].get("properties", {})
     except (requests.RequestException, ValueError, KeyError, AttributeError) as e:
         raise ValueError(f"config.env.url: no OpenEnv server answers GET {http}/schema "
-                         f"({type(e).__name__}: {str(e)[:160]}); start it first") from None
+                         f"({_why(e, timeout_s)}); start it first") from None
     strings = sorted(name for name, spec in properties.items()
                      if name != "metadata" and spec.get("type") == "string")
     return (strings[0] if len(strings) == 1 else ""), strings
+
+
+def _why(error: Exception, timeout_s: float) -> str:
+    """Why the schema request failed, in a few words (requests' own text repeats the
+    URL inside nested reprs, and cut short it ends mid-URL)."""
+    import requests
+    if isinstance(error, requests.ConnectionError) and not isinstance(error, requests.Timeout):
+        return "connection refused or host unreachable"
+    if isinstance(error, requests.Timeout):
+        return f"no answer within env.timeout_s={timeout_s:g} s"
+    if isinstance(error, requests.HTTPError) and error.response is not None:
+        return f"HTTP {error.response.status_code}"
+    if isinstance(error, requests.RequestException):
+        return type(error).__name__
+    return "the reply is not an OpenEnv schema with an 'action'"
 
 
 # An episode ends at its first success (the default ends_on_success) or at the server's
