@@ -34,7 +34,7 @@ CorruptCheckpoint, one line naming the file, instead of restoring changed weight
 `restore_newest_whole` (resuming) sets a corrupt step aside into `_corrupt/` and
 falls back to the previous step, saying so. Saves are asynchronous, so a step's
 checksums are written at the next wait point (the next save, `wait`, `close`); a
-process killed in between leaves a step without them, restored unverified.
+process killed in between leaves a step without them, restored unverified and said so.
 
 Typed PRNG keys are saved as their key data, their implementation in `meta`
 (prng_checkpoint.py).
@@ -54,7 +54,7 @@ import jax
 import orbax.checkpoint as ocp
 from orbax.checkpoint import checkpoint_managers as policies
 
-from mtrl.checksums import ChecksumMismatch, verify_manifest, write_manifest
+from mtrl.checksums import MANIFEST, ChecksumMismatch, verify_manifest, write_manifest
 from mtrl.training.logging.metrics import HELDOUT_SUCCESS as DEFAULT_METRIC
 from mtrl.training.checkpoints.prng_checkpoint import (check_target_keys, key_data_target,
                                                        split_typed_keys, wrap_typed_keys)
@@ -296,19 +296,28 @@ class CheckpointKeeper:
         state = wrap_typed_keys(restored.state, saved_typed)
         return Restored(step=step, state=state, extra=dict(restored.extra or {}))
 
-    def restore_newest_whole(self, target: Any = None, say=print) -> Restored | None:
+    def restore_newest_whole(self, target: Any = None, say=print,
+                             none_left: str = "no earlier checkpoint is left, starting over"
+                             ) -> Restored | None:
         """The newest step whose files match their checksums (None: no step left).
         Each corrupt newer step is moved into `_corrupt/` (kept to look at; its step
-        number can be saved again) and reported with `say`, one line each."""
+        number can be saved again) and reported with `say`, one line each, ending in
+        `none_left` when no step is left (the caller says what starts over). A step
+        without checksums (the process stopped between its save and their writing)
+        is restored unverified, saying so."""
         for step in sorted(self.all_steps(), reverse=True):
             try:
-                return self.restore(step, target)
+                restored = self.restore(step, target)
             except CorruptCheckpoint as e:
                 moved = self._set_aside(step)
                 left = self.all_steps()
-                then = (f"falling back to step {left[-1]}" if left
-                        else "no earlier checkpoint is left, starting over")
+                then = f"falling back to step {left[-1]}" if left else none_left
                 say(f"{e}; moved it to {moved}; {then}")
+                continue
+            if not (self.step_directory(step) / MANIFEST).is_file():
+                say(f"checkpoint {self.step_directory(step)} has no {MANIFEST} (the run "
+                    "stopped before writing it): restored unverified")
+            return restored
         return None
 
     # ------------------------------------------------------------- lifecycle

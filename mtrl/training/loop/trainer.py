@@ -63,6 +63,11 @@ from mtrl.training.run.run_config import check_resumable, prepare_workdir, write
 from mtrl.training.run.provenance import code_state, warm_start_record
 from mtrl.training.loop.finish import finish_run
 from mtrl.training.sft.sft_data import first_phase_kinds
+
+# What a run does when its only RL checkpoints are corrupt: RL starts over, while SFT
+# resumes from its own checkpoints where it has whole ones (it says so itself).
+RL_NONE_LEFT = ("no earlier RL checkpoint is left, RL starts over from its warm start "
+                "(SFT resumes from its own checkpoints, if any)")
 from mtrl.parallel.shardings import committed
 from mtrl.training.checkpoints.base_record import base_record, on_checked_base
 from mtrl.training.update.train_state import agent_merged, base_layout, init_train_state
@@ -197,7 +202,8 @@ class Trainer:
             tasks, self.c.env, self.eval_backend, self.c.tokenizer, episode, key,
             sampled_backend=self.backend if cfg.eval_samples else None,
             num_samples=cfg.eval_samples, num_transcripts=cfg.num_transcripts,
-            turn_format=self.c.turn_format, prefix=prefix))
+            turn_format=self.c.turn_format, prefix=prefix,
+            feedback_gain=cfg.eval_feedback_gain))
         if result.transcripts and self.main:
             write_transcripts(self.workdir, step, result.transcripts, split=prefix)
         return result.metrics
@@ -264,7 +270,8 @@ class Trainer:
             # copy of the parameters, the reference and the Adam moments.
             fresh = self._target()
             # A corrupt latest step is set aside and the previous whole one used.
-            restored = (self.keeper.restore_newest_whole(fresh) if cfg.restore == "latest"
+            restored = (self.keeper.restore_newest_whole(fresh, none_left=RL_NONE_LEFT)
+                        if cfg.restore == "latest"
                         else self.keeper.restore(cfg.restore, target=fresh))
             del fresh
         if restored is not None:

@@ -89,7 +89,8 @@ class SFTCheckpoints:
         target = {"params": list(params), "opt": opt_template,
                   "nonfinite": jnp.zeros((), jnp.float32)}
         restored = self.keeper.restore_newest_whole(
-            target, say=lambda line: print(f"SFT {line}", flush=True))
+            target, say=lambda line: print(f"SFT {line}", flush=True),
+            none_left="no earlier SFT checkpoint is left, SFT starts over")
         if restored is None:
             truncate_lines(self.log_path, 0)  # lines of an SFT that is redone
             return None, 0.0

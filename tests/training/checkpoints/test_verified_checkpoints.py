@@ -141,3 +141,29 @@ def test_an_unreadable_checkpoint_is_reported_in_one_line_with_what_to_do(tmp_pa
             keeper.restore_newest_whole(target=state(0.0))
     message = str(refused.value)
     assert "\n" not in message and str(step) in message and "--workdir" in message
+
+
+def test_a_step_without_checksums_is_restored_saying_it_is_unverified(tmp_path):
+    with CheckpointKeeper(tmp_path / "checkpoints") as keeper:
+        keeper.save_latest(4, state(4.0), {"step": 4})
+    step = tmp_path / "checkpoints" / "4"
+    (step / MANIFEST).unlink()  # killed between the save and the checksums
+    said = []
+    with CheckpointKeeper(tmp_path / "checkpoints") as keeper:
+        restored = keeper.restore_newest_whole(target=state(0.0), say=said.append)
+    assert restored.step == 4
+    assert said == [f"checkpoint {step} has no {MANIFEST} (the run stopped before "
+                    "writing it): restored unverified"]
+
+
+def test_the_last_corrupt_step_says_what_starts_over(tmp_path):
+    with CheckpointKeeper(tmp_path / "checkpoints") as keeper:
+        keeper.save_latest(2, state(2.0), {"step": 2})
+    corrupt_largest_file(tmp_path / "checkpoints" / "2")
+    said = []
+    with CheckpointKeeper(tmp_path / "checkpoints") as keeper:
+        assert keeper.restore_newest_whole(target=state(0.0), say=said.append,
+                                           none_left="RL starts over") is None
+    assert len(said) == 1 and said[0].endswith("; RL starts over"), said
+    from mtrl.training.loop.trainer import RL_NONE_LEFT
+    assert "RL starts over" in RL_NONE_LEFT and "SFT resumes" in RL_NONE_LEFT
