@@ -15,12 +15,17 @@ A session (WebSocket /ws) is one episode of one code task, with one agent:
   error), `tests_passed` / `tests_total` the verdict; the episode is done when every
   test passes or after --max_turns steps.
 The sandbox pool is shared by the sessions (one lock: the pool runs one batch at a
-time); --max_sessions bounds the sessions open at once.
+time); --max_sessions bounds the sessions open at once, --idle_timeout_s closes a
+session whose client has sent nothing for that long while the server waited for it
+(a step in progress never counts), and --max_body_bytes bounds what a request may
+carry: an HTTP body over it gets 413 before it is read, a WebSocket message over it
+closes the connection (1009). See docs/sandbox.md, "OpenEnv server".
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import threading
 from typing import Any, Optional
 
@@ -30,7 +35,40 @@ from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
 
 from mtrl.data.suite import DataConfig, build_suite
+from mtrl.envs.openenv.server_limits import BodyLimit, IdleTimeout
 from mtrl.envs.registry import EnvSection, build_environment
+from mtrl.envs.sandbox import Limits
+from mtrl.envs.sandbox.slot_client import SLOT_GRACE_S
+from mtrl.envs.text import MAX_COMPLETION_CHARS
+
+# The JSON of a completion at the cap is at most 12 bytes a character (one outside
+# the BMP as two \uXXXX escapes): 768,000 bytes, with room for the envelope; four
+# times the cap's UTF-8 (256,000 bytes).
+MAX_BODY_BYTES = 16 * MAX_COMPLETION_CHARS
+IDLE_TIMEOUT_S = 300.0  # > step_worst_case_s(Limits(), 4): 80 s
+WS_MAX_QUEUE = 4  # messages a connection may have waiting, each up to max_body_bytes
+
+
+def step_worst_case_s(limits: Limits, max_sessions: int) -> float:
+    """The longest a step can take: its program's wall-clock limit plus the pool's
+    grace before it declares the slot hung, behind every other session's step (one
+    lock): max_sessions * (wall_s_total + SLOT_GRACE_S)."""
+    return max_sessions * (limits.wall_s_total + SLOT_GRACE_S)
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerLimits:
+    """What one client can hold of the server: a session slot (max_sessions of them),
+    for at most idle_timeout_s of silence, and max_body_bytes a request."""
+
+    max_sessions: int = 4
+    max_body_bytes: int = MAX_BODY_BYTES
+    idle_timeout_s: float = IDLE_TIMEOUT_S
+
+    def __post_init__(self):
+        if self.max_sessions < 1 or self.max_body_bytes < 1 or not self.idle_timeout_s > 0:
+            raise ValueError(f"max_sessions, max_body_bytes and idle_timeout_s must be "
+                             f"positive, got {self}")
 
 
 class CodeAction(Action):
@@ -125,10 +163,14 @@ class MtrlCodeEnvironment(OpenEnvBase):
         return self._state
 
 
-def make_app(service: CodeService, max_sessions: int = 4):
-    """The FastAPI app (OpenEnv's routes: /ws, /reset, /step, /schema, /health)."""
-    return create_fastapi_app(lambda: MtrlCodeEnvironment(service), CodeAction,
-                              CodeObservation, max_concurrent_envs=max_sessions)
+def make_app(service: CodeService, limits: ServerLimits = ServerLimits()):
+    """The FastAPI app (OpenEnv's routes: /ws, /reset, /step, /schema, /health), its
+    request bodies and idle sessions bounded (`limits`; server_limits.py)."""
+    app = create_fastapi_app(lambda: MtrlCodeEnvironment(service), CodeAction,
+                             CodeObservation, max_concurrent_envs=limits.max_sessions)
+    app.add_middleware(IdleTimeout, timeout_s=limits.idle_timeout_s)
+    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
+    return app
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -139,21 +181,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--max_turns", type=int, default=2)
-    parser.add_argument("--max_sessions", type=int, default=4)
+    parser.add_argument("--max_sessions", type=int, default=ServerLimits.max_sessions)
+    parser.add_argument("--max_body_bytes", type=int, default=MAX_BODY_BYTES,
+                        help="the largest HTTP body or WebSocket message accepted")
+    parser.add_argument("--idle_timeout_s", type=float, default=IDLE_TIMEOUT_S,
+                        help="a session whose client is silent this long is closed")
     parser.add_argument("--feedback_mode", default="level_feedback")
     parser.add_argument("--reward", default="level")
     parser.add_argument("--templates", default="default")
     args = parser.parse_args(argv)
     import uvicorn
     try:
+        limits = ServerLimits(args.max_sessions, args.max_body_bytes, args.idle_timeout_s)
         service = CodeService(args.suite, args.data_path, max_turns=args.max_turns,
                               feedback_mode=args.feedback_mode, reward=args.reward,
                               templates=args.templates)
     except (ValueError, FileNotFoundError) as e:
         raise SystemExit(f"error: {' '.join(str(e).split())}") from None
     try:
-        uvicorn.run(make_app(service, args.max_sessions), host=args.host, port=args.port,
-                    log_level="warning")
+        uvicorn.run(make_app(service, limits), host=args.host, port=args.port,
+                    log_level="warning", ws_max_size=limits.max_body_bytes,
+                    ws_max_queue=WS_MAX_QUEUE)
     finally:
         service.close()
 

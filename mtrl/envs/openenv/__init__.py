@@ -5,6 +5,8 @@
   env.py      an OpenEnv server as a multi-turn mtrl environment (env.name=openenv)
   builder.py  its registration (options: OpenEnvConfig's env.* fields) and the server's action schema
   task.py     an episode's reset arguments (the `openenv` suite's tasks)
+  server_limits.py  what one client can hold of a server: its request bodies, its
+              idle sessions (ASGI middleware; mtrl/serve_openenv.py)
 The reverse, mtrl's sandboxed code environment served as an OpenEnv server, is an
 entry point beside mtrl/train.py (mtrl/serve_openenv.py: it composes a data suite and
 an environment, so it sits above both layers).
