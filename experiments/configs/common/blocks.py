@@ -8,13 +8,22 @@ experiments/configs/*.py stays one. Configs load it by path:
     blocks = module_from_file(pathlib.Path(__file__).parent / "common" / "blocks.py")
 """
 
+import os
+
+
+def shared_data(name: str) -> str:
+    """A data set of the shared data folder: $MTRL_SHARED_DATA/<name> when that is
+    set (as for the tests), else ../shared/data/<name> beside the checkout."""
+    base = os.environ.get("MTRL_SHARED_DATA")
+    return os.path.join(base, name) if base else f"../shared/data/{name}"
+
 
 def gsm8k_data(c) -> None:
-    """GSM8K (../shared/data/gsm8k): train = train[500:], validation = train[:500]
+    """GSM8K (shared_data: ../shared/data/gsm8k): train = train[500:], validation = train[:500]
     (chooses the best checkpoint), test = test (evaluated once); questions of at most
     300 characters, so prompts fit the byte-level context."""
     c.data.name = "gsm8k"
-    c.data.path = "../shared/data/gsm8k"
+    c.data.path = shared_data("gsm8k")
     c.data.train_split = "train[500:]"
     c.data.eval_split = "train[:500]"
     c.data.test_split = "test"
@@ -23,10 +32,10 @@ def gsm8k_data(c) -> None:
 
 
 def mbpp_data(c) -> None:
-    """MBPP, sanitized (../shared/data/mbpp), standard splits by task id: train 601-974,
+    """MBPP, sanitized (shared_data: ../shared/data/mbpp), standard splits by task id: train 601-974,
     validation 511-600 (chooses the best checkpoint), test 11-510 (evaluated once)."""
     c.data.name = "mbpp_sanitized"
-    c.data.path = "../shared/data/mbpp"
+    c.data.path = shared_data("mbpp")
     c.data.train_split = "train"
     c.data.eval_split = "validation"
     c.data.test_split = "test"

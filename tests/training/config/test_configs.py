@@ -162,3 +162,15 @@ def test_bad_values_name_the_field(tmp_path, field, value, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")) as e:
         Trainer(c, tmp_path, show_progress=False)
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("name, data", [("math.py", "gsm8k"), ("tool.py", "gsm8k"),
+                                        ("mbpp_grpo.py", "mbpp")])
+def test_shared_data_configs_honour_mtrl_shared_data(monkeypatch, tmp_path, name, data):
+    """MTRL_SHARED_DATA moves the data folder for the experiment configs too, as it
+    does for the tests; unset, the configs read ../shared/data beside the checkout."""
+    path = CONFIGS[0].parent / name
+    monkeypatch.delenv("MTRL_SHARED_DATA", raising=False)
+    assert module_from_file(path).get_config().data.path == f"../shared/data/{data}"
+    monkeypatch.setenv("MTRL_SHARED_DATA", str(tmp_path))
+    assert module_from_file(path).get_config().data.path == str(tmp_path / data)
