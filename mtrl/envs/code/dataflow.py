@@ -129,6 +129,7 @@ class FunctionFlow:
         self.reached = 0
         self.returns = 0  # returns met (for control dependence)
         self._loops: list[_Loop] = []
+        self._finally: list[list[_State]] = []  # per enclosing `finally`: paths leaving through it
         self._generator = any(isinstance(node, (ast.Yield, ast.YieldFrom))
                               for node in own_nodes(scope, budget))
 
@@ -167,16 +168,19 @@ class FunctionFlow:
             if not self._generator:  # a generator's answers are its yields
                 self._answer(mask, state)
             self.returns += 1
+            self._leave(state)
             return None
         if isinstance(node, ast.Raise):
             self._mask(node.exc, state)
             self._mask(node.cause, state)
             self.reached |= state.reached
+            self._leave(state)
             return None
         if isinstance(node, (ast.Break, ast.Continue)):
             if self._loops:
                 loop = self._loops[-1]
                 (loop.breaks if isinstance(node, ast.Break) else loop.continues).append(state)
+            self._leave(state)
             return None
         if isinstance(node, ast.Assign):
             mask = self._mask(node.value, state)
@@ -276,7 +280,15 @@ class FunctionFlow:
             done = join(done, other, self.budget)
         return self._after(done, entry, mask, exits, [node.body, node.orelse])
 
+    def _leave(self, state: _State) -> None:
+        """A path that leaves through an enclosing `finally`, which still runs (and
+        may answer in place of a return)."""
+        if self._finally:
+            self._finally[-1].append(state.copy(self.budget))
+
     def _try(self, node: ast.Try, state: _State) -> _State | None:
+        if node.finalbody:
+            self._finally.append([])
         # A handler may start after any statement of the body.
         handler_entry: _State | None = state.copy(self.budget)
         current: _State | None = state
@@ -293,10 +305,18 @@ class FunctionFlow:
             if handler.name:
                 begin.set(handler.name, 0)
             out = join(out, self._block(handler.body, begin), self.budget)
-        if node.finalbody:
-            final = self._block(node.finalbody, out if out is not None else handler_entry)
-            return final if out is not None else None
-        return out
+        if not node.finalbody:
+            return out
+        through: _State | None = None
+        for leaving in self._finally.pop():
+            through = join(through, leaving, self.budget)
+        if through is not None:
+            through = self._block(node.finalbody, through)
+            if through is not None:
+                self._leave(through)  # on to the next enclosing `finally`
+        if out is None:
+            return None
+        return self._block(node.finalbody, out)
 
     def _match(self, node: ast.Match, state: _State) -> _State | None:
         exits = self._exits()

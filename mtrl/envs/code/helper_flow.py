@@ -6,8 +6,10 @@ point, in a function it calls, in a lambda, at module level. So every place that
 can call aux is checked, not only the entry point's own body. A function (def,
 lambda or class) *carries* aux when its code refers to aux or to another function
 that carries it (a least fixed point over references). In each function, the
-references to aux and to carriers are sources, and each must be used there
-(dataflow.FunctionFlow: it reaches every answer given after it). A source at
+calls that reach aux or a carrier (`aux(x)`, `g(x)`, `map(aux, xs)`) are sources,
+and each must be used there (dataflow.FunctionFlow: it reaches every answer given
+after it); a reference that escapes otherwise (`h = aux`) cannot be followed and
+counts as unused. A source at
 module level or in a class body (a method, reached through an attribute) is never
 used. So a call's value counts only where it flows, through returns, into the
 entry point's answer; a call made anywhere else is an ignored one.
@@ -41,6 +43,7 @@ def program_flow(tree: ast.Module, entry: ast.AST, helper: str, budget: dataflow
     parent: dict[int, ast.AST] = {}
     loads: dict[int, list[ast.Name]] = {}  # id(scope) -> its Name loads
     nested: dict[int, list[ast.AST]] = {}  # id(scope) -> scopes defined in its own code
+    called: dict[int, ast.Call] = {}  # id(function or argument expression) -> its call
     index = 0
     while index < len(scopes):
         scope = scopes[index]
@@ -52,6 +55,9 @@ def program_flow(tree: ast.Module, entry: ast.AST, helper: str, budget: dataflow
             elif isinstance(node, (*_NAMED, ast.Lambda)):
                 inner.append(node)
                 parent[id(node)] = scope
+            elif isinstance(node, ast.Call):
+                for part in (node.func, *node.args, *(k.value for k in node.keywords)):
+                    called[id(part.value if isinstance(part, ast.Starred) else part)] = node
         loads[id(scope)], nested[id(scope)] = names, inner
         scopes.extend(inner)
 
@@ -61,17 +67,25 @@ def program_flow(tree: ast.Module, entry: ast.AST, helper: str, budget: dataflow
     ignored: set[int] = set()
     entry_calls = entry_used = False
     for scope in scopes:
-        sources = [name for name in loads[id(scope)]
-                   if name.id == helper or name.id in carried_names]
-        sources += [node for node in nested[id(scope)] if id(node) in carriers and (
+        references = [name for name in loads[id(scope)]
+                      if name.id == helper or name.id in carried_names]
+        references += [node for node in nested[id(scope)] if id(node) in carriers and (
             isinstance(node, ast.Lambda) or isinstance(scope, ast.ClassDef))]
-        if not sources:
+        if not references:
             continue
-        bits = {id(node): 1 << i for i, node in enumerate(sources)}
+        # A reference's value is the call it is made in (`aux(x)`) or handed to
+        # (`map(aux, xs)`); one that escapes any other way (`g = aux`, `if aux:`)
+        # cannot be followed and is never used.
+        calls = {id(node): called.get(id(node)) for node in references}
+        bits: dict[int, int] = {}
+        for call in calls.values():
+            if call is not None and id(call) not in bits:
+                bits[id(call)] = 1 << len(bits)
         used = 0
-        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if bits and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             used = dataflow.FunctionFlow(scope, bits, budget).run().used
-        ignored.update(node.lineno for node in sources if not used & bits[id(node)])
+        ignored.update(node.lineno for node in references
+                       if calls[id(node)] is None or not used & bits[id(calls[id(node)])])
         if scope is entry:
             entry_calls, entry_used = True, bool(used)
     return ProgramFlow(calls_aux=entry_calls, used=entry_used, ignored_lines=tuple(sorted(ignored)))

@@ -24,6 +24,8 @@ UNUSED = {
     "spin_on_aux": "def f(x):\n    while aux(0) is None:\n        pass\n    return 2 * x + 1",
     "overwritten_in_loop": "def f(x):\n    for _ in range(2):\n        y = aux(x)\n"
                            "    y = 2 * x + 1\n    return y",
+    "finally_answers_instead": "def f(x):\n    try:\n        return aux(x) + 1\n"
+                               "    finally:\n        return 2 * x + 1",
 }
 # A used call in a branch no test takes, beside a call made elsewhere that runs.
 ELSEWHERE = {
@@ -35,6 +37,11 @@ ELSEWHERE = {
                          "        return aux(x) + 1\n    return 2 * x + 1", 1),
     "lambda_dropped": ("def f(x):\n    (lambda: aux(0))()\n    if x == 12345:\n"
                        "        return aux(x) + 1\n    return 2 * x + 1", 2),
+    # The function itself escapes into a name: its calls cannot be followed.
+    "alias": ("def f(x):\n    g = aux\n    g(0)\n    return 2 * x + 1 if g else 0", 2),
+    "method": ("class A:\n    def m(self):\n        return aux(0)\n\n\n"
+               "def f(x):\n    A().m()\n    if x == 12345:\n        return aux(x) + 1\n"
+               "    return 2 * x + 1", 2),
 }
 # Honest two-agent mains whose answer is computed from aux's value.
 HONEST = {
@@ -61,6 +68,8 @@ HONEST = {
     "guard_before_the_call": "def f(x):\n    if x < 0:\n        return 0\n    return aux(x) + 1",
     "try": "def f(x):\n    try:\n        return aux(x) + 1\n    except Exception:\n"
            "        return 2 * x + 1",
+    "finally": "def f(x):\n    try:\n        y = aux(x)\n    finally:\n        pass\n"
+               "    return y + 1",
     "while": "def f(n):\n    i = 0\n    while aux(i) < n:\n        i += 1\n    return i",
     "memo": "def f(x):\n    memo = {}\n    memo[x] = aux(x)\n    return memo[x] + 1",
     "walrus": "def f(x):\n    if (y := aux(x)) > 0:\n        return y + 1\n    return 0",
@@ -73,7 +82,8 @@ HONEST = {
 def test_a_value_that_cannot_reach_the_answer_is_not_used(name):
     usage = helper_usage(UNUSED[name], "f")
     assert usage.calls_aux and not usage.reaches_return and not usage.uses_result
-    assert usage.ignored_calls == (2,) if name != "overwritten_in_loop" else (3,)
+    assert usage.ignored_calls == ((3,) if name in ("overwritten_in_loop", "finally_answers_instead")
+                                   else (2,))
 
 
 @pytest.mark.parametrize("name", list(ELSEWHERE))
