@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 
-from mtrl.envs.code import dataflow, helper_flow, rebinding
+from mtrl.envs.code import ast_walk, helper_flow, rebinding
 from mtrl.envs.code.extraction import try_parse
 from mtrl.envs.sandbox.types import SyntaxErrorInfo
 
@@ -64,7 +64,7 @@ class HelperUsage:
     # Why nothing here is vouched for: what runs may not be this def (rebinding.py), or
     # the analysis ran past its work budget (BUDGET_EXCEEDED).
     rebound: str = ""
-    work: int = 0  # work units the analysis spent (dataflow.Budget)
+    work: int = 0  # work units the analysis spent (ast_walk.Budget)
 
     @property
     def uses_result(self) -> bool:
@@ -153,7 +153,7 @@ def check_function(code: str, name: str) -> FunctionCheck:
     if function is None:
         return FunctionCheck(name, defined=False, returns_value=False)
     returns = any(isinstance(node, ast.Return) and node.value is not None
-                  for node in dataflow.own_nodes(function))
+                  for node in ast_walk.own_nodes(function))
     return FunctionCheck(name, defined=True, returns_value=returns)
 
 
@@ -166,12 +166,12 @@ def helper_usage(main_code: str, entry_point: str, helper: str = AUX_NAME,
     function = top_level_function(tree, entry_point)
     if function is None:
         return HelperUsage(calls_aux=False, ignored_calls=(), thin_wrapper=False)
-    budget = dataflow.Budget(budget_units)
+    budget = ast_walk.Budget(budget_units)
     try:
         flow = helper_flow.program_flow(tree, function, helper, budget)
         thin = flow.calls_aux and helper_flow.passes_through(function, helper, budget)
         rebound = rebinding.why_rebound(tree, function, budget)
-    except dataflow.BudgetExceeded:
+    except ast_walk.BudgetExceeded:
         return HelperUsage(calls_aux=False, ignored_calls=(), thin_wrapper=False,
                            rebound=BUDGET_EXCEEDED, work=budget.used)
     return HelperUsage(calls_aux=flow.calls_aux, ignored_calls=flow.ignored_lines,

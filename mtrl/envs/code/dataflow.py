@@ -28,36 +28,9 @@ cancels the value (`0 * aux(x)`).
 from __future__ import annotations
 
 import ast
-from typing import Iterator
 
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-_MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefault",
-                       "appendleft", "extendleft", "put", "put_nowait", "push", "write",
-                       "__setitem__", "intersection_update", "difference_update",
-                       "symmetric_difference_update"})
-# Functions that store a value into their first argument.
-_STORE_INTO_FIRST = frozenset({"heappush", "heappushpop", "heapreplace", "insort",
-                               "insort_left", "insort_right"})
-
-
-class BudgetExceeded(Exception):
-    """The analysis used up its work budget (the caller vouches for nothing)."""
-
-
-class Budget:
-    """A hard cap on analysis work, in units of AST nodes visited and name entries
-    copied or joined: total time is at most a constant times `limit`."""
-
-    def __init__(self, limit: int):
-        if limit <= 0:
-            raise ValueError(f"Budget limit must be positive, got {limit}")
-        self.limit, self.used = limit, 0
-
-    def spend(self, units: int = 1) -> None:
-        self.used += units
-        if self.used > self.limit:
-            raise BudgetExceeded(f"analysis past its budget of {self.limit} units")
-
+from mtrl.envs.code import ast_walk
+from mtrl.envs.code.ast_walk import Budget
 
 class _State:
     """What holds on the paths reaching one program point (module docstring).
@@ -131,7 +104,7 @@ class FunctionFlow:
         self._loops: list[_Loop] = []
         self._finally: list[list[_State]] = []  # per enclosing `finally`: paths leaving through it
         self._generator = any(isinstance(node, (ast.Yield, ast.YieldFrom))
-                              for node in own_nodes(scope, budget))
+                              for node in ast_walk.own_nodes(scope, budget))
 
     @property
     def used(self) -> int:
@@ -205,7 +178,7 @@ class FunctionFlow:
         elif isinstance(node, ast.Match):
             return self._match(node, state)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for part in _outer_parts(node):
+            for part in ast_walk.outer_parts(node):
                 self._mask(part, state)
             state.set(node.name, self._closure(node, state))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -239,7 +212,7 @@ class FunctionFlow:
         early = mask if self._exits() != exits else 0
         out.ctrl = (out.ctrl & ~mask) | before.ctrl | early
         if mask:
-            for name in _assigned(bodies, self.budget):
+            for name in ast_walk.assigned_names(bodies, self.budget):
                 out.taint[name] = out.taint.get(name, 0) | (mask & out.reached)
         return out
 
@@ -354,10 +327,10 @@ class FunctionFlow:
                 mask |= state.taint.get(node.id, 0)
             elif isinstance(node, ast.Lambda):
                 mask |= self._closure(node, state)
-                stack.extend(_outer_parts(node))
+                stack.extend(ast_walk.outer_parts(node))
                 continue
             elif isinstance(node, (ast.NamedExpr, ast.Yield, ast.YieldFrom)) or (
-                    isinstance(node, ast.Call) and _stores_into(node)):
+                    isinstance(node, ast.Call) and ast_walk.stores_into(node)):
                 stores.append(node)
             stack.extend(ast.iter_child_nodes(node))
         mask |= state.ctrl
@@ -374,7 +347,7 @@ class FunctionFlow:
     def _mask_quiet(self, expression: ast.AST, state: _State) -> int:
         """The sources an already-evaluated expression carries (no side effects)."""
         mask = state.ctrl
-        for node in _walk(expression, self.budget):
+        for node in ast_walk.walk_expression(expression, self.budget):
             mask |= self.bits.get(id(node), 0)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 mask |= state.taint.get(node.id, 0)
@@ -388,17 +361,17 @@ class FunctionFlow:
         if not mask:
             return
         function = call.func
-        if isinstance(function, ast.Attribute) and function.attr in _MUTATORS:
+        if isinstance(function, ast.Attribute) and function.attr in ast_walk.MUTATORS:
             self._store(function.value, mask, state, strong=False)
         name = function.attr if isinstance(function, ast.Attribute) else (
             function.id if isinstance(function, ast.Name) else "")
-        if name in _STORE_INTO_FIRST and call.args:
+        if name in ast_walk.STORE_INTO_FIRST and call.args:
             self._store(call.args[0], mask, state, strong=False)
 
     def _closure(self, scope: ast.AST, state: _State) -> int:
         """What a function defined here carries: the names its body reads from here."""
         mask = 0
-        for node in _walk_bodies(scope, self.budget):
+        for node in ast_walk.walk_bodies(scope, self.budget):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 mask |= state.taint.get(node.id, 0)
         return mask
@@ -425,102 +398,3 @@ class FunctionFlow:
                 state.set(base.id, state.taint.get(base.id, 0) | mask | state.ctrl)
             else:
                 self._mask(base, state)
-
-
-def _outer_parts(node: ast.AST) -> list[ast.AST]:
-    """The parts of a def, class or lambda evaluated where it is defined (decorators,
-    defaults, bases and annotations), not in its own scope."""
-    parts: list[ast.AST] = list(getattr(node, "decorator_list", []))
-    if isinstance(node, ast.ClassDef):
-        parts += [*node.bases, *(keyword.value for keyword in node.keywords)]
-    else:
-        arguments = node.args
-        parts += [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
-        if not isinstance(node, ast.Lambda):
-            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                     *(a for a in (arguments.vararg, arguments.kwarg) if a is not None)]
-            parts += [a.annotation for a in every if a.annotation is not None]
-            if node.returns is not None:
-                parts.append(node.returns)
-    return parts
-
-
-def own_body(scope: ast.AST) -> list[ast.AST]:
-    """The roots of a scope's own code: a def's or class's body, a lambda's body
-    expression, a module's statements."""
-    body = scope.body
-    return list(body) if isinstance(body, list) else [body]
-
-
-def own_nodes(scope: ast.AST, budget: Budget | None = None) -> Iterator[ast.AST]:
-    """Nodes of a scope's own code: not the bodies of nested functions, classes or
-    lambdas (those nodes themselves, with their decorators, defaults and bases, are
-    part of it; comprehensions are part of it)."""
-    stack = own_body(scope)
-    while stack:
-        node = stack.pop()
-        if budget is not None:
-            budget.spend()
-        yield node
-        if isinstance(node, _SCOPES):
-            stack.extend(_outer_parts(node))
-        else:
-            stack.extend(ast.iter_child_nodes(node))
-
-
-def _walk(expression: ast.AST, budget: Budget) -> Iterator[ast.AST]:
-    """An expression's nodes, not entering lambdas' bodies."""
-    stack = [expression]
-    while stack:
-        node = stack.pop()
-        budget.spend()
-        yield node
-        if isinstance(node, _SCOPES):
-            stack.extend(_outer_parts(node))
-        else:
-            stack.extend(ast.iter_child_nodes(node))
-
-
-def _walk_bodies(scope: ast.AST, budget: Budget) -> Iterator[ast.AST]:
-    """Every node inside a scope's body, nested scopes included."""
-    stack = own_body(scope)
-    while stack:
-        node = stack.pop()
-        budget.spend()
-        yield node
-        stack.extend(ast.iter_child_nodes(node))
-
-
-def _assigned(bodies: list[list[ast.stmt]], budget: Budget) -> set[str]:
-    """Names the statements bind or store into, in this scope."""
-    names: set[str] = set()
-    for body in bodies:
-        for statement in body:
-            for node in _walk(statement, budget) if not isinstance(statement, _SCOPES) else [
-                    statement]:
-                if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                    names.add(node.id)
-                elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(
-                        node.ctx, ast.Store):
-                    base = node.value
-                    while isinstance(base, (ast.Subscript, ast.Attribute)):
-                        base = base.value
-                    if isinstance(base, ast.Name):
-                        names.add(base.id)
-                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    names.add(node.name)
-                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
-                        node.func.attr in _MUTATORS and isinstance(node.func.value, ast.Name)):
-                    names.add(node.func.value.id)
-    return names
-
-
-def _stores_into(call: ast.Call) -> bool:
-    function = call.func
-    return (isinstance(function, ast.Attribute) and function.attr in _MUTATORS) or (
-        (function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", ""))
-        in _STORE_INTO_FIRST)
-
-
-def is_call_to(node: ast.AST | None, name: str) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name

@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 
-from mtrl.envs.code import dataflow
+from mtrl.envs.code import ast_walk, dataflow
 
 _NAMED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -35,10 +35,10 @@ class ProgramFlow:
     ignored_lines: tuple[int, ...]  # lines of references, anywhere, whose value is not used
 
 
-def program_flow(tree: ast.Module, entry: ast.AST, helper: str, budget: dataflow.Budget
+def program_flow(tree: ast.Module, entry: ast.AST, helper: str, budget: ast_walk.Budget
                  ) -> ProgramFlow:
     """The helper's flow through `tree` (module docstring); raises
-    dataflow.BudgetExceeded past `budget`."""
+    ast_walk.BudgetExceeded past `budget`."""
     scopes: list[ast.AST] = [tree]
     parent: dict[int, ast.AST] = {}
     loads: dict[int, list[ast.Name]] = {}  # id(scope) -> its Name loads
@@ -49,7 +49,7 @@ def program_flow(tree: ast.Module, entry: ast.AST, helper: str, budget: dataflow
         scope = scopes[index]
         index += 1
         names, inner = [], []
-        for node in dataflow.own_nodes(scope, budget):
+        for node in ast_walk.own_nodes(scope, budget):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 names.append(node)
             elif isinstance(node, (*_NAMED, ast.Lambda)):
@@ -92,7 +92,7 @@ def program_flow(tree: ast.Module, entry: ast.AST, helper: str, budget: dataflow
 
 
 def _carriers(scopes: list[ast.AST], parent: dict[int, ast.AST],
-              loads: dict[int, list[ast.Name]], helper: str, budget: dataflow.Budget
+              loads: dict[int, list[ast.Name]], helper: str, budget: ast_walk.Budget
               ) -> set[int]:
     """ids of the scopes that carry the helper: they refer to it, or to a carrier by
     name; a lambda carries into the code it is written in, a method into its class."""
@@ -118,7 +118,7 @@ def _carriers(scopes: list[ast.AST], parent: dict[int, ast.AST],
 
 
 def passes_through(function: ast.FunctionDef | ast.AsyncFunctionDef, helper: str,
-                   budget: dataflow.Budget) -> bool:
+                   budget: ast_walk.Budget) -> bool:
     """Every value the function returns is `helper`'s value unchanged: `return
     aux(...)`, or a name bound only to such values (a thin wrapper). False when it
     returns nothing, yields, or returns anything else on some path. Linear: a name
@@ -126,7 +126,7 @@ def passes_through(function: ast.FunctionDef | ast.AsyncFunctionDef, helper: str
     fixed point, so a cycle of names is not pure)."""
     returns: list[ast.expr | None] = []
     values: dict[str, list[ast.expr | None]] = {}
-    for node in dataflow.own_nodes(function, budget):
+    for node in ast_walk.own_nodes(function, budget):
         if isinstance(node, (ast.Yield, ast.YieldFrom)):
             return False
         if isinstance(node, ast.Return):
@@ -153,7 +153,7 @@ def passes_through(function: ast.FunctionDef | ast.AsyncFunctionDef, helper: str
             if isinstance(value, ast.Name):
                 count += 1
                 waiting.setdefault(value.id, []).append(name)
-            elif not dataflow.is_call_to(value, helper):
+            elif not ast_walk.is_call_to(value, helper):
                 count = -1
                 break
         pending[name] = count
@@ -174,7 +174,7 @@ def passes_through(function: ast.FunctionDef | ast.AsyncFunctionDef, helper: str
 
     def is_pure(expression: ast.expr | None) -> bool:
         expression = unwrap(expression)
-        return dataflow.is_call_to(expression, helper) or (
+        return ast_walk.is_call_to(expression, helper) or (
             isinstance(expression, ast.Name) and expression.id in known)
 
     return bool(returns) and all(is_pure(value) for value in returns)

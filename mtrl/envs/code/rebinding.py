@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 
-from mtrl.envs.code.dataflow import Budget
+from mtrl.envs.code.ast_walk import Budget
 
 # Names and attributes that reach a namespace at run time (or patch a function).
 _DYNAMIC_NAMES = frozenset({"globals", "vars", "locals", "exec", "eval", "compile",
@@ -27,6 +27,9 @@ _DYNAMIC_NAMES = frozenset({"globals", "vars", "locals", "exec", "eval", "compil
 _DYNAMIC_ATTRIBUTES = frozenset({"__dict__", "__globals__", "__code__", "__closure__",
                                  "__builtins__", "f_globals", "f_locals", "f_back",
                                  "_getframe", "modules", "__setattr__", "__wrapped__"})
+# As an attribute or an imported name (`len.__self__.globals`, `from sys import
+# modules`); `compile` is left out: `re.compile` is common and plain.
+_DYNAMIC_MEMBERS = (_DYNAMIC_NAMES - {"compile"}) | _DYNAMIC_ATTRIBUTES
 # Attribute access by a name computed at run time: with these, any name above can
 # be spelled as a string built when the program runs ('__glob' + 'als__').
 _BY_STRING = frozenset({"getattr", "attrgetter", "methodcaller", "__getattribute__",
@@ -74,18 +77,15 @@ def _dynamic(node: ast.AST, name: str, docstrings: set[int]) -> str:
         return f"a function declares `global {name}`"
     identifiers: list[str] = []
     if isinstance(node, ast.Name):
-        identifiers = [node.id]
+        identifiers, dynamic = [node.id], _DYNAMIC_NAMES
     elif isinstance(node, ast.Attribute):
-        identifiers = [node.attr]
+        identifiers, dynamic = [node.attr], _DYNAMIC_MEMBERS
     elif isinstance(node, ast.alias):  # `from operator import attrgetter as get`
-        identifiers = [node.name.split(".")[-1]]
+        identifiers, dynamic = [node.name.split(".")[-1]], _DYNAMIC_MEMBERS
     elif isinstance(node, ast.MatchClass):  # `case object(__globals__=g)`
-        identifiers = list(node.kwd_attrs)
-    elif isinstance(node, ast.keyword) and node.arg is not None:
-        identifiers = [node.arg]
+        identifiers, dynamic = list(node.kwd_attrs), _DYNAMIC_MEMBERS
     for identifier in identifiers:
-        if identifier in _DYNAMIC_NAMES or identifier in _DYNAMIC_ATTRIBUTES or (
-                identifier in _BY_STRING):
+        if identifier in dynamic or identifier in _BY_STRING:
             return f"the code uses `{identifier}`"
         if identifier.startswith("__") and identifier.endswith("__") and (
                 identifier not in _PLAIN_DUNDERS):

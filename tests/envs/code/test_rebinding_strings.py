@@ -41,6 +41,7 @@ HONEST = {
     "class": "class Box:\n    '''Holds __init__'s value.'''\n\n    def __init__(self, v):\n"
              "        self.v = v\n\n    def __eq__(self, other):\n        return self.v == other.v\n"
              "\n\ndef f(x):\n    '''Uses aux: see __doc__.'''\n    return Box(aux(x) + 1).v",
+    "regex": "import re\n\n\ndef f(x):\n    return int(re.compile('[0-9]+').findall(str(aux(x)))[0])",
     "underscores": "SEP = '_'\n\n\ndef f(x):\n    return int(str(aux(x) + 1) + SEP[:0])",
 }
 
