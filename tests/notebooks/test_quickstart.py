@@ -13,6 +13,7 @@ kernel runs on the new venv's python, from a folder outside the checkout."""
 
 import os
 import pathlib
+import re
 import site
 import subprocess
 import sys
@@ -88,5 +89,7 @@ def test_quickstart_notebook_installs_mtrl_and_runs_in_a_fresh_venv(tmp_path):
     assert list((tmp_path / "venv").glob("lib/python*/site-packages/mtrl-0.1.0.dist-info"))
     assert any("image/png" in o.get("data", {}) for o in outputs)
     assert "transcript 1/" in text
+    updates = re.search(r"RL updates run: (\d+) of (\d+) steps", text)
+    assert updates and int(updates.group(1)) >= 1, text[-2000:]  # RL ran, not only SFT
     assert "--- agent 0 (best step" in text and "--- agent 1 (best step" in text
     assert "agent1: ['config.json', 'model.safetensors']" in text
