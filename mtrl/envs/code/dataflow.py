@@ -1,8 +1,8 @@
 """Data flow inside one function: does each helper call's value reach every answer
 given after it? (the level reward's helper parts; program-wide view: helper_flow.py)
 
-A *source* is an expression whose value carries the helper's (a reference to `aux`,
-to a function that returns aux's value, or a lambda that does). A source is *used*
+A *source* is a call whose value carries the helper's (`aux(x)`, a call of a
+function that returns aux's value, `map(aux, xs)`: helper_flow.py). A source is *used*
 when, on every path on which it ran, each value the function returns (or yields)
 afterwards depends on it: through the names it is stored in, or because the answer
 was chosen under a condition on it (a helper used as a predicate decides what main
@@ -17,12 +17,14 @@ A name assigned anew forgets what it carried; a store into an item or attribute 
 a name (or a mutating call such as `xs.append(v)` or `heapq.heappush(h, v)`) adds to
 it. An `if`/`while`/`for`/`match` on a tainted value taints what its branches assign,
 and the code after it when a branch returns, breaks or continues; a `raise` gives no
-answer, so a guard that raises is no use. Loops iterate to a fixed point. Nested
+answer, so a guard that raises is no use. A handler starts from any point of its
+`try` body; a `finally` also runs on the paths that return through it (and its own
+return replaces theirs). Loops iterate to a fixed point. Nested
 functions and lambdas are their own scopes; a function defined here carries what its
 body reads from this one. All work is counted against a `Budget`: past it the
 analysis stops (BudgetExceeded) rather than spending more time. What it cannot see:
-a condition on aux's value that never holds in the tests, and arithmetic that
-cancels the value (`0 * aux(x)`).
+a condition (or an exception) on aux's value that never goes the other way in the
+tests, and arithmetic that cancels the value (`0 * aux(x)`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import ast
 
 from mtrl.envs.code import ast_walk
 from mtrl.envs.code.ast_walk import Budget
+
 
 class _State:
     """What holds on the paths reaching one program point (module docstring).
