@@ -35,6 +35,10 @@ import dataclasses
 from typing import Any, Mapping, Sequence
 
 
+# UFO's unary observation (Liu et al. 2025): says an attempt failed and nothing else.
+RETRY_MESSAGE = "Try again."
+
+
 class EnvironmentFailure(RuntimeError):
     """An environment could not score a step (an external server that stopped
     answering, a malformed reply): the message says which and why. Raised instead of
@@ -72,6 +76,18 @@ class Environment(abc.ABC):
 
         states[i] is branch i's state, actions[i] the N agents' completions (text).
         """
+
+    def retry_observations(self, result: StepResult) -> tuple[str, ...] | None:
+        """Each agent's next-turn observation after `result` had the environment
+        answered with the content-free RETRY_MESSAGE instead of its feedback (the
+        evaluation's feedback-use measure, mtrl/training/evaluate/feedback_gain.py).
+
+        Here: the message replaces the observation, which is right when the
+        observation is appended to a history that already holds the task. An
+        environment whose observation is a whole prompt (`reset_context`) overrides
+        this to keep what that prompt restates of the task; one that does not
+        returns None, and has no feedback-use measure."""
+        return None if result.reset_context else (RETRY_MESSAGE,) * self.num_agents
 
     def step_async(self, states: Sequence[Any], actions: Sequence[tuple[str, ...]],
                    turn: int) -> concurrent.futures.Future:

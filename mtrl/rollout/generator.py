@@ -28,7 +28,7 @@ from mtrl.rollout.environment import Environment
 from mtrl.rollout.backend import PolicyBackend
 from mtrl.rollout.config import RolloutConfig
 from mtrl.rollout.formatting import PlainFormat
-from mtrl.rollout.history import first_ids, next_ids
+from mtrl.rollout.history import first_ids, observation_ids
 from mtrl.rollout.tree import TreeRollout, TurnRecord
 
 
@@ -230,12 +230,9 @@ def _children(group: _Group, made: _Generated, results, grows, joint, config, ba
     contexts, context_cut = [], np.zeros((n, len(child_results)), bool)
     for a in range(n):
         rows = [m * g + joint[j, a] for m, j in zip(parents, chosen)]
-        if reset:
-            new = [first_ids(tokenizer, fmts[a], r.observations[a]) for r in child_results]
-        else:
-            new = [next_ids(tokenizer, fmts[a], r.observations[a],
-                            _stopped(made.samples[a].tokens[row], stop_ids))
-                   for r, row in zip(child_results, rows)]
+        new = [observation_ids(tokenizer, fmts[a], r.observations[a],
+                               _stopped(made.samples[a].tokens[row], stop_ids), reset)
+               for r, row in zip(child_results, rows)]
         base = [0 if reset else len(made.after[a].tokens[row]) for row in rows]
         for i, (b, toks) in enumerate(zip(base, new)):
             room = config.max_context - 1 - b  # leave room for one sampled token

@@ -28,6 +28,18 @@ def next_ids(tokenizer, turn_format, observation: str, stopped: bool = True) -> 
     return tokenizer.encode(turn_format.next(observation, stopped))
 
 
+def observation_ids(tokenizer, turn_format, observation: str, stopped: bool = True,
+                    reset: bool = False) -> list[int]:
+    """What a branch's next turn is sampled after, past its last completion: the
+    observation appended (next_ids) or, when the environment resets the context, the
+    observation as a fresh first prompt (first_ids) that replaces the history. The
+    generator renders every child this way, and the evaluation's counterfactual turn
+    (the observation swapped for a retry message) renders through the same call."""
+    if reset:
+        return first_ids(tokenizer, turn_format, observation)
+    return next_ids(tokenizer, turn_format, observation, stopped)
+
+
 def history_ids(tokenizer, turn_format, prompt: str,
                 exchanges: Sequence[tuple[str, str]] = (), reset: bool = False) -> list[int]:
     """The history an answer is sampled after: `prompt`, then (completion text,

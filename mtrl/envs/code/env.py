@@ -40,7 +40,7 @@ from typing import Any, Protocol, Sequence
 
 from mtrl.config.fields import check_bool
 from mtrl.envs.base import TurnEnvironment
-from mtrl.rollout.environment import StepResult
+from mtrl.rollout.environment import RETRY_MESSAGE, StepResult
 from mtrl.envs.code.analysis import (AUX_NAME, CandidateAnalysis, agent_programs,
                                      analyze_candidate, role_function_names)
 from mtrl.envs.code.experts.base import Expert, ExpertRequest
@@ -195,6 +195,17 @@ class CodeEnv(TurnEnvironment):
                 info=self._info(verdict), reset_context=cfg.history_mode != "full",
                 ended=cfg.end_on_success and verdict.all_passed))
         return out
+
+    def retry_observations(self, result: StepResult) -> tuple[str, ...]:
+        """The history mode's prompt with the feedback mode's text replaced by the
+        retry message and the revision instruction every mode ends with (it names
+        the function, and the tiny templates restate the task there)."""
+        cfg, state, n = self.config, result.state, self.num_agents
+        return tuple(compose_observation(
+            history_mode=cfg.history_mode, task=state.task, agent=a, num_agents=n,
+            feedback=f"{RETRY_MESSAGE}\n{cfg.templates.revise_instruction(state.task, n, a)}",
+            codes=state.last_verdict.analysis.codes, templates=cfg.templates,
+            show_teammate_code=cfg.show_teammate_code) for a in range(n))
 
     def close(self) -> None:
         if self._owns_sandbox and self._sandbox is not None:

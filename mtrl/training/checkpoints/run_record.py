@@ -27,7 +27,10 @@ def run_record(*, steps: int, minutes: float, invocation_minutes: float,
     last_test: the last checkpoint's test metrics (the chosen one's when it is the
     last), reported as last_<name>_success; provenance: the code, config hash and warm
     start the numbers came from (mtrl/training/run/provenance.py); updates:
-    update_counts of the run's steps."""
+    update_counts of the run's steps. Beside each split's success at each checkpoint:
+    its turn-1 success and feedback gain with its count (<name>_turn1_success,
+    <name>_feedback_gain, <name>_feedback_gain_tasks, with the same post_sft_ and
+    last_ prefixes; validation's unprefixed)."""
     result = {
         "steps": steps, "minutes": minutes, "invocation_minutes": invocation_minutes,
         "best_step": best_step, "final_best_success": best_metrics.get("heldout_success"),
@@ -51,8 +54,46 @@ def run_record(*, steps: int, minutes: float, invocation_minutes: float,
     if last_test is not None:
         for name in ("test", *extra_tests):
             result[f"last_{name}_success"] = last_test.get(f"{name}_success")
+    _feedback_use(result, "", best_metrics, "heldout")
+    _feedback_use(result, "post_sft_", post_sft, "post_sft_heldout")
+    for name in ("test", *extra_tests):
+        _feedback_use(result, f"{name}_", test, name)
+        _feedback_use(result, f"post_sft_{name}_", post_sft, f"post_sft_{name}")
+        if last_test is not None:
+            _feedback_use(result, f"last_{name}_", last_test, name)
     result["provenance"] = dict(provenance) if provenance is not None else None
     return result
+
+
+def _feedback_use(result: dict, into: str, metrics: Mapping[str, Any], split: str) -> None:
+    """One split's turn-1 success and feedback gain (with its count) at one checkpoint,
+    from its evaluation metrics (training/evaluate/feedback_gain.py); None if absent.
+    Validation's turn-1 success keeps its older key, turn1_success."""
+    for name, key in (("turn1_success", "success_turn1"), ("feedback_gain", "feedback_gain"),
+                      ("feedback_gain_tasks", "feedback_gain_tasks")):
+        if f"{into}{name}" not in result:
+            result[f"{into}{name}"] = metrics.get(f"{split}_{key}")
+
+
+def feedback_use_rows(result: Mapping[str, Any], extra_tests: tuple[str, ...] = ()
+                      ) -> list[tuple[str, Any, Any, Any, Any]]:
+    """(label, turn-1 success, Succ@T, feedback gain, its count) per split and
+    checkpoint of `run_record`'s dict, for the printed summary."""
+    best, last = result.get("best_step"), result.get("last_step")
+    rows = [(f"validation, step {best}", result.get("turn1_success"),
+             result.get("final_best_success"), result.get("feedback_gain"),
+             result.get("feedback_gain_tasks")),
+            ("validation, after SFT", result.get("post_sft_turn1_success"),
+             result.get("post_sft_success"), result.get("post_sft_feedback_gain"),
+             result.get("post_sft_feedback_gain_tasks"))]
+    for name in ("test", *extra_tests):
+        at = [(f"{name}, step {best}", ""), (f"{name}, after SFT", "post_sft_")]
+        if last is not None and last != best:
+            at.append((f"{name}, last (step {last})", "last_"))
+        rows += [(label, result.get(f"{p}{name}_turn1_success"),
+                  result.get(f"{p}{name}_success"), result.get(f"{p}{name}_feedback_gain"),
+                  result.get(f"{p}{name}_feedback_gain_tasks")) for label, p in at]
+    return [row for row in rows if any(v is not None for v in row[1:])]
 
 
 def summary_of(result: Mapping[str, Any], test_tasks: int,
@@ -70,7 +111,8 @@ def summary_of(result: Mapping[str, Any], test_tasks: int,
                    extra_tests={name: (result[f"post_sft_{name}_success"],
                                        result[f"{name}_success"]) for name in extra_tests},
                    updates=(result["updates_run"], result["updates_skipped"],
-                            result["updates_zero_advantage"]))
+                            result["updates_zero_advantage"]),
+                   feedback_use=feedback_use_rows(result, extra_tests))
 
 
 def update_counts(records: list[dict]) -> tuple[int, int, int]:

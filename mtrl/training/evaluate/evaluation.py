@@ -14,8 +14,12 @@ prefix naming the split ("heldout" = validation, "test"):
   heldout_reward_turn1, heldout_{component}_turn1   first-turn reward and components
   heldout_pass@k, heldout_sampled_success   with k sampled episodes per task
       (unbiased pass@k of Chen et al. 2021 with n = k: 1 if any episode solved it)
+  heldout_feedback_gain, heldout_feedback_gain_tasks, ...   the feedback-use measure
+      (feedback_gain.py): after a failed turn t < T, turn t+1's success with the
+      environment's observation minus with "Try again." in its place, greedy
 
-The turn-1 vs turn-T gap is the benefit of the feedback loop.
+The turn-1 vs turn-T gap is the benefit of the feedback loop; the feedback gain says
+how much of it the observation's content gives, rather than a second attempt as such.
 """
 
 from __future__ import annotations
@@ -29,13 +33,20 @@ import numpy as np
 from mtrl.rollout.environment import Environment
 from mtrl.rollout import RolloutConfig, rollout
 from mtrl.rollout.backend import PolicyBackend
+from mtrl.rollout.generator import per_agent_formats
 from mtrl.rollout.tree import TreeRollout
+from mtrl.training.evaluate.feedback_gain import gain_counts, gain_metrics
+from mtrl.training.evaluate.feedback_probe import StepRecorder, probe_feedback
 
 
 @dataclasses.dataclass
 class EvalResult:
     metrics: dict[str, float]
     transcripts: list[str]
+    # The feedback gain's [T-1, 3] counts (sums over tasks, which processes add) behind
+    # metrics' <prefix>_feedback_gain* keys; None when not measured.
+    feedback_counts: np.ndarray | None = None
+    prefix: str = "heldout"
 
 
 def chain_success(tree: TreeRollout) -> np.ndarray:
@@ -58,14 +69,17 @@ def turn_success(tree: TreeRollout) -> np.ndarray:
 def evaluate(tasks: Sequence, env: Environment, greedy_backend: PolicyBackend, tokenizer,
              config: RolloutConfig, key: jax.Array, *,
              sampled_backend: PolicyBackend | None = None, num_samples: int = 0,
-             num_transcripts: int = 2, turn_format=None, prefix: str = "heldout"
-             ) -> EvalResult:
+             num_transcripts: int = 2, turn_format=None, prefix: str = "heldout",
+             feedback_gain: bool = True) -> EvalResult:
     """Greedy episodes on every task (and `num_samples` sampled ones if a sampling
-    backend is given). The backends carry the decoding settings; metric names start
+    backend is given), and with `feedback_gain` the feedback-use probe on the greedy
+    ones (feedback_probe.py; none for T = 1 or an environment that cannot render a
+    retry observation). The backends carry the decoding settings; metric names start
     with `prefix`."""
     chain = dataclasses.replace(config, num_generations=1, joint_mode="align",
                                 termination_threshold=None)
-    tree = rollout(list(tasks), env, greedy_backend, tokenizer, chain, key, turn_format)
+    recorded = StepRecorder(env) if feedback_gain else env
+    tree = rollout(list(tasks), recorded, greedy_backend, tokenizer, chain, key, turn_format)
     per_turn = turn_success(tree)
     solved = np.logical_or.accumulate(per_turn, axis=1)
     # An episode's final turn is the last one it played: one that ended at turn t
@@ -86,6 +100,13 @@ def evaluate(tasks: Sequence, env: Environment, greedy_backend: PolicyBackend, t
     metrics[f"{prefix}_reward_turn1"] = float(first_turn.rewards.mean())
     for name, values in first_turn.components.items():
         metrics[f"{prefix}_{name}_turn1"] = float(values.mean())
+    counts = None
+    if feedback_gain:
+        probe = probe_feedback(tree, recorded, greedy_backend, tokenizer, chain, key,
+                               per_agent_formats(turn_format, chain.num_agents))
+        if probe is not None:
+            counts = gain_counts(*probe)
+            metrics.update(gain_metrics(counts, prefix))
     transcripts = [_episode_text(tree, p, tasks[p]) for p in range(min(num_transcripts,
                                                                        len(tasks)))]
     if sampled_backend is not None and num_samples > 0:
@@ -95,7 +116,8 @@ def evaluate(tasks: Sequence, env: Environment, greedy_backend: PolicyBackend, t
         per_episode = chain_success(sampled)[:, -1].reshape(len(tasks), num_samples)
         metrics[f"{prefix}_sampled_success"] = float(per_episode.mean())
         metrics[f"{prefix}_pass@{num_samples}"] = float(per_episode.any(axis=1).mean())
-    return EvalResult(metrics=metrics, transcripts=transcripts)
+    return EvalResult(metrics=metrics, transcripts=transcripts, feedback_counts=counts,
+                      prefix=prefix)
 
 
 def _episode_text(tree: TreeRollout, task_index: int, task) -> str:

@@ -53,6 +53,8 @@ TENSORBOARD_DIR = "tensorboard"
 # Names the trainer, the plots and the summary agree on.
 HELDOUT_SUCCESS = "heldout_success"  # episodic success on the held-out split
 HELDOUT_SUCCESS_TURN = "heldout_success_turn{turn}"  # solved by turn t (1-based)
+# Turn t+1 after a failed turn t: success with the observation minus with "Try again."
+HELDOUT_FEEDBACK_GAIN = "heldout_feedback_gain"
 REWARD_MEAN = "reward_mean"  # mean episodic reward of the training rollouts
 KL = "kl"  # KL to the reference policy
 STEP_TIME = "step_time_s"  # wall seconds per train step

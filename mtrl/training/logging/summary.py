@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Mapping
+from typing import Any, Mapping, Sequence
 
 from mtrl.training.logging.metrics import HELDOUT_SUCCESS
 from mtrl.training.logging.progress import format_duration
@@ -18,7 +18,8 @@ def summary(*, total_steps: int, best_step: int | None, best_success: float | No
             test_tasks: int | None = None, exported: str | os.PathLike | None = None,
             post_sft_test_success: float | None = None,
             extra_tests: Mapping[str, tuple[float | None, float | None]] | None = None,
-            updates: tuple[int, int, int] | None = None) -> str:
+            updates: tuple[int, int, int] | None = None,
+            feedback_use: Sequence[tuple[str, Any, Any, Any, Any]] = ()) -> str:
     """A short human-readable end-of-run report (no trailing newline).
 
     wall_s: this invocation's time; total_wall_s: the whole run's, across resumes.
@@ -26,7 +27,9 @@ def summary(*, total_steps: int, best_step: int | None, best_success: float | No
     shown beside post_sft_test_success (the warm start's); extra_tests: a suite's
     extra test splits, name -> (after SFT, best checkpoint), e.g. ood_test.
     updates: RL updates (ran, skipped, ran on zero advantages only).
-    exported: where the Hugging Face export went."""
+    exported: where the Hugging Face export went.
+    feedback_use: (label, turn-1 success, Succ@T, feedback gain, its count) per split
+    and checkpoint (run_record.feedback_use_rows; training/evaluate/feedback_gain.py)."""
     if total_steps < 0:
         raise ValueError(f"total_steps must be >= 0, got {total_steps}")
     if (best_step is None) != (best_success is None):
@@ -49,6 +52,13 @@ def summary(*, total_steps: int, best_step: int | None, best_success: float | No
             if final is not None:
                 lines.append(f"{name} success: {final:.4f} (the step-{best_step} "
                              f"checkpoint){_after_sft(after_sft)}.")
+    if feedback_use:
+        lines.append("Feedback use (turn-1 success, Succ@T, feedback gain: a failed turn's "
+                     "next turn solved with the observation minus with \"Try again.\", "
+                     "over n failed turns):")
+        width = max(len(row[0]) for row in feedback_use) + 1
+        lines += [f"  {label + ':':<{width}} {_number(turn1)}, {_number(final)}, "
+                  f"{_gain(gain, tasks)}" for label, turn1, final, gain, tasks in feedback_use]
     if updates is not None:
         ran, skipped, zero = updates
         line = f"RL updates: {ran} ran, {skipped} skipped"
@@ -67,6 +77,16 @@ def summary(*, total_steps: int, best_step: int | None, best_success: float | No
     if learning_curve is not None:
         lines.append(f"Learning curve: {os.fspath(learning_curve)}")
     return "\n".join(lines)
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def _gain(gain: float | None, tasks: float | None) -> str:
+    if tasks is None:
+        return "gain not measured"
+    return f"gain {'n/a' if gain is None else f'{gain:+.4f}'} (n={int(tasks)})"
 
 
 def _after_sft(value: float | None) -> str:

@@ -31,6 +31,10 @@ class TrainConfig:
       transcripts written per evaluation. eval_turns: turns of every evaluation
       episode, validation and test (0: rollout.num_turns); a run trained on one
       turn is then tested with the same second attempt as a two-turn one.
+    eval_feedback_gain: every evaluation also measures feedback use: each failed
+      turn t < T's next turn is played again with "Try again." in place of the
+      environment's observation, and <split>_feedback_gain is the difference in
+      success (training/evaluate/feedback_gain.py); false skips that extra turn.
     drop_zero_advantage: train only on rows with a non-zero advantage on some loss
       token (REFUEL: whole pairs; update/row_filter.py). Not DAPO's dynamic sampling, which
       over-samples until every group's accuracy lies strictly between 0 and 1.
@@ -70,6 +74,7 @@ class TrainConfig:
     eval_samples: int = 0
     num_transcripts: int = 2
     eval_turns: int = 0
+    eval_feedback_gain: bool = True
     drop_zero_advantage: bool = False
     export_best: bool = True
     restore: str = "latest"
@@ -89,7 +94,7 @@ class TrainConfig:
                       eval_turns=0)
         for name, least in counts.items():
             check_int(name, getattr(self, name), least)
-        for name in ("drop_zero_advantage", "export_best"):
+        for name in ("drop_zero_advantage", "export_best", "eval_feedback_gain"):
             check_bool(name, getattr(self, name))
         check_choice("restore", self.restore, RESTORE_MODES)
         check_number("budget_minutes", self.budget_minutes, 0)

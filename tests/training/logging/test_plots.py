@@ -80,3 +80,24 @@ def test_a_one_step_curve_and_a_200_step_curve_are_readable(tmp_path):
     _check_readable(learning_curve_figure(one_step), [0, 1])
     records = _write_run(tmp_path / "metrics.jsonl")
     _check_readable(learning_curve_figure(records), [0, 200])
+
+
+def test_the_feedback_gain_has_a_panel_of_its_own(tmp_path):
+    from mtrl.training.logging.plots import learning_curve_figure
+    records = _write_run(tmp_path / "metrics.jsonl")
+    without = learning_curve_figure(records)
+    for r in records:
+        if "heldout_success" in r:
+            retry = 0.1
+            observed = r["heldout_success"]
+            r.update(heldout_feedback_gain=observed - retry, heldout_feedback_gain_retry=retry,
+                     heldout_feedback_gain_observed=observed,
+                     heldout_feedback_gain_tasks=20.0 - r["step"] // 25)
+    figure = learning_curve_figure(records)
+    assert len(figure.axes) == len(without.axes) + 1
+    gain_axis = figure.axes[1]
+    assert "feedback gain" in gain_axis.get_ylabel()
+    assert "(n = 12 at step 200)" in gain_axis.get_title(loc="left")
+    labels = gain_axis.get_legend_handles_labels()[1]
+    assert labels == ["gain", "with the observation", 'with "Try again."']
+    _check_readable(figure, [0, 200])
