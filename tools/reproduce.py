@@ -1,5 +1,6 @@
 """Reproduces one registered claim (experiments/claims/<NAME>.py) on several seeds and
-records it: JSON and a row of the reproduction table in BENCHMARKS.md.
+records it: JSON in experiments/claims/records/, then RESULTS.md regenerated from the
+records (mtrl/evidence/results_index.py), the one place a claim's numbers are restated.
 
     python -m tools.reproduce --claim multi_vs_single_turn \\
         --out experiments/claims/records/multi_vs_single_turn.json   # the claim's own seeds
@@ -31,6 +32,7 @@ import json
 import pathlib
 import time
 
+from mtrl.evidence import results_index
 from mtrl.evidence.arm_runs import ArmPlan, run_arm, suite_config, warm_start
 from mtrl.evidence.claim_table import update_table
 from mtrl.evidence.claims import claim_record, load_claim
@@ -45,8 +47,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "(default: the claim file's seeds; others are recorded under scale)")
     parser.add_argument("--out", default="", help="JSON record (default "
                         "experiments/claims/records/<claim>.json)")
-    parser.add_argument("--table", default=str(ROOT / "BENCHMARKS.md"),
-                        help="the markdown file whose reproduction block gets the row")
+    parser.add_argument("--table", default="",
+                        help="also keep the claim's row in this markdown file's marked "
+                             "block (default: none; RESULTS.md is regenerated either way "
+                             "when the record lands in experiments/claims/records/)")
     parser.add_argument("--steps", type=int, default=0, help="RL steps (0: the claim's)")
     parser.add_argument("--override", action="append", default=[],
                         help="extra key=value for every run (recorded under scale)")
@@ -108,15 +112,22 @@ def main(argv=None) -> dict | None:
                        / f"{claim.name}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")
-    table = pathlib.Path(args.table)
     try:
         shown = str(out.resolve().relative_to(ROOT))
     except ValueError:
         shown = str(out)
-    table.write_text(update_table(table.read_text() if table.exists() else "", record, shown))
+    wrote = [str(out)]
+    if args.table:
+        table = pathlib.Path(args.table)
+        table.write_text(update_table(table.read_text() if table.exists() else "", record,
+                                      shown))
+        wrote.append(f"the row in {table}")
+    if out.resolve().parent == (ROOT / "experiments" / "claims" / "records").resolve():
+        results_index.main(["--write", "--root", str(ROOT)])  # the index reads the record
+        wrote.append(results_index.RESULTS)
     d = record["difference"]
     print(f"{claim.name}: {record['metric']} difference {d['mean']} ci95 {d['ci95']} -> "
-          f"{record['verdict']}\nwrote {out} and the row in {table}")
+          f"{record['verdict']}\nwrote {', '.join(wrote)}")
     return record
 
 

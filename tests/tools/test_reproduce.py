@@ -101,6 +101,21 @@ def test_reproduce_end_to_end_writes_record_and_table_row(tmp_path, monkeypatch)
     assert again.count("| multi_vs_single_turn |") == 1 and again.count(BEGIN) == 1
 
 
+def test_reproduce_writes_no_benchmark_page_row_by_default(tmp_path, monkeypatch):
+    """Claim numbers are restated in RESULTS.md alone (generated from the records); a
+    record outside experiments/claims/records leaves every page as it was."""
+    monkeypatch.setattr(arm_runs, "run_process", fake_trainer([]))
+    page = reproduce.ROOT / "BENCHMARKS.md"
+    before = page.read_text()
+    results = reproduce.ROOT / "RESULTS.md"
+    results_before = results.read_text()
+    reproduce.main(["--claim", "multi_vs_single_turn", "--seeds", "0,1", "--out",
+                    str(tmp_path / "rec.json"), "--root", str(tmp_path / "runs"),
+                    "--steps", "2"])
+    assert page.read_text() == before and results.read_text() == results_before
+    assert (tmp_path / "rec.json").is_file()
+
+
 def test_table_keeps_other_claims_rows():
     record = {"claim": "a", "source": "S, 2025", "metric": "test_success", "split": "test",
               "seeds": [0, 1], "arms": {"x": {"values": [0.1, 0.2]},
