@@ -30,4 +30,7 @@ CLAIM = Claim(
     steps=20,
     eval_interval=10,
     positive_control="level_feedback",
+    by_construction=("under plain feedback the helper's second turn carries no "
+                     "coefficient, so the baseline can only guess it, while the "
+                     "treatment's feedback states it verbatim"),
 )

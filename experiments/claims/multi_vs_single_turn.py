@@ -36,4 +36,7 @@ CLAIM = Claim(
     steps=20,
     eval_interval=10,
     positive_control="multi_turn",
+    by_construction=("single-turn training never trains the second turn, and its first "
+                     "turn cannot know the test's coefficient, which only the feedback "
+                     "states: the baseline stays near 0 whatever the paper's claim"),
 )

@@ -92,7 +92,11 @@ class Claim:
     the predicted effect. budget: how the arms' generated samples are made equal.
     suite: an experiments/configs name. steps / eval_interval: RL steps of every arm
     and validation interval. common: overrides of every run (warm starts included).
-    reported: further metrics whose paired differences are recorded, not judged."""
+    reported: further metrics whose paired differences are recorded, not judged.
+    by_construction: why the baseline cannot succeed on this suite whatever the method
+    does ("": it can). Such a claim is a positive control of the suite (it shows the
+    suite and the instrument can see the effect), not a test of the paper; the results
+    index labels it so, whatever its verdict."""
 
     name: str
     title: str
@@ -113,6 +117,7 @@ class Claim:
     # carries beside the verdict's (e.g. the tool-call rate): reported, never judged
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)  # what reproduce.py runs by default
     positive_control: str = ""  # an arm's name known to learn here ("": none named)
+    by_construction: str = ""
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z0-9_]+", self.name):

@@ -128,6 +128,18 @@ def claim_record(root: pathlib.Path, name: str) -> tuple[pathlib.Path | None, bo
     return (old[-1], True) if old else (None, False)
 
 
+def _by_construction(root: pathlib.Path, name: str) -> str:
+    """The claim file's by_construction reason ("" if none, or no file)."""
+    from mtrl.evidence.claims import load_claim
+    folder = root / "experiments" / "claims"
+    if not (folder / f"{name}.py").exists():
+        return ""
+    try:
+        return load_claim(name, folder).by_construction
+    except (AttributeError, ValueError, SystemExit):  # a record whose file holds no CLAIM
+        return ""
+
+
 def claim_rows(root: pathlib.Path) -> list[str]:
     rows = []
     for path in sorted((root / "experiments" / "claims").glob("*.py")):
@@ -145,6 +157,10 @@ def claim_rows(root: pathlib.Path) -> list[str]:
             verdict += f" ({record['uninformative_because']})"
         if superseded:
             verdict = f"superseded (old split): {verdict}"
+        why = _by_construction(root, name)
+        if why:
+            verdict = f"positive control, not a test of the paper ({verdict}; true by " \
+                      f"construction: {why})"
         code = ((record.get("provenance") or {}).get("code") or {})
         commit = (code.get("commit") or "-")[:7] + ("+dirty" if code.get("dirty") else "")
         seeds = len(record["seeds"])

@@ -102,3 +102,19 @@ def test_mismatched_sides_are_refused(tmp_path):
     study.write_text(json.dumps(spec))
     with pytest.raises(ValueError, match="3 'after' values, 1 'before'"):
         results_index.render(root)
+
+
+def test_claims_true_by_construction_are_labelled_positive_controls():
+    """A claim whose baseline cannot succeed on its suite is a positive control of the
+    suite, not a reproduction of its paper: the index says so beside the verdict."""
+    from mtrl.evidence.claims import load_claim
+    rows = {row.split(" | ")[0].lstrip("| "): row
+            for row in results_index.claim_rows(ROOT)}
+    built_in = {"multi_vs_single_turn", "level_feedback_vs_plain"}
+    for name in built_in:
+        assert load_claim(name).by_construction
+        assert "positive control, not a test of the paper (reproduced; true by construction"\
+            in rows[name], rows[name]
+    for name, row in rows.items():
+        if name not in built_in:
+            assert "positive control, not a test" not in row, row
