@@ -41,10 +41,11 @@ TFDS_REQUIRES = [
 WANDB_REQUIRES = ["wandb>=0.31,<0.32"]
 
 # OpenEnv's environment protocol (mtrl/envs/openenv: train on an OpenEnv server, serve
-# mtrl's code environment as one). Its base install brings gradio and fastmcp (their
-# modules load with openenv's server), no torch. In the test extra so CI runs the
-# loopback tests.
-OPENENV_REQUIRES = ["openenv-core>=0.3.0,<0.4"]
+# mtrl's code environment as one), the `openenv` release line (task lists, training
+# traces; openenv-core 0.3, its old name, is dropped: both install the same `openenv`
+# modules). Its base install brings gradio (kept unloaded: envs/openenv/imports.py) and
+# fastmcp, no torch. In the test extra so CI runs the loopback tests.
+OPENENV_REQUIRES = ["openenv>=0.10,<0.11"]
 
 # `tensorboard --logdir workdir/...` (README): the viewer; runs write events without it.
 TENSORBOARD_REQUIRES = ["tensorboard>=2.20,<3"]

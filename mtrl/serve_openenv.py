@@ -4,16 +4,21 @@ framework's OpenEnv client can train or evaluate on it:
     python -m mtrl.serve_openenv --suite=mbpp_sanitized \
         --data_path=../shared/data/mbpp --port=8000
 
-A session (WebSocket /ws) is one episode of one code task, with one agent:
-- reset(seed=None, task_id=None, split="train"): the task `task_id`, else the
-  split's task number seed mod its size (seed None: 0); the observation's `text` is
-  the task's first prompt (the suite's templates);
+It prints one line with its URL once it accepts connections. A session (WebSocket
+/ws) is one episode of one code task, with one agent:
+- reset(seed=None, task_id=None, split="train", index=None): the task `task_id`,
+  else the split's task number `index`, else number seed mod the split's size (seed
+  None: 0); the observation's `text` is the task's first prompt (the suite's
+  templates);
 - step({"code": completion}): the completion (a ```python block or bare code) runs
   in mtrl's sandbox (the jail of docs/sandbox.md) against the task's tests; the reward
   is mtrl's code reward (env.reward: level, or pass_rate, ...), the observation's
   `text` the feedback mode's message (tests passed, the first failing test and its
   error), `tests_passed` / `tests_total` the verdict; the episode is done when every
-  test passes or after --max_turns steps.
+  test passes or after --max_turns steps; its metadata's `success` says whether
+  every test passed (what a client counts as solved).
+The task list is OpenEnv's task API (GET /mtrl_code/splits: train, validation,
+test; POST /mtrl_code/num_tasks, /mtrl_code/task, /mtrl_code/tasks).
 The sandbox pool is shared by the sessions (one lock: the pool runs one batch at a
 time); --max_sessions bounds the sessions open at once, --idle_timeout_s closes a
 session whose client has sent nothing for that long while the server waited for it
@@ -26,16 +31,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import threading
 from typing import Any, Optional
 
-from openenv.core.env_server.http_server import create_fastapi_app
-from openenv.core.env_server.interfaces import Environment as OpenEnvBase
-from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
 
-from mtrl.data.suite import DataConfig, build_suite
-from mtrl.envs.openenv.server_limits import BodyLimit, IdleTimeout
+from mtrl.envs.openenv.imports import import_openenv
+
+create_fastapi_app = import_openenv("openenv.core.env_server.http_server").create_fastapi_app
+_interfaces = import_openenv("openenv.core.env_server.interfaces")
+_types = import_openenv("openenv.core.env_server.types")
+OpenEnvBase, Action, Observation, State = (_interfaces.Environment, _types.Action,
+                                           _types.Observation, _types.State)
+
+from mtrl.data.suite import DataConfig, build_suite  # noqa: E402
+from mtrl.envs.openenv.server_limits import BodyLimit, IdleTimeout  # noqa: E402
 from mtrl.envs.registry import EnvSection, build_environment
 from mtrl.envs.sandbox import Limits
 from mtrl.envs.sandbox.slot_client import SLOT_GRACE_S
@@ -45,6 +56,8 @@ from mtrl.envs.text import MAX_COMPLETION_CHARS
 # the BMP as two \uXXXX escapes): 768,000 bytes, with room for the envelope; four
 # times the cap's UTF-8 (256,000 bytes).
 MAX_BODY_BYTES = 16 * MAX_COMPLETION_CHARS
+ENV_NAME = "mtrl_code"  # the task API's /{env_name}/... routes
+SPLITS = ("train", "validation", "test")
 IDLE_TIMEOUT_S = 300.0  # > step_worst_case_s(Limits(), 4): 80 s
 WS_MAX_QUEUE = 4  # messages a connection may have waiting, each up to max_body_bytes
 
@@ -77,7 +90,6 @@ class CodeAction(Action):
 
 class CodeObservation(Observation):
     text: str = Field("", description="the task's prompt (reset) or the feedback (step)")
-    task_id: str = Field("", description="the task")
     tests_passed: int = 0
     tests_total: int = 0
     turn: int = 0
@@ -99,19 +111,30 @@ class CodeService:
             None)
         self.env, self.max_turns = self.built.env, max_turns
         self.lock = threading.Lock()
-        self._tasks = {split: self.suite.tasks(split) for split in ("train", "validation",
-                                                                     "test")}
+        self._tasks = {split: self.suite.tasks(split) for split in SPLITS}
 
-    def task(self, split: str, seed: Optional[int], task_id: Optional[str]):
-        if split not in self._tasks or not self._tasks[split]:
-            raise ValueError(f"split must be one of "
-                             f"{[s for s, t in self._tasks.items() if t]}, got {split!r}")
-        tasks = self._tasks[split]
+    def splits(self) -> list[str]:
+        return [split for split in SPLITS if self._tasks[split]]
+
+    def tasks(self, split: str) -> list:
+        if split not in self.splits():
+            raise ValueError(f"split must be one of {self.splits()}, got {split!r}")
+        return self._tasks[split]
+
+    def task(self, split: str, seed: Optional[int], task_id: Optional[str],
+             index: Optional[int] = None):
+        tasks = self.tasks(split)
         if task_id is not None:
             found = [t for t in tasks if str(t.task_id) == str(task_id)]
             if not found:
                 raise ValueError(f"no task {task_id!r} in the {split} split")
             return found[0]
+        if index is not None:
+            if isinstance(index, bool) or not isinstance(index, int) or not (
+                    0 <= index < len(tasks)):
+                raise IndexError(f"index must be in [0, {len(tasks)}) for the {split} "
+                                 f"split, got {index!r}")
+            return tasks[index]
         return tasks[(seed or 0) % len(tasks)]
 
     def close(self) -> None:
@@ -129,16 +152,36 @@ class MtrlCodeEnvironment(OpenEnvBase):
         self._branch: Any = None
         self._state = State(step_count=0)
 
+    # OpenEnv's task API (TaskProvider): the suite's splits and tasks.
+    def list_splits(self) -> list[dict]:
+        return [{"name": split, "type": split} for split in self.service.splits()]
+
+    def num_tasks(self, split: str) -> int:
+        return len(self.service.tasks(split))
+
+    def get_task(self, split: str, index: int) -> dict:
+        task = self.service.task(split, None, None, index)
+        return {"id": str(task.task_id), "index": index, "split": split}
+
+    def get_task_range(self, split: str, start: Optional[int] = None,
+                       stop: Optional[int] = None) -> list[dict]:
+        indices = range(len(self.service.tasks(split)))[slice(start, stop)]
+        return [self.get_task(split, i) for i in indices]
+
+    def list_tasks(self, split: str) -> list[dict]:
+        return self.get_task_range(split)
+
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
               task_id: Optional[str] = None, split: str = "train",
-              **kwargs: Any) -> CodeObservation:
+              index: Optional[int] = None, **kwargs: Any) -> CodeObservation:
         if kwargs:
             raise ValueError(f"unknown reset arguments {sorted(kwargs)}; valid: seed, "
-                             "episode_id, task_id, split")
-        task = self.service.task(split, seed, task_id)
+                             "episode_id, task_id, split, index")
+        task = self.service.task(split, seed, task_id, index)
         self._branch, (prompt,) = self.service.env.reset(task)
         self._state = State(episode_id=episode_id or str(task.task_id), step_count=0)
-        return CodeObservation(text=prompt, task_id=str(task.task_id), done=False, reward=None)
+        return CodeObservation(text=prompt, done=False, reward=None,
+                               metadata={"task_id": str(task.task_id)})
 
     def step(self, action: CodeAction, timeout_s: Optional[float] = None,
              **kwargs: Any) -> CodeObservation:
@@ -153,10 +196,11 @@ class MtrlCodeEnvironment(OpenEnvBase):
         self._state = State(episode_id=self._state.episode_id, step_count=turn)
         info = result.info
         return CodeObservation(
-            text=result.observations[0], task_id=str(self._branch.task.task_id),
-            tests_passed=int(info["num_passed"]), tests_total=int(info["num_tests"]),
+            text=result.observations[0], tests_passed=int(info["num_passed"]), tests_total=int(info["num_tests"]),
             turn=turn, reward=float(result.reward),
-            done=bool(result.done or turn >= self.service.max_turns))
+            done=bool(result.done or turn >= self.service.max_turns),
+            metadata={"task_id": str(self._branch.task.task_id),
+                      "success": bool(result.done)})
 
     @property
     def state(self) -> State:
@@ -167,7 +211,8 @@ def make_app(service: CodeService, limits: ServerLimits = ServerLimits()):
     """The FastAPI app (OpenEnv's routes: /ws, /reset, /step, /schema, /health), its
     request bodies and idle sessions bounded (`limits`; server_limits.py)."""
     app = create_fastapi_app(lambda: MtrlCodeEnvironment(service), CodeAction,
-                             CodeObservation, max_concurrent_envs=limits.max_sessions)
+                             CodeObservation, max_concurrent_envs=limits.max_sessions,
+                             env_name=ENV_NAME)
     app.add_middleware(IdleTimeout, timeout_s=limits.idle_timeout_s)
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
     return app
@@ -199,11 +244,40 @@ def main(argv: list[str] | None = None) -> None:
     except (ValueError, FileNotFoundError) as e:
         raise SystemExit(f"error: {' '.join(str(e).split())}") from None
     try:
-        uvicorn.run(make_app(service, limits), host=args.host, port=args.port,
-                    log_level="warning", ws_max_size=limits.max_body_bytes,
-                    ws_max_queue=WS_MAX_QUEUE)
+        config = uvicorn.Config(make_app(service, limits), host=args.host, port=args.port,
+                                log_level="warning", ws_max_size=limits.max_body_bytes,
+                                ws_max_queue=WS_MAX_QUEUE)
+        AnnouncingServer(config, f"mtrl's code environment ({args.suite}, "
+                         f"{limits.max_sessions} sessions)").run()
     finally:
         service.close()
+
+
+def _announcing_server():
+    import uvicorn
+
+    class Announcing(uvicorn.Server):
+        """uvicorn's server, printing one line with its URL once its socket listens."""
+
+        def __init__(self, config, what: str):
+            super().__init__(config)
+            self.what = what
+
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                host, port = self.config.host, self.config.port
+                for server in getattr(self, "servers", ()):  # the bound port (0: any)
+                    for sock in server.sockets:
+                        port = sock.getsockname()[1]
+                print(f"serving {self.what} at http://{host}:{port} (OpenEnv WebSocket "
+                      f"ws://{host}:{port}/ws)", flush=True, file=sys.stdout)
+
+    return Announcing
+
+
+def AnnouncingServer(config, what: str):  # noqa: N802 -- builds the class on first use
+    return _announcing_server()(config, what)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,10 @@ take disjoint seed ranges: train data.num_train seeds from data.options.seed_bas
 (none without data.test_split). Whether different seeds are different episodes is
 the server's; a server that ignores the seed gives the three splits one episode.
 
+With data.options.server (the server's URL, as env.url), the tasks are the server's
+own task list instead (OpenEnv's task API; mtrl/envs/openenv/tasks.py): its train,
+validation and test splits, the first data.num_train, num_eval, num_test of each.
+
 The suite has no demonstrations: runs on it start without SFT (sft.enabled=false)
 or from train.init_from.
 """
@@ -17,7 +21,7 @@ from mtrl.config.fields import check_int
 from mtrl.data.suite import SUITES, DataConfig, check_split
 from mtrl.envs.openenv.task import EpisodeTask
 
-_OPTIONS = ("seed_base", "reset")
+_OPTIONS = ("seed_base", "reset", "server")
 
 
 class OpenEnvSuite:
@@ -39,6 +43,13 @@ class OpenEnvSuite:
             raise ValueError("config.data.options.reset: 'seed' is the split's; set "
                              "data.options.seed_base instead")
         sizes = (data.num_train, data.num_eval, data.num_test if data.test_split else 0)
+        if data.options.get("server"):
+            from mtrl.envs.openenv.tasks import server_tasks
+            if reset or "seed_base" in data.options:
+                raise ValueError("config.data.options: server lists the tasks; seed_base "
+                                 "and reset are for seeded episodes")
+            self._splits = server_tasks(data.options["server"], sizes)
+            return
         starts = (base, base + sizes[0], base + sizes[0] + sizes[1])
         self._splits = {
             split: [EpisodeTask(f"seed/{s}", tuple(sorted({"seed": s, **reset}.items())))

@@ -117,6 +117,8 @@ def test_a_builder_reads_the_options_it_declares(monkeypatch, env_name):
     # openenv: no server (its /schema names the action field; no session is opened)
     monkeypatch.setattr("mtrl.envs.openenv.builder.action_key_from_schema",
                         lambda url, timeout_s: ("message", ["message"]))
+    monkeypatch.setattr("mtrl.envs.openenv.tasks.server_tasks",  # its task list
+                        lambda url, sizes: {"train": [], "validation": [], "test": []})
     monkeypatch.setattr("mtrl.envs.openenv.env.EpisodeClient", NoPool)
     c = config_of(env_name)
     run = parse(c)

@@ -5,7 +5,9 @@ env.retries, env.concurrency, env.max_observation_chars).
 
 The build asks the server for its action schema (GET /schema): so a server that is
 not up fails here, in one line, before any model work, and an unset `env.action_key`
-is the action's only string field."""
+is the action's only string field. A tool-call action (OpenEnv's CallToolAction, as
+its verifiers importer serves) takes env.action_key = "TOOL.ARGUMENT": each completion
+is the call {"tool_name": TOOL, "arguments": {ARGUMENT: completion}}."""
 
 from __future__ import annotations
 
@@ -14,9 +16,13 @@ from mtrl.envs.openenv.task import EpisodeTask
 from mtrl.envs.registry import BuiltEnv, EnvRequest, register_env
 
 
+TOOL_FIELDS = {"tool_name", "arguments"}  # OpenEnv's CallToolAction (MCP tool calls)
+
+
 def action_key_from_schema(url: str, timeout_s: float) -> tuple[str, list[str]]:
     """(the action's only string field or "", every string field) of the server's
-    /schema; ValueError naming the server when it does not answer."""
+    /schema ("", ["tool_name", "arguments"] for a tool-call action); ValueError
+    naming the server when it does not answer."""
     import requests
     http = url.replace("ws://", "http://", 1).replace("wss://", "https://", 1).rstrip("/")
     try:
@@ -26,6 +32,8 @@ def action_key_from_schema(url: str, timeout_s: float) -> tuple[str, list[str]]:
     except (requests.RequestException, ValueError, KeyError, AttributeError) as e:
         raise ValueError(f"config.env.url: no OpenEnv server answers GET {http}/schema "
                          f"({_why(e, timeout_s)}); start it first") from None
+    if TOOL_FIELDS <= set(properties):
+        return "", sorted(TOOL_FIELDS)
     strings = sorted(name for name, spec in properties.items()
                      if name != "metadata" and spec.get("type") == "string")
     return (strings[0] if len(strings) == 1 else ""), strings
@@ -60,6 +68,15 @@ def build_openenv_env(request: EnvRequest) -> BuiltEnv:
                          "(http://host:port, e.g. $MTRL_OPENENV_URL in "
                          "experiments/configs/openenv.py)")
     found, strings = action_key_from_schema(config.url, config.timeout_s)
+    if strings == sorted(TOOL_FIELDS):  # a tool environment (e.g. an imported verifiers one)
+        tool, dot, argument = config.action_key.partition(".")
+        if not (tool and dot and argument):
+            raise ValueError("config.env.action_key: the server's action is a tool call "
+                             "(tool_name, arguments); name the tool and the argument that "
+                             "carries the completion as TOOL.ARGUMENT (OpenEnv's verifiers "
+                             "importer: submit.completion)"
+                             + (f", got {config.action_key!r}" if config.action_key else ""))
+        return BuiltEnv(OpenEnvEnvironment(config, config.action_key, tool_call=True))
     key = config.action_key or found
     if not key or key not in strings:
         raise ValueError(f"config.env.action_key: the server's action has the string "

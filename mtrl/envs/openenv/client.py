@@ -1,10 +1,11 @@
 """Episodes on an OpenEnv environment server, through the protocol's own client.
 
-OpenEnv (`openenv-core` on PyPI) serves an environment over HTTP and WebSocket: a
+OpenEnv (`openenv` on PyPI, 0.10; formerly `openenv-core`) serves an environment over HTTP and WebSocket: a
 WebSocket session at `/ws` holds one environment instance, and the messages
 `{"type": "reset", "data": {seed, ...}}`, `{"type": "step", "data": <action>}` and
 `{"type": "close"}` are answered with `{"type": "observation", "data": {"observation":
-{...}, "reward": r, "done": d}}` or `{"type": "error", ...}` (the HTTP `/reset` and
+{...}, "reward": r, "done": d, "metadata": {...}}}` or `{"type": "error", ...}` (the
+HTTP `/reset` and
 `/step` routes build a fresh environment per request, so a multi-turn episode needs
 the session). This module plays whole episodes on such a server with the package's
 `GenericEnvClient`, synchronously, several sessions at a time on one event loop.
@@ -19,7 +20,10 @@ session, every action in order. Failures, none of which becomes a reward:
 - malformed data (a reply that is not the protocol's: no observation object, a
   reward that is missing on a step, not a number or not finite, `done` not a bool)
   and an error reply from the server: ExternalEnvError at once (playing it again
-  would get the same answer).
+  would get the same answer);
+- a refused session (the server already holds its most sessions, OpenEnv's
+  CAPACITY_REACHED): ExternalEnvError at once, naming the two numbers to make agree
+  (env.concurrency here, the server's max sessions there).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import asyncio
 import dataclasses
 import json
 import math
+import re
 import threading
 from typing import Any, Sequence
 
@@ -45,12 +50,14 @@ class MalformedReply(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Reply:
-    """One reset or step reply: the observation object, the reward (None: reset
-    only) and whether the episode is over."""
+    """One reset or step reply: the observation object (its fields, without
+    `metadata`), the reward (None: reset only), whether the episode is over, and the
+    observation's metadata (what the server declares beside it, e.g. `success`)."""
 
     observation: dict
     reward: float | None
     done: bool
+    metadata: dict = dataclasses.field(default_factory=dict)
 
 
 def parse_reply(payload: Any, what: str) -> Reply:
@@ -67,16 +74,25 @@ def parse_reply(payload: Any, what: str) -> Reply:
         raise MalformedReply(f"{what}: reward must be a finite number, got {reward!r}")
     if not isinstance(done, bool):
         raise MalformedReply(f"{what}: done must be true or false, got {done!r}")
-    return Reply(payload["observation"], None if reward is None else float(reward), done)
+    fields = dict(payload["observation"])
+    # openenv 0.10 sends the metadata beside the observation and inside it; 0.3 inside.
+    metadata = payload.get("metadata", fields.pop("metadata", None))
+    fields.pop("metadata", None)
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise MalformedReply(f"{what}: metadata must be an object, got {metadata!r}")
+    return Reply(fields, None if reward is None else float(reward), done, metadata)
 
 
 def _client_class():
-    """GenericEnvClient with the reply check (imported on first use: openenv-core is
-    the `openenv` extra)."""
+    """GenericEnvClient with the reply check (imported on first use: openenv is the
+    `openenv` extra)."""
+    from mtrl.envs.openenv.imports import import_openenv
     try:
-        from openenv.core.generic_client import GenericEnvClient
+        GenericEnvClient = import_openenv("openenv.core.generic_client").GenericEnvClient
     except ImportError as e:
-        raise ValueError("config.env.name: 'openenv' needs openenv-core "
+        raise ValueError("config.env.name: 'openenv' needs the openenv package "
                          f"(pip install -e \".[openenv]\"): {e}") from None
 
     class CheckedClient(GenericEnvClient):
@@ -124,7 +140,14 @@ class EpisodeClient:
             async with gate:
                 return await self._play_retrying(reset, actions)
 
-        return await asyncio.gather(*(one(r, a) for r, a in episodes))
+        tasks = [asyncio.ensure_future(one(r, a)) for r, a in episodes]
+        try:
+            return await asyncio.gather(*tasks)
+        except BaseException:  # one episode failed: end the others' sessions too
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     async def _play_retrying(self, reset: dict, actions: Sequence[dict]):
         for attempt in range(self.retries + 1):
@@ -137,6 +160,8 @@ class EpisodeClient:
             except RuntimeError as e:  # the client's "Server error: ..." (an error reply)
                 if not str(e).startswith("Server error"):
                     raise
+                if "CAPACITY_REACHED" in str(e) or "capacity" in str(e).lower():
+                    raise ExternalEnvError(self._refused(str(e))) from None
                 raise ExternalEnvError(f"openenv server {self.url} answered "
                                        f"{progress['what']} of {self._episode(reset)} with "
                                        f"an error: {str(e)[:300]}") from None
@@ -178,11 +203,36 @@ class EpisodeClient:
             except Exception:  # noqa: BLE001 -- closing a dead session is best effort
                 pass
 
+    def _refused(self, error: str) -> str:
+        """The capacity refusal ("Server at capacity: 4/4 sessions active"), naming
+        both sides' fields."""
+        found = re.search(r"(\d+)\s*/\s*(\d+) sessions", error)
+        most = found.group(2) if found else None
+        return (f"openenv server {self.url} refused a session: it holds at most "
+                f"{most or 'fewer'} at once, and env.concurrency={self.concurrency} "
+                f"sessions were opened; set env.concurrency={most or 1} (or raise the "
+                f"server's max sessions: max_concurrent_envs, mtrl.serve_openenv "
+                f"--max_sessions) [server: {' '.join(error.split())[:200]}]")
+
     @staticmethod
     def _episode(reset: dict) -> str:
         return f"the episode reset with {json.dumps(reset, sort_keys=True, default=repr)}"
 
     def close(self) -> None:
         if self._loop.is_running():
+            # Sessions still closing (openenv's graceful closes) end before the loop
+            # stops, rather than as "Task was destroyed but it is pending" at exit.
+            try:
+                asyncio.run_coroutine_threadsafe(_drain(), self._loop).result(timeout=5)
+            except Exception:  # noqa: BLE001 -- closing is best effort
+                pass
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5)
+
+
+async def _drain() -> None:
+    """Cancels and awaits every other task of the running loop."""
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

@@ -14,6 +14,7 @@ import requests
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 TOY = pathlib.Path(__file__).with_name("toy_server.py")
+TASKS = pathlib.Path(__file__).with_name("tasks_server.py")
 
 
 def free_port() -> int:
@@ -31,6 +32,7 @@ def serving(args: list[str], port: int, timeout_s: float = 120.0):
     log = tempfile.TemporaryFile(mode="w+")
     process = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, stdout=log,
                                stderr=subprocess.STDOUT, text=True)
+    process.mtrl_log = log
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout_s
@@ -48,6 +50,11 @@ def serving(args: list[str], port: int, timeout_s: float = 120.0):
             time.sleep(0.2)
         yield url, process
     finally:
+        _stop(process, log)
+
+
+def _stop(process, log) -> None:
+    try:
         if process.poll() is None:
             process.terminate()
             try:
@@ -58,8 +65,20 @@ def serving(args: list[str], port: int, timeout_s: float = 120.0):
         if os.environ.get("MTRL_SHOW_SERVER_LOG"):
             log.seek(0)
             print(log.read()[-5000:])
+    finally:
         log.close()
+
+
+def server_log(process) -> str:
+    """What a server started by `serving` has printed so far (read at an offset: the
+    server shares the file's position)."""
+    fd = process.mtrl_log.fileno()
+    return os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", "replace")
 
 
 def toy_server(port: int):
     return serving([str(TOY), str(port)], port)
+
+
+def tasks_server(port: int, max_sessions: int = 4):
+    return serving([str(TASKS), str(port), str(max_sessions)], port)

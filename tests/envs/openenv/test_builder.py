@@ -51,3 +51,28 @@ def test_a_server_that_is_not_openenv_says_what_it_answered(other_server):
         action_key_from_schema(f"{other_server}/missing", timeout_s=5)
     with pytest.raises(ValueError, match=r"not an OpenEnv schema with an 'action'\)"):
         action_key_from_schema(other_server, timeout_s=5)
+
+
+def test_a_tool_call_action_takes_tool_and_argument(monkeypatch):
+    """A tool environment (OpenEnv's CallToolAction, as its verifiers importer serves):
+    env.action_key names TOOL.ARGUMENT, and each completion becomes that call."""
+    import types
+
+    from mtrl.envs.openenv.builder import build_openenv_env
+    from mtrl.envs.openenv.env import OpenEnvConfig
+    monkeypatch.setattr("mtrl.envs.openenv.builder.action_key_from_schema",
+                        lambda url, timeout_s: ("", ["arguments", "tool_name"]))
+
+    def request(key):
+        options = OpenEnvConfig(url="http://127.0.0.1:9", action_key=key)
+        return types.SimpleNamespace(env=types.SimpleNamespace(num_agents=1,
+                                                               options=options))
+
+    with pytest.raises(ValueError, match=r"action is a tool call .* TOOL.ARGUMENT"):
+        build_openenv_env(request(""))
+    env = build_openenv_env(request("submit.completion")).env
+    try:
+        assert env.move("w3") == {"type": "call_tool", "tool_name": "submit",
+                                  "arguments": {"completion": "w3"}}
+    finally:
+        env.close()

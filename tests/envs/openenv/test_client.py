@@ -30,6 +30,12 @@ def test_malformed_step_replies_are_refused(payload, message):
         parse_reply(payload, "step 1")
     assert parse_reply({"observation": {"a": 1}, "reward": None}, "reset") == Reply(
         {"a": 1}, None, False)
+    # openenv 0.10: metadata beside the observation (and inside it); 0.3: inside
+    assert parse_reply({"observation": {"a": 1, "metadata": {"success": True}},
+                        "reward": 1.0, "metadata": {"success": True}}, "step 1") == Reply(
+        {"a": 1}, 1.0, False, {"success": True})
+    assert parse_reply({"observation": {"a": 1, "metadata": {"k": 2}}, "reward": 0},
+                       "step 1").metadata == {"k": 2}
 
 
 def test_episodes_replay_the_same_replies(toy):

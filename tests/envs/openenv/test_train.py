@@ -16,8 +16,8 @@ from tests.conftest import ROOT
 
 def toy_config(url: str):
     c = module_from_file(ROOT / "experiments" / "configs" / "openenv.py").get_config()
-    c.env.url, c.env.success_reward, c.env.concurrency, c.env.timeout_s = url, 1.0, 4, 30.0
-    c.env.observation_key = ""  # the toy's only string field (the config's is "text")
+    c.env.url, c.env.concurrency, c.env.timeout_s = url, 4, 30.0
+    c.data.options = dict(seed_base=0)  # the toy has no task list: seeds
     c.model.overrides = dict(num_layers=1, hidden_size=32, intermediate_size=64,
                              num_heads=2, num_kv_heads=1, head_dim=16)
     c.data.num_train, c.data.num_eval, c.data.num_test = 4, 2, 2
@@ -46,3 +46,4 @@ def test_one_rl_step_on_an_openenv_server(tmp_path, toy_url):
     assert 0.0 <= result["test_success"] <= 1.0
     transcript = next((tmp_path / "transcripts").glob("heldout_step*.txt")).read_text()
     assert "=== task seed/" in transcript and "--- observation ---\nNo. Say " in transcript
+    assert "--- task prompt ---\nSay the number " in transcript  # the reset observation
