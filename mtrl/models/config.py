@@ -26,6 +26,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from mtrl.models.head import LOGITS_CHUNK
 from mtrl.models.lora import LoRAConfig
 
 FAMILIES = ("llama", "qwen2", "qwen3")
@@ -116,6 +117,11 @@ class ModelConfig:
     (mtrl/models/cached_attention.py): "auto" (the fused CPU kernel on a one-device CPU
     backend with the kernel library built, else the einsum), "einsum" or "kernel".
     Not part of the checkpoint.
+    logits_chunk: tokens whose logits a training pass holds at once where it needs the
+    log-probability of given tokens (RL update, reference pass, SFT, answer scoring:
+    mtrl/models/head.py projects that many at a time, rematerialised in the backward
+    pass); 0 projects all of them at once. The same values either way, up to float32
+    summation order. Not part of the checkpoint.
     """
 
     vocab_size: int
@@ -145,6 +151,7 @@ class ModelConfig:
     lora: LoRAConfig | None = None
     matmul: str = "auto"
     decode_attention: str = "auto"
+    logits_chunk: int = LOGITS_CHUNK
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -187,6 +194,10 @@ class ModelConfig:
         if self.decode_attention not in DECODE_ATTENTIONS:
             raise ValueError(f"decode_attention must be one of {DECODE_ATTENTIONS}, got "
                              f"{self.decode_attention!r}")
+        if isinstance(self.logits_chunk, bool) or not isinstance(self.logits_chunk, int) \
+                or self.logits_chunk < 0:
+            raise ValueError(f"logits_chunk must be an int >= 0 (0: the whole head), got "
+                             f"{self.logits_chunk!r}")
         if self.matmul == "onednn" and self.dtype != "bfloat16":
             raise ValueError(f"matmul='onednn' needs dtype bfloat16, got {self.dtype!r}")
         self._check_family()

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from mtrl.models.config import ModelConfig
+from mtrl.models.head import token_logprobs
 from mtrl.models.kv_cache import KVCache
 from mtrl.models.layers import DecoderBlock, RMSNorm
 from mtrl.models.matmul import bf16_matmul, bf16_matmul_transposed, resolve_matmul
@@ -119,8 +120,9 @@ class Transformer(nnx.Module):
                       attend_end: jax.Array | None = None, remat: str = "none"
                       ) -> tuple[jax.Array, KVCache | None]:
         """Final-norm hidden states [B, L, D] (compute dtype) and the new cache (or None);
-        same arguments as __call__. `logits(hidden)` finishes the forward pass (the
-        trainer does it in chunks of positions: mtrl.training.update.logprobs.chunked_logprobs)."""
+        same arguments as __call__. `logits(hidden)` finishes the forward pass, or
+        `token_logprobs(hidden, targets)` for the log-probabilities of given tokens
+        without holding every position's logits (what training does)."""
         tokens, positions, token_mask = self._check_inputs(tokens, positions, token_mask, cache)
         if cache is not None and (attend_end is not None or remat != "none"):
             raise ValueError("attend_end and remat apply to the cache-free forward only")
@@ -259,6 +261,15 @@ class Transformer(nnx.Module):
             return jnp.einsum("...d,vd->...v", hidden, table, preferred_element_type=jnp.float32)
         kernel = self.lm_head.kernel[...].astype(hidden.dtype)
         return jnp.einsum("...d,dv->...v", hidden, kernel, preferred_element_type=jnp.float32)
+
+    def token_logprobs(self, hidden: jax.Array, targets: jax.Array,
+                       chunk: int | None = None) -> jax.Array:
+        """[N] float32 log π(targets[n] | hidden[n]) from final hidden states [N, D]:
+        the `logits` head projected `chunk` tokens at a time (default
+        config.logits_chunk; 0: all at once), never all N tokens' logits
+        (mtrl.models.head.token_logprobs)."""
+        return token_logprobs(self.logits, hidden, targets,
+                              self.config.logits_chunk if chunk is None else chunk)
 
 
 def _forward(graph: nnx.GraphDef, state: nnx.State, tokens, positions, token_mask, cache,

@@ -24,7 +24,8 @@ from flax import nnx
 
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import ModelConfig, Transformer
-from mtrl.training.update.logprobs import chunked_logprobs, sequence_logprobs
+from mtrl.models.head import token_logprobs
+from mtrl.training.update.logprobs import sequence_logprobs
 from mtrl.training.update.minibatch import PolicyMinibatch
 from mtrl.training.update.optim import (Float32MasterState, OptimConfig, float32_master,
                                         make_optimizer)
@@ -96,7 +97,7 @@ def test_chunked_logprobs_are_float32_for_bf16_logits():
     hidden = jnp.asarray(rng.integers(-2, 3, size=(10, 8)), jnp.bfloat16)
     table = jnp.asarray(rng.integers(-2, 3, size=(50, 8)), jnp.bfloat16)
     targets = jnp.asarray(rng.integers(0, 50, 10))
-    got = chunked_logprobs(lambda h: h @ table.T, hidden, targets, chunk=4)
+    got = token_logprobs(lambda h: h @ table.T, hidden, targets, chunk=4)
     assert got.dtype == jnp.float32
     z = hidden.astype(jnp.float32) @ table.astype(jnp.float32).T
     want = jnp.take_along_axis(jax.nn.log_softmax(z), targets[:, None], axis=-1)[:, 0]

@@ -41,7 +41,6 @@ import numpy as np
 
 from mtrl.config.fields import check_choice
 from mtrl.training.update.buckets import DEFAULT_BIN_BUCKETS, bucket_count
-from mtrl.training.update.logprobs import LOGITS_CHUNK, chunked_logprobs
 
 PACKING_MODES = ("none", "rows", "tree")
 # Steps of 1.5x and 2x alternately: a bin wastes at most a third of its tokens on rows
@@ -244,10 +243,11 @@ def pad_rows(packed: PackedRows, rows: int) -> PackedRows:
 
 
 def packed_logprobs(model, packed_agent: PackedRows, *, remat: str = "none",
-                    chunk: int = LOGITS_CHUNK) -> jax.Array:
+                    chunk: int | None = None) -> jax.Array:
     """[B, L] row log-probabilities from one agent's packed forward (fields without the
-    agent axis); `model` a Transformer (hidden_states + logits), the output projection
-    in chunks of `chunk` nodes (chunked_logprobs: no [P·S, V] logits held).
+    agent axis); `model` a Transformer (hidden_states + token_logprobs), the output
+    projection in chunks of `chunk` nodes (default its config.logits_chunk; no [P·S, V]
+    logits held).
 
         logp[b, i] = z[parent(n), tokens[n]] − logsumexp z[parent(n)],  n = node_index[b, i]
     """
@@ -260,5 +260,5 @@ def packed_logprobs(model, packed_agent: PackedRows, *, remat: str = "none",
                                     attend_end=x.attend_end, remat=remat)  # [P, S, D]
     flat = hidden.reshape(p * s, -1)
     parent = (jnp.arange(p)[:, None] * s + x.parent).reshape(-1)  # flat parent of each node
-    node_logp = chunked_logprobs(model.logits, flat[parent], x.tokens.reshape(-1), chunk)
+    node_logp = model.token_logprobs(flat[parent], x.tokens.reshape(-1), chunk)
     return jnp.where(x.predicted, node_logp[x.node_index], 0.0)

@@ -114,6 +114,27 @@ def test_loss_and_gradient_cover_the_completion_only(model, recording_step):
     assert recording_step.num_compiles == 1
 
 
+@pytest.mark.parametrize("chunk", [7, 9])
+def test_sft_step_with_a_chunked_head_equals_the_whole_head(model, chunk):
+    """SFT's cross-entropy follows ModelConfig.logits_chunk: 3 rows x 15 predicted
+    positions in chunks of 7 or 9 (dividing 45 and not) give the whole head's loss
+    and gradient, to float32 summation order."""
+    _, params = model
+    examples = sft_examples(TOKENIZER, PAIRS, PlainFormat(), MAX_LEN)
+    rows = tuple(map(jnp.asarray, (examples.tokens, examples.token_mask, examples.loss_mask)))
+
+    def step_for(logits_chunk):
+        graphdef = nnx.graphdef(nnx.eval_shape(lambda: Transformer(
+            CONFIG.replace(logits_chunk=logits_chunk), rngs=nnx.Rngs(0))))
+        return run_step(make_sft_step(graphdef, recording_sgd(0.1)), params, rows)
+
+    _, whole_grads, whole = step_for(0)
+    _, grads, chunked = step_for(chunk)
+    assert float(chunked["loss"]) == pytest.approx(float(whole["loss"]), rel=1e-6)
+    for got, want in zip(jax.tree.leaves(grads), jax.tree.leaves(whole_grads), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
 def test_nonfinite_step_leaves_parameters_unchanged(model, recording_step):
     graphdef, params = model
     examples = sft_examples(TOKENIZER, PAIRS, PlainFormat(), MAX_LEN)
