@@ -12,6 +12,13 @@ pads them up to a bucket:
   cache S   -> next multiple of `cache_multiple`.
 
 Powers of two bound the waste at < 2x and the number of programs at log2 of the range.
+
+No compile after warm-up: once `Sampler.freeze()` is called (the trainer does after its
+first steps), a call whose bucketed shape was not compiled runs in the smallest
+compiled shape that holds it (more rows, chunk tokens, cache slots: `ShapeCover`), its
+rows, tokens and slots padding as above; only a call larger than every shape met
+before compiles. The first prefill batch is the bucket of the prompts asked for, not of
+the distinct ones, so a step whose tasks share a prompt meets no new batch.
 """
 
 from __future__ import annotations
@@ -62,6 +69,44 @@ class BucketPolicy:
 
     def cache_len(self, n: int) -> int:
         return round_up(n, self.cache_multiple)
+
+
+class ShapeCover:
+    """The static shapes each program was compiled for, and the one a call runs in.
+
+    A shape is a tuple of sizes (rows, tokens, slots, ...), every one of which a call
+    may pad up. `shape(program, wanted, fits)` is `wanted` itself (remembered) until
+    `frozen`; then the compiled shape of `program` with every size >= wanted's and
+    `fits(shape)` true that has the fewest elements (the product of its sizes), or
+    `wanted` when none does (a compile)."""
+
+    def __init__(self):
+        self.frozen = False
+        self._compiled: dict[object, set[tuple[int, ...]]] = {}
+
+    def shape(self, program, wanted: tuple[int, ...], fits=lambda shape: True
+              ) -> tuple[int, ...]:
+        compiled = self._compiled.setdefault(program, set())
+        if self.frozen and wanted not in compiled:
+            covering = [c for c in compiled
+                        if all(a >= b for a, b in zip(c, wanted)) and fits(c)]
+            if covering:
+                return min(covering, key=lambda c: (np.prod(c, dtype=np.int64), c))
+        compiled.add(wanted)
+        return wanted
+
+
+def pad_cache(cache: KVCache, batch: int, max_len: int) -> KVCache:
+    """The cache with dummy rows (every slot invalid) up to `batch` and empty slots up to
+    `max_len`: attention over its real rows is unchanged (grow_cache)."""
+    extra = batch - cache.batch
+    if extra < 0:
+        raise ValueError(f"cannot shrink a cache of {cache.batch} rows to {batch}")
+    if extra:
+        kv_pad = [(0, 0), (0, extra), (0, 0), (0, 0), (0, 0)]  # rows: axis 1
+        cache = KVCache(k=jnp.pad(cache.k, kv_pad), v=jnp.pad(cache.v, kv_pad),
+                        valid=jnp.pad(cache.valid, [(0, extra), (0, 0)]), index=cache.index)
+    return grow_cache(cache, max_len)
 
 
 def pad_token_rows(rows: Sequence[Sequence[int]], batch: int, length: int,

@@ -17,6 +17,9 @@ the 192 that decoding will need measured 2.5x faster (qwen2-3m, 2-core CPU).
 `Generation`'s cache, append each child's new tokens (feedback) without re-encoding the
 history, fan out and decode. Shapes are bucketed (`BucketPolicy`), so calls within a
 bucket reuse compiled programs; `num_compiles` counts traces of the three programs.
+After `freeze()` a call runs in the smallest compiled shape that holds it (buckets.py,
+ShapeCover): a run compiles in its first steps only, unless a later call is larger than
+any before.
 
 Bucket padding rows are dummies (no valid tokens, zero budget); they are sliced off the
 returned `SampleOutput`, but stay in `Generation.cache` (rows >= num_rows).
@@ -36,8 +39,8 @@ from flax import nnx
 from mtrl.models.kv_cache import KVCache
 from mtrl.models.transformer import init_cache
 from mtrl.parallel.shardings import committed
-from mtrl.sampling.buckets import (BucketPolicy, grow_cache, next_power_of_two, pad_leading,
-                                   pad_token_rows)
+from mtrl.sampling.buckets import (BucketPolicy, ShapeCover, grow_cache, next_power_of_two,
+                                   pad_cache, pad_leading, pad_token_rows)
 from mtrl.sampling.config import SamplingConfig
 from mtrl.sampling.decode import decode
 from mtrl.sampling.output import SampleOutput
@@ -109,6 +112,7 @@ class Sampler:
                       else shardings.shard_tree(self._sampling_copy(self.state)))
         self.buckets = buckets
         self.traces = TraceCounter()
+        self.shapes = ShapeCover()  # the shapes compiled; frozen: calls pad into them
         # Host-side work counters (real rows / tokens, bucket padding excluded), e.g. to
         # report how much prefill prefix sharing saved.
         self.stats: collections.Counter[str] = collections.Counter()
@@ -123,6 +127,11 @@ class Sampler:
     def num_compiles(self) -> int:
         """Traces (= compilations) of the sampler's jitted programs so far."""
         return self.traces.total
+
+    def freeze(self) -> None:
+        """From now on a call runs in the smallest shape compiled so far that holds it
+        (padded: the same samples), and compiles only when none does."""
+        self.shapes.frozen = True
 
     def set_state(self, state: nnx.State) -> None:
         """Use new parameters (same structure and shapes: no recompilation)."""
@@ -164,9 +173,11 @@ class Sampler:
         else:
             chunk_rows = [p for p in prompts for _ in range(num_samples)]
             fanout = np.arange(len(chunk_rows), dtype=np.int32)
-        length = self.buckets.length(max(len(p) for p in chunk_rows))
-        tokens, mask = self._place(*pad_token_rows(chunk_rows, self.buckets.batch(len(chunk_rows)),
-                                                   length, config.pad_id))
+        # The batch of the prompts asked for (>= the distinct ones): the same every step.
+        batch, length = self.shapes.shape("prefill", (
+            self.buckets.batch(len(prompts) * (1 if share_prefix else num_samples)),
+            self.buckets.length(max(len(p) for p in chunk_rows))))
+        tokens, mask = self._place(*pad_token_rows(chunk_rows, batch, length, config.pad_id))
         cache, last_logits = self._start(self.graphdef, self.state, tokens, mask,
                                          model_config=self.model_config)
         self._count_prefill(chunk_rows)
@@ -196,7 +207,10 @@ class Sampler:
         length = self.buckets.length(max(len(t) for t in new_tokens))
         index = int(jax.device_get(cache.index))
         max_len = max(cache.max_len, self.buckets.cache_len(index + length))
-        batch = self.buckets.batch(len(new_tokens))
+        rows_in, slots_in, batch, length, max_len = self.shapes.shape(
+            "extend", (cache.batch, cache.max_len, self.buckets.batch(len(new_tokens)), length,
+                       max_len), fits=lambda s: index + s[3] <= s[4])
+        cache = pad_cache(cache, rows_in, slots_in)
         tokens, mask = self._place(*pad_token_rows(new_tokens, batch, length, config.pad_id))
         child_cache, last_logits = self._extend(
             self.graphdef, self.state, cache, pad_leading(parents, batch, parents[0]),
@@ -262,8 +276,16 @@ class Sampler:
         so no device sync is needed here)."""
         budgets, stop_table = limits
         rows = len(fanout)
-        batch = self.buckets.batch(rows)
         max_len = max(cache.max_len, self.buckets.cache_len(index + config.max_new_tokens))
+        rows_in, slots_in, batch, stops, max_len = self.shapes.shape(
+            ("decode", config), (cache.batch, cache.max_len, self.buckets.batch(rows),
+                                 stop_table.shape[1], max_len),
+            fits=lambda s: index + config.max_new_tokens <= s[4])
+        if rows_in > cache.batch:  # dummy rows: no valid slot, uniform logits, no budget
+            last_logits = jnp.pad(last_logits, [(0, rows_in - cache.batch), (0, 0)])
+        cache = pad_cache(cache, rows_in, slots_in)
+        stop_table = np.pad(stop_table, [(0, 0), (0, stops - stop_table.shape[1])],
+                            constant_values=-1)
         output, cache = self._decode(
             self.graphdef, self.state, cache, last_logits,
             pad_leading(fanout, batch, fanout[0]), np.arange(batch) < rows, key,

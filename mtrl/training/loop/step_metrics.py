@@ -7,12 +7,27 @@ import jax
 from mtrl.parallel.process_rollout import mean_over_processes
 from mtrl.training.checkpoints.run_record import rollout_metrics
 
+# RL steps (of each invocation) whose sampler and update shapes may compile; then the
+# trainer freezes both (Sampler.freeze; Updater.freeze, which also compiles the packed
+# update's largest layout, so every later minibatch fits one) and a later call runs in
+# the smallest compiled shape that holds it. After them `compiles/sampler` and
+# `compiles/update` are 0, unless a sampler call is larger than every one before (a
+# longer prompt or more rows than any so far: then it compiles, and is counted).
+COMPILE_WARMUP_STEPS = 3
+
 
 def step_metrics(step: int, tree, update, clocks: tuple[float, float, float], *,
-                 step_tasks, sampler_compiles: int, staleness: int | None = None
-                 ) -> dict[str, float]:
+                 step_tasks, sampler_compiles: int, staleness: int | None = None,
+                 compiles_at_start: tuple[int, int] | None = None) -> dict[str, float]:
     """The update's metrics (or skipped_update), the rollout's (averaged over
-    processes), the curriculum's (step_tasks.record), packing and the stage times.
+    processes), the curriculum's (step_tasks.record), packing, the stage times and the
+    compile counts.
+
+    Compiles: `sampler_compiles` and `train_step_compiles` are the run's totals so far
+    (this process); with compiles_at_start = (sampler, train step) totals when the step
+    began, `compiles/sampler` and `compiles/update` are this step's alone (its rollout,
+    scoring and update; an evaluation after the step shows in the totals). After
+    warm-up both are 0 (tests/training/loop/test_compile_count.py).
 
     clocks: (t0, t1, t2) = perf_counter at the step's start, after the rollout, after
     the update. staleness: None when the tree grew now; with train.off_policy the
@@ -31,6 +46,10 @@ def step_metrics(step: int, tree, update, clocks: tuple[float, float, float], *,
                     "time/update_s": t2 - t1, "step_time_s": t2 - t0,
                     "sampler_compiles": float(sampler_compiles),
                     "train_step_compiles": float(update.compiles)})
+    if compiles_at_start is not None:
+        sampler_start, update_start = compiles_at_start
+        metrics.update({"compiles/sampler": float(sampler_compiles - sampler_start),
+                        "compiles/update": float(update.compiles - update_start)})
     if staleness is not None:  # the tree grew in the background: its own clocks
         metrics.update({"off_policy/staleness": float(staleness),
                         "time/rollout_s": tree.metrics["rollout/device_seconds"],

@@ -56,7 +56,7 @@ from mtrl.training.loop.process_roles import open_metrics
 from mtrl.training.grow.curriculum import StepTasks
 from mtrl.training.loop.loop_state import LoopState
 from mtrl.training.loop.stages import build_stages
-from mtrl.training.loop.step_metrics import step_metrics
+from mtrl.training.loop.step_metrics import COMPILE_WARMUP_STEPS, step_metrics
 from mtrl.training.config import RunConfig, parse
 from mtrl.training.config.migrate import normalize
 from mtrl.training.run.run_config import check_resumable, prepare_workdir, write_config
@@ -230,6 +230,7 @@ class Trainer:
         step = start
         for step in range(start + 1, cfg.steps + 1):
             t0 = time.perf_counter()
+            compiled = (self.sampler.num_compiles, self.step_fn.num_compiles)
             tree, staleness = self._grow_step(step, state)                              # grow
             tree = stages.scorer.score(tree, self.policy_states(state))                 # score
             t1 = time.perf_counter()
@@ -239,8 +240,11 @@ class Trainer:
             t2 = time.perf_counter()
             metrics = step_metrics(
                 step, tree, update, (t0, t1, t2), step_tasks=self.step_tasks,
-                sampler_compiles=self.sampler.num_compiles,
+                sampler_compiles=self.sampler.num_compiles, compiles_at_start=compiled,
                 staleness=None if self.ahead is None else staleness)
+            if step == start + COMPILE_WARMUP_STEPS:  # then no compile (step_metrics.py)
+                self.sampler.freeze()
+                stages.updater.freeze(state)
             loop = loop.after(step, before_s + time.perf_counter() - started,
                               self.step_tasks.band_state())
             self._evaluate_and_save(state, loop, metrics, logger)               # evaluate, save

@@ -6,7 +6,8 @@ row of a sibling group whose returns are all equal: all failed or all solved) ad
 nothing to a REINFORCE or clipped-ratio policy gradient. Such rows are dropped before
 the update, and the survivors are padded with masked rows to a power of two, so the
 train step compiles for a handful of row counts and its cost follows the informative
-rows, not the tree.
+rows, not the tree. (A packed update pads them further, to the one row count of the
+largest tree, update/stage.py: its cost follows the packed tokens, not the rows.)
 
 This is not DAPO's dynamic sampling (Yu et al. 2025), which over-samples prompts until
 the batch holds only groups whose accuracy lies strictly between 0 and 1: here the
