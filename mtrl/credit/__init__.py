@@ -4,6 +4,7 @@ Pure functions over arrays with explicit masks (jit- and vmap-safe); swappable
 choices are registered by name:
 
   GROUP_ADVANTAGES      grpo, dr_grpo, rloo, mean, max, raw   fn(rewards[G], mask[G] | None, **opts)
+                        (entries declare unscaled / single_sample: group_function)
   JOINT_ACTION_MODES    align, cross
   INFORMATION_GAINS     prob, logprob                            (IGPO turn rewards)
                         (name -> function; signatures differ, see each docstring)
@@ -14,8 +15,9 @@ from mtrl.credit.curriculum import (BandFilterConfig, LearnableBandFilter,
                                     front_to_back_turn_mask, front_to_back_window)
 from mtrl.credit.filters import dapo_overlong_penalty
 from mtrl.credit.gigpo import anchor_group_advantages, gigpo_advantages
-from mtrl.credit.group import (GROUP_ADVANTAGES, dr_grpo_advantages, group_advantages,
-                               grpo_advantages, masked_mean, masked_std,
+from mtrl.credit.group import (GROUP_ADVANTAGES, GroupFunction, dr_grpo_advantages,
+                               group_advantages, group_function, grpo_advantages,
+                               masked_mean, masked_std,
                                max_baseline_advantages, mean_baseline_advantages,
                                raw_advantages, rloo_advantages)
 from mtrl.credit.igpo import (INFORMATION_GAINS, final_turn_mask, igpo_advantages,
@@ -35,7 +37,7 @@ from mtrl.credit.ufo import ufo_reward
 __all__ = [
     "GROUP_ADVANTAGES", "INFORMATION_GAINS", "JOINT_ACTION_MODES",
     # group
-    "group_advantages", "grpo_advantages", "dr_grpo_advantages", "rloo_advantages",
+    "GroupFunction", "group_function", "group_advantages", "grpo_advantages", "dr_grpo_advantages", "rloo_advantages",
     "mean_baseline_advantages", "max_baseline_advantages", "raw_advantages",
     "masked_mean", "masked_std",
     # tree / MAGRPO

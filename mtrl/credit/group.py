@@ -5,8 +5,12 @@ Every estimator here takes one group, `rewards` of shape [G], and an optional bo
 Absent members (mask false) never enter any statistic of the others, and their
 advantage is exactly 0, whatever their reward holds (NaN included).
 
-Registered in `GROUP_ADVANTAGES` under one common signature
-`fn(rewards[G], mask[G] | None, **opts) -> [G]`:
+Registered in `GROUP_ADVANTAGES` with `group_function(name, unscaled=...,
+single_sample=...)` under one common signature `fn(rewards[G], mask[G] | None, **opts)
+-> [G]`; the entry (GroupFunction) is called like the function and declares its traits:
+`unscaled` (its advantages, without normalize_std, are return differences with no
+scale: what REFUEL regresses on) and `single_sample` (a group of one sample gets a
+nonzero advantage, so G = 1 trains):
 
   grpo      (r − mean) / (std + ε)          std with `ddof` (default 1, unbiased), ε = 1e-6
             (Shao et al. 2024, DeepSeekMath; the std is added to, not floored by, ε)
@@ -31,6 +35,7 @@ a constant group gets exactly 0 rather than a rounding residue divided by ε.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Optional
 
 import jax
@@ -41,7 +46,31 @@ from mtrl.registry import Registry
 Array = jax.Array
 GroupAdvantageFn = Callable[..., Array]
 
-GROUP_ADVANTAGES: Registry[GroupAdvantageFn] = Registry("group advantage")
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupFunction:
+    """A GROUP_ADVANTAGES entry: the function and its traits (module docstring)."""
+
+    fn: GroupAdvantageFn
+    unscaled: bool
+    single_sample: bool
+
+    def __call__(self, rewards, mask=None, **opts) -> Array:
+        return self.fn(rewards, mask, **opts)
+
+
+GROUP_ADVANTAGES: Registry[GroupFunction] = Registry("group advantage")
+
+
+def group_function(name: str, *, unscaled: bool, single_sample: bool):
+    """Decorator: registers `fn` in GROUP_ADVANTAGES under `name` with its traits."""
+
+    def add(fn: GroupAdvantageFn) -> GroupAdvantageFn:
+        GROUP_ADVANTAGES.register(name)(GroupFunction(fn, unscaled, single_sample))
+        return fn
+
+    return add
 
 DEFAULT_GRPO_DDOF = 1
 DEFAULT_GRPO_EPSILON = 1e-6
@@ -56,17 +85,21 @@ def as_float(x) -> Array:
     return x
 
 
-def check_group(rewards, mask=None, name: str = "rewards") -> tuple[Array, Array]:
-    """Validates one group: `rewards` [G] float and `mask` [G] bool (all true if None)."""
+def check_group(rewards, mask=None, name: str = "rewards",
+                stream: str = "group") -> tuple[Array, Array]:
+    """Validates one stream: `rewards` [G] float and `mask` [G] bool (all true if None).
+    stream: what the axis is, for messages ("group" of G samples, "trajectory" of K
+    turns)."""
     rewards = as_float(rewards)
     if rewards.ndim != 1:
-        raise ValueError(f"{name} must be one group of rank 1 [G], got shape {rewards.shape}; "
+        raise ValueError(f"{name} must be one {stream} of rank 1, got shape {rewards.shape}; "
                          f"vmap over leading axes")
     if mask is None:
         return rewards, jnp.ones(rewards.shape, bool)
     mask = jnp.asarray(mask)
     if mask.shape != rewards.shape:
-        raise ValueError(f"mask shape {mask.shape} must equal {name} shape {rewards.shape}")
+        raise ValueError(f"{stream} mask shape {mask.shape} must equal {name} shape "
+                         f"{rewards.shape}")
     return rewards, mask.astype(bool)
 
 
@@ -116,7 +149,7 @@ def _finish(centered: Array, rewards: Array, mask: Array, normalize_std: bool,
     return jnp.where(mask, centered, 0.0)
 
 
-@GROUP_ADVANTAGES.register("mean")
+@group_function("mean", unscaled=True, single_sample=False)
 def mean_baseline_advantages(rewards, mask=None, *, normalize_std: bool = False,
                              ddof: int = 0, std_floor: float = DEFAULT_STD_FLOOR) -> Array:
     """A_i = r_i − mean_j r_j over present members (optionally / max(std, floor))."""
@@ -126,7 +159,7 @@ def mean_baseline_advantages(rewards, mask=None, *, normalize_std: bool = False,
                    ddof, std_floor)
 
 
-@GROUP_ADVANTAGES.register("rloo")
+@group_function("rloo", unscaled=False, single_sample=False)
 def rloo_advantages(rewards, mask=None, *, normalize_std: bool = False, ddof: int = 0,
                     std_floor: float = DEFAULT_STD_FLOOR) -> Array:
     """RLOO (Ahmadian et al. 2024): A_i = r_i − (Σ_{j≠i} r_j) / (n − 1).
@@ -143,7 +176,7 @@ def rloo_advantages(rewards, mask=None, *, normalize_std: bool = False, ddof: in
     return _finish(centered, rewards, mask, normalize_std, ddof, std_floor)
 
 
-@GROUP_ADVANTAGES.register("max")
+@group_function("max", unscaled=False, single_sample=False)
 def max_baseline_advantages(rewards, mask=None, *, normalize_std: bool = False,
                             ddof: int = 0, std_floor: float = DEFAULT_STD_FLOOR) -> Array:
     """A_i = r_i − max_j r_j over present members: the best sibling scores 0."""
@@ -154,7 +187,7 @@ def max_baseline_advantages(rewards, mask=None, *, normalize_std: bool = False,
     return _finish(rewards - best, rewards, mask, normalize_std, ddof, std_floor)
 
 
-@GROUP_ADVANTAGES.register("raw")
+@group_function("raw", unscaled=True, single_sample=True)
 def raw_advantages(rewards, mask=None, *, normalize_std: bool = False, ddof: int = 0,
                    std_floor: float = DEFAULT_STD_FLOOR) -> Array:
     """A_i = r_i (no baseline); with `normalize_std`, r_i / max(std, floor)."""
@@ -163,7 +196,7 @@ def raw_advantages(rewards, mask=None, *, normalize_std: bool = False, ddof: int
     return _finish(rewards, rewards, mask, normalize_std, ddof, std_floor)
 
 
-@GROUP_ADVANTAGES.register("grpo")
+@group_function("grpo", unscaled=False, single_sample=False)
 def grpo_advantages(rewards, mask=None, *, ddof: int = DEFAULT_GRPO_DDOF,
                     epsilon: float = DEFAULT_GRPO_EPSILON) -> Array:
     """GRPO (Shao et al. 2024): A_i = (r_i − mean) / (std + ε).
@@ -180,7 +213,7 @@ def grpo_advantages(rewards, mask=None, *, ddof: int = DEFAULT_GRPO_DDOF,
     return jnp.where(mask, centered / (masked_std(rewards, mask, ddof) + epsilon), 0.0)
 
 
-@GROUP_ADVANTAGES.register("dr_grpo")
+@group_function("dr_grpo", unscaled=True, single_sample=False)
 def dr_grpo_advantages(rewards, mask=None) -> Array:
     """Dr. GRPO (Liu et al. 2025): A_i = r_i − mean, no std division."""
     return mean_baseline_advantages(rewards, mask)

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from mtrl.config.fields import check_choice
-from mtrl.credit.group import GROUP_ADVANTAGES, as_float, grpo_advantages
+from mtrl.credit.group import GROUP_ADVANTAGES, as_float, check_group, grpo_advantages
 
 Array = jax.Array
 
@@ -37,19 +37,6 @@ LAMBDA_PLACEMENTS = ("turn", "outcome")
 TURN_GROUPINGS = ("turn", "all")
 MT_GRPO_DDOF = 1
 MT_GRPO_EPSILON = 1e-4
-
-
-def _check_turns(rewards, mask, name: str = "rewards") -> tuple[Array, Array]:
-    rewards = as_float(rewards)
-    if rewards.ndim != 1:
-        raise ValueError(f"{name} must be one trajectory of rank 1 [K], got shape "
-                         f"{rewards.shape}; vmap over leading axes")
-    if mask is None:
-        return rewards, jnp.ones(rewards.shape, bool)
-    mask = jnp.asarray(mask)
-    if mask.shape != rewards.shape:
-        raise ValueError(f"turn mask shape {mask.shape} must equal {name} shape {rewards.shape}")
-    return rewards, mask.astype(bool)
 
 
 def discounted_returns(rewards, mask: Optional[Array] = None, gamma=1.0) -> Array:
@@ -60,7 +47,7 @@ def discounted_returns(rewards, mask: Optional[Array] = None, gamma=1.0) -> Arra
     and returned in the rewards' dtype, so bf16/f16 rewards with a traced float32 γ
     keep one carry dtype.
     """
-    rewards, mask = _check_turns(rewards, mask)
+    rewards, mask = check_group(rewards, mask, stream="trajectory")
     if isinstance(gamma, (int, float)) and not 0.0 <= gamma <= 1.0:
         raise ValueError(f"gamma must lie in [0, 1], got {gamma}")
     out_dtype = rewards.dtype

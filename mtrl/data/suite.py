@@ -22,8 +22,9 @@ Suites register a builder under a name (SUITES, docs/design.md section 6 rule 10
 
     builder(data: DataConfig, seed: int) -> TaskSuite
 
-Suites in modules of their own register themselves on import; SUITE_MODULES names
-those modules, so `build_suite` loads only the suite a run asks for.
+Suites in modules of their own register themselves on import; SUITES' `modules` names
+those modules, imported on the registry's first read (mtrl/registry.py), so this
+module imports none of them.
 
 File-backed code data sets (HumanEval, MBPP, CoopHumanEval JSONL) share
 `DatasetSuite`; the built-in integer-function family is `mtrl.data.synthetic.suite`.
@@ -32,7 +33,6 @@ File-backed code data sets (HumanEval, MBPP, CoopHumanEval JSONL) share
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import re
 from typing import Callable, Protocol, runtime_checkable
 
@@ -124,7 +124,16 @@ def extra_test_splits(suite: TaskSuite) -> dict[str, list]:
     return splits
 
 
-SUITES: Registry[Callable[[DataConfig, int], TaskSuite]] = Registry("task suite")
+# Modules whose import registers a suite (the family is generated, GSM8K reads JSONL,
+# TextWorld plays its engine); the file-backed code suites are registered below.
+SUITES: Registry[Callable[[DataConfig, int], TaskSuite]] = Registry("task suite", modules=(
+    "mtrl.data.synthetic.suite",
+    "mtrl.data.gsm8k_suite",
+    "mtrl.data.textworld_suite",
+    "mtrl.data.calc_suite",
+    "mtrl.data.openenv_suite",
+    "mtrl.data.arith_suite",
+))
 
 
 def default_templates(name: str, own: dict[str, PromptTemplates] | None = None
@@ -202,24 +211,9 @@ for _name in ("humaneval", "mbpp", "mbpp_sanitized", "coop_humaneval"):
     SUITES.register(_name)(DatasetSuite)
 
 
-# Suites that register themselves when their module is imported: name -> module,
-# imported by `build_suite` on first use (the family is generated, GSM8K reads JSONL,
-# TextWorld imports its engine), so this module imports none of them.
-SUITE_MODULES = {
-    "intfn": "mtrl.data.synthetic.suite",
-    "gsm8k": "mtrl.data.gsm8k_suite",
-    "textworld": "mtrl.data.textworld_suite",
-    "calc": "mtrl.data.calc_suite",
-    "openenv": "mtrl.data.openenv_suite",
-    "arith": "mtrl.data.arith_suite",
-}
-
-
 def suite_names() -> tuple[str, ...]:
-    return tuple(sorted(set(SUITES.names()) | set(SUITE_MODULES)))
+    return SUITES.names()
 
 
 def build_suite(data: DataConfig, seed: int) -> TaskSuite:
-    if data.name in SUITE_MODULES:
-        importlib.import_module(SUITE_MODULES[data.name])
     return SUITES.get(data.name)(data, seed)

@@ -17,8 +17,8 @@ environment's traits beside its builder:
                    (TaskSuite.task_type) and a mismatch is refused in one line
   ends_on_success  options -> whether a step that solves the task ends the episode
 
-Each environment package registers its own (`mtrl/envs/<name>/builder.py`, imported by
-`load_builders`). A builder reads only the request: its EnvSection (name, num_agents
+Each environment package registers its own (`mtrl/envs/<name>/builder.py`, named in
+ENV_BUILDERS' `modules` and imported on the registry's first read, mtrl/registry.py). A builder reads only the request: its EnvSection (name, num_agents
 and the typed options), the rollout's number of turns, the data suite's name, the
 suite and the tokenizer; it raises ValueError naming the field, and
 `build_environment` prefixes "config.env" where the message does not already name one.
@@ -27,7 +27,6 @@ suite and the tokenizer; it raises ValueError naming the field, and
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from typing import Any, Callable, Mapping
 
 from mtrl.config.fields import check_choice, check_int
@@ -116,7 +115,14 @@ class EnvBuilder:
         return OptionsDecl(self.options, dict(self.config_names))
 
 
-ENV_BUILDERS: Registry[EnvBuilder] = Registry("environment builder")
+# One module per environment package, whose import registers its builder.
+ENV_BUILDERS: Registry[EnvBuilder] = Registry("environment builder", modules=(
+    "mtrl.envs.code.builder",
+    "mtrl.envs.math.builder",
+    "mtrl.envs.tool.builder",
+    "mtrl.envs.textworld.builder",
+    "mtrl.envs.openenv.builder",
+))
 
 
 def register_env(name: str, *, options: type, plays: type | tuple[type, ...],
@@ -134,29 +140,12 @@ def register_env(name: str, *, options: type, plays: type | tuple[type, ...],
     return add
 
 
-# Modules whose import registers a builder; one line per environment package.
-BUILDER_MODULES = (
-    "mtrl.envs.code.builder",
-    "mtrl.envs.math.builder",
-    "mtrl.envs.tool.builder",
-    "mtrl.envs.textworld.builder",
-    "mtrl.envs.openenv.builder",
-)
-
-
-def load_builders() -> None:
-    for module in BUILDER_MODULES:
-        importlib.import_module(module)
-
-
 def env_options() -> dict[str, OptionsDecl]:
     """{environment: its options declaration}: the env section's owned fields."""
-    load_builders()
     return {n: ENV_BUILDERS.get(n).options_decl for n in ENV_BUILDERS.names()}
 
 
 def check_env_name(name: str) -> None:
-    load_builders()
     check_choice("name", name, ENV_BUILDERS)
 
 

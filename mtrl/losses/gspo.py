@@ -99,5 +99,5 @@ def gspo_token_loss(inputs: PolicyLossInputs, config: GSPOConfig = GSPOConfig())
 
 for _name, _fn in (("gspo", gspo_loss), ("gspo-token", gspo_token_loss)):
     POLICY_LOSSES.register(_name)(PolicyLoss(
-        fn=_fn, options=GSPOConfig, aggregation="seq-mean-token-mean", clipped=True,
+        fn=_fn, options=GSPOConfig, aggregation="seq-mean-token-mean",
         advantage_linear=True, group_size=1, needs_unscaled_returns=False))

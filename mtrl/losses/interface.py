@@ -74,7 +74,7 @@ class PolicyLoss:
     """A registry entry: the batch loss function and the traits its consumers read.
 
     Every trait is required, so a new loss says each one where it is registered and
-    no consumer keeps a list of loss names (docs/methods.md, "How to add a loss"):
+    no consumer keeps a list of loss names (CONTRIBUTING.md, "How to add a loss"):
 
       options           the loss's frozen config dataclass with its own defaults
                         (PolicyObjectiveConfig.loss_config); its fields are the
@@ -85,8 +85,6 @@ class PolicyLoss:
                         num_turns = rollout.num_turns).
       aggregation       the AGGREGATIONS name of its paper's objective, used when
                         config.loss.aggregation is unset.
-      clipped           takes PPO's clip settings (eps_low, eps_high, dual_clip);
-                        setting them for an unclipped loss is refused.
       advantage_linear  ℓ_t and ∇ℓ_t are 0 at any ratio wherever A_t = 0, so rows
                         whose advantage is 0 can be left out of the packed forward
                         (train_step.zero_advantage_is_exact).
@@ -96,12 +94,15 @@ class PolicyLoss:
       needs_unscaled_returns  it regresses on return differences (REFUEL), so the
                         credit estimator's returns must be unscaled (the estimator's
                         own trait, training/advantages/registry.py).
+
+    `clipped` is derived, not declared: whether its options hold PPO's clip settings
+    (CLIP_SETTINGS); setting them under a loss whose options lack them is refused
+    like any option the selected loss does not own.
     """
 
     fn: Callable[[PolicyLossInputs, Any], PolicyLossOutput]
     options: type
     aggregation: str
-    clipped: bool
     advantage_linear: bool
     group_size: int
     needs_unscaled_returns: bool
@@ -112,7 +113,6 @@ class PolicyLoss:
         if not dataclasses.is_dataclass(self.options):
             raise ValueError(f"PolicyLoss.options must be a config dataclass, got {self.options!r}")
         self.options_decl  # the names it maps are fields of its options
-        check_flag("PolicyLoss.clipped", self.clipped)
         check_flag("PolicyLoss.advantage_linear", self.advantage_linear)
         check_int("PolicyLoss.group_size", self.group_size, 1)
         check_flag("PolicyLoss.needs_unscaled_returns", self.needs_unscaled_returns)
@@ -122,8 +122,23 @@ class PolicyLoss:
     def options_decl(self) -> OptionsDecl:
         return OptionsDecl(self.options, dict(self.config_names), tuple(self.context))
 
+    @property
+    def clipped(self) -> bool:
+        """Whether it takes PPO's clip settings: its options hold CLIP_SETTINGS."""
+        return set(CLIP_SETTINGS) <= {f.name for f in dataclasses.fields(self.options)}
 
-POLICY_LOSSES: Registry[PolicyLoss] = Registry("policy loss")
+
+# The option fields of a loss with PPO's clip (eps_low, eps_high, dual_clip).
+CLIP_SETTINGS = ("eps_low", "eps_high", "dual_clip")
+
+# One module per loss, whose import registers it (mtrl/registry.py).
+POLICY_LOSSES: Registry[PolicyLoss] = Registry("policy loss", modules=(
+    "mtrl.losses.reinforce",
+    "mtrl.losses.ppo",
+    "mtrl.losses.gspo",
+    "mtrl.losses.turn_ratio",
+    "mtrl.losses.refuel",
+))
 
 
 def loss_options() -> dict[str, OptionsDecl]:

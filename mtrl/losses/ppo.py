@@ -123,5 +123,5 @@ class PPOOptions(PPOClipConfig):
 
 
 POLICY_LOSSES.register("ppo")(PolicyLoss(
-    fn=ppo_loss, options=PPOOptions, aggregation="token-mean", clipped=True,
+    fn=ppo_loss, options=PPOOptions, aggregation="token-mean",
     advantage_linear=True, group_size=1, needs_unscaled_returns=False))

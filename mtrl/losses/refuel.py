@@ -113,6 +113,6 @@ def refuel_loss(inputs: PolicyLossInputs, config: RefuelConfig = RefuelConfig())
 
 # Squared error against η·(return difference): not linear in A; rows come in sibling pairs.
 POLICY_LOSSES.register("refuel")(PolicyLoss(
-    fn=refuel_loss, options=RefuelConfig, aggregation="seq-mean-token-sum", clipped=False,
+    fn=refuel_loss, options=RefuelConfig, aggregation="seq-mean-token-sum",
     advantage_linear=False, group_size=2, needs_unscaled_returns=True,
     config_names={"eta": "refuel_eta"}))

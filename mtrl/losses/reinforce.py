@@ -55,4 +55,4 @@ def reinforce_loss(inputs: PolicyLossInputs, config: ReinforceConfig = Reinforce
 
 POLICY_LOSSES.register("reinforce")(PolicyLoss(
     fn=reinforce_loss, options=ReinforceConfig, aggregation="seq-mean-token-sum",
-    clipped=False, advantage_linear=True, group_size=1, needs_unscaled_returns=False))
+    advantage_linear=True, group_size=1, needs_unscaled_returns=False))

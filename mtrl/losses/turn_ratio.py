@@ -106,6 +106,6 @@ def turn_ratio_loss(inputs: PolicyLossInputs, config: TurnRatioConfig = TurnRati
 # but leaving zero-advantage rows out of the packed forward was never verified with
 # per-turn ratios, so it does not claim advantage_linear.
 POLICY_LOSSES.register("turn-ratio")(PolicyLoss(
-    fn=turn_ratio_loss, options=TurnRatioConfig, aggregation="token-mean", clipped=True,
+    fn=turn_ratio_loss, options=TurnRatioConfig, aggregation="token-mean",
     advantage_linear=False, group_size=1, needs_unscaled_returns=False,
     context=("num_turns",)))

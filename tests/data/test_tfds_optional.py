@@ -9,11 +9,10 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 CHECK = """
-import importlib, sys
+import sys
 import mtrl, mtrl.data, mtrl.train, mtrl.training.loop.trainer
-from mtrl.data.suite import SUITE_MODULES
-for module in SUITE_MODULES.values():
-    importlib.import_module(module)
+from mtrl.data.suite import SUITES
+SUITES.load()  # every suite's module
 loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow_datasets', 'array_record'))
 assert not loaded, loaded
 """

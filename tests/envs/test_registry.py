@@ -12,12 +12,11 @@ import pytest
 
 from mtrl.config.options import OptionsDecl, field_default, section_options
 from mtrl.envs.registry import (ENV_BUILDERS, EnvBuilder, EnvRequest, EnvSection,
-                                build_environment, env_options, load_builders)
+                                build_environment, env_options)
 from mtrl.training.config import base_config, module_from_file, parse
 from tests.conftest import ROOT
 from tests.envs.math.smoke import load_config, minimal
 
-load_builders()
 ENVS = ENV_BUILDERS.names()
 CONFIGS = {"code": base_config, "textworld": lambda: load_config("textworld"),
            "math": lambda: minimal("math"), "tool": lambda: minimal("tool"),
@@ -117,9 +116,9 @@ def test_a_builder_reads_the_options_it_declares(monkeypatch, env_name):
     # openenv: no server (its /schema names the action field; no session is opened)
     monkeypatch.setattr("mtrl.envs.openenv.builder.action_key_from_schema",
                         lambda url, timeout_s: ("message", ["message"]))
+    monkeypatch.setattr("mtrl.envs.openenv.env.EpisodeClient", NoPool)
     monkeypatch.setattr("mtrl.envs.openenv.tasks.server_tasks",  # its task list
                         lambda url, sizes: {"train": [], "validation": [], "test": []})
-    monkeypatch.setattr("mtrl.envs.openenv.env.EpisodeClient", NoPool)
     c = config_of(env_name)
     run = parse(c)
     suite = None if env_name == "textworld" else build_suite(run.data, 0)
@@ -148,3 +147,26 @@ def test_a_suite_of_another_task_type_is_refused(no_work, env_name):
 def test_plays_must_be_task_types():
     with pytest.raises(ValueError, match="plays must be a task type"):
         EnvBuilder(build=lambda request: None, options=types.SimpleNamespace, plays=("x",))
+
+
+# Folders of mtrl/envs/ that are no environment: the jail the code and tool
+# environments run programs in.
+NOT_ENVIRONMENTS = {"sandbox"}
+
+
+def test_every_environment_package_is_listed_loaded_and_installed():
+    """Each package under mtrl/envs/ (but the jail) has an __init__.py (find_packages
+    drops a folder without one from the wheel), its builder is listed in
+    ENV_BUILDERS.modules, loading the registry imports it, and the wheel holds it."""
+    from tests.test_wheel_packages import setup_packages
+    envs = ROOT / "mtrl" / "envs"
+    folders = {p.name for p in envs.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert {"code", "math", "tool", "textworld", "openenv"} <= folders
+    assert not [f for f in folders if not (envs / f / "__init__.py").exists()]
+    listed = {m: m.split(".")[2] for m in ENV_BUILDERS.modules}
+    assert set(listed.values()) == folders - NOT_ENVIRONMENTS
+    assert all(m == f"mtrl.envs.{f}.builder" for m, f in listed.items())
+    ENV_BUILDERS.load()
+    import sys
+    assert all(m in sys.modules for m in listed)
+    assert {f"mtrl.envs.{f}" for f in folders} <= set(setup_packages())

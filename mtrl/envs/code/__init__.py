@@ -17,13 +17,15 @@ from mtrl.envs.code.feedback import (FEEDBACK_MODES, FeedbackContext, FeedbackOp
                                      normalize_sandbox_slice, select_shown_tests)
 from mtrl.envs.code.observation import compose_observation
 from mtrl.envs.code.prompts import PromptTemplates
-from mtrl.envs.code.rewards import (CODE_REWARDS, CodeRewardConfig, RewardOutput,
-                                    level_reward, max_reward, pass_rate_reward)
+from mtrl.envs.code.rewards import (CODE_REWARDS, CodeReward, CodeRewardConfig,
+                                    RewardOutput, code_reward, level_reward, max_reward,
+                                    pass_rate_reward)
 from mtrl.envs.code.task import CodeTask
 from mtrl.envs.code.verdict import Verdict, not_run_result
 
 __all__ = [
     "AUX_NAME", "AgentSyntaxError", "BatchExecutor", "CODE_REWARDS", "CandidateAnalysis",
+    "CodeReward", "code_reward",
     "CodeBranchState", "CodeEnv", "CodeEnvConfig", "CodeRewardConfig", "CodeTask", "Expert",
     "ExpertRequest", "FEEDBACK_MODES", "FeedbackContext", "FeedbackOptions", "FunctionCheck",
     "HISTORY_MODES", "HelperUsage", "LocalModelExpert", "MAX_COMPLETION_CHARS",

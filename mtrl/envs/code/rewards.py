@@ -3,7 +3,8 @@
 Every reward function has one signature,
     reward_fn(analysis: CandidateAnalysis, result: ExecutionResult,
               config: CodeRewardConfig) -> RewardOutput,
-and registers itself in `CODE_REWARDS`. The reward always uses every test of the
+and registers itself in `CODE_REWARDS` with `code_reward(name, maximum=...)`, declaring
+its largest raw value (`maximum(num_agents, config)`, before the shift). The reward always uses every test of the
 task (the feedback's `sandbox_slice` never reaches it). `RewardOutput.components`
 holds the named parts for logging; the parts whose names start with "level" add
 up to `components["raw"]`, and `reward = raw - shift`.
@@ -93,20 +94,40 @@ class RewardOutput:
 
 
 RewardFn = Callable[[CandidateAnalysis, ExecutionResult, CodeRewardConfig], RewardOutput]
-CODE_REWARDS: Registry[RewardFn] = Registry("code reward")
+
+
+@dataclasses.dataclass(frozen=True)
+class CodeReward:
+    """A CODE_REWARDS entry, called like its function: `fn` and its `maximum`
+    (num_agents, config) -> the largest raw value it returns, before the shift."""
+
+    fn: RewardFn
+    maximum: Callable[[int, CodeRewardConfig], float]
+
+    def __call__(self, analysis: CandidateAnalysis, result: ExecutionResult,
+                 config: CodeRewardConfig) -> RewardOutput:
+        return self.fn(analysis, result, config)
+
+
+CODE_REWARDS: Registry[CodeReward] = Registry("code reward")
+
+
+def code_reward(name: str, *, maximum: Callable[[int, CodeRewardConfig], float]):
+    """Decorator: registers a reward function in CODE_REWARDS with its maximum."""
+
+    def add(fn: RewardFn) -> RewardFn:
+        CODE_REWARDS.register(name)(CodeReward(fn, maximum))
+        return fn
+
+    return add
 
 
 def max_reward(name: str, num_agents: int, config: CodeRewardConfig) -> float:
     """The largest value reward `name` can return (shift applied)."""
-    if name == "pass_rate":
-        return 1.0 - config.shift
-    if name == "level":
-        return config.level_max(num_agents) - config.shift
-    CODE_REWARDS.get(name)  # unknown names raise with the valid list
-    raise ValueError(f"max_reward does not know code reward {name!r}")
+    return CODE_REWARDS.get(name).maximum(num_agents, config) - config.shift
 
 
-@CODE_REWARDS.register("pass_rate")
+@code_reward("pass_rate", maximum=lambda num_agents, config: 1.0)  # every test passed
 def pass_rate_reward(analysis: CandidateAnalysis, result: ExecutionResult,
                      config: CodeRewardConfig) -> RewardOutput:
     """Fraction of the task's tests that passed: r = passed / total (0 with no tests)."""
@@ -116,7 +137,7 @@ def pass_rate_reward(analysis: CandidateAnalysis, result: ExecutionResult,
     return RewardOutput(reward=rate - config.shift, components=components)
 
 
-@CODE_REWARDS.register("level")
+@code_reward("level", maximum=lambda num_agents, config: config.level_max(num_agents))
 def level_reward(analysis: CandidateAnalysis, result: ExecutionResult,
                  config: CodeRewardConfig) -> RewardOutput:
     """CoMLRL's level reward; the table is in `CodeRewardConfig`'s docstring."""

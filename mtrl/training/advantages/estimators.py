@@ -24,14 +24,11 @@ import jax.numpy as jnp
 
 from mtrl.credit import row_advantages
 from mtrl.rollout.step_rollout import StepRollout
-# Importing the two modules registers the built-in estimators.
-from mtrl.training.advantages.path_estimators import (GiGPOOptions, IGPOOptions,  # noqa: F401
-                                                      MTGRPOOptions, UFOOptions, answer_ids,
-                                                      final_rewards, path_estimator)
+# The registry's names, re-exported for the stage and the config (the registry loads
+# tree_estimators.py and path_estimators.py itself, on its first read).
 from mtrl.training.advantages.registry import (CREDIT_ESTIMATORS, ESTIMATOR_KINDS,  # noqa: F401
                                                CreditConfig, Estimator, NoOptions,
                                                estimator_options, tree_estimators)
-from mtrl.training.advantages.tree_estimators import MagrpoOptions  # noqa: F401
 
 
 def method_advantages(credit: CreditConfig, rollout: StepRollout, gamma, penalty=None) -> list:

@@ -7,8 +7,11 @@ then per-agent credit over the joint actions holding a completion.
   gigpo    episode and anchor-state step advantages, weight ω    (Feng et al. 2025)
   ufo      γ^t for the first correct attempt, a repeat penalty   (Liu et al. 2025)
 
-Each takes no per-completion return penalty, needs two samples per node and leaves
-returns scaled (group-normalized), so REFUEL does not take it.
+Each takes no per-completion return penalty; its registration declares the rest of its
+traits (`path_estimator`: the step info it reads, whether its episodes end at the first
+success, its options, whether its returns stay unscaled and the fewest samples per
+node). The four here group-normalize, so they need two samples per node and REFUEL
+does not take them.
 """
 
 from __future__ import annotations
@@ -84,10 +87,12 @@ class UFOOptions:
             raise ValueError(f"ufo_gamma must lie in [0, 1], got {self.ufo_gamma!r}")
 
 
-def path_estimator(name: str, needs: tuple[str, ...], paper: str, options: type,
-                   ends_at_success: bool = False):
+def path_estimator(name: str, *, needs: tuple[str, ...], paper: str, options: type,
+                   ends_at_success: bool, unscaled_returns, min_group_size):
     """Registers `values(paths: TaskPaths, options, gamma) -> [Q, K]` as a path
-    estimator that reads the step info keys `needs` and owns `options`."""
+    estimator with its traits (registry.py Estimator; every one required): the step
+    info keys it `needs`, its `paper`, the `options` it owns, `ends_at_success`,
+    `unscaled_returns` and `min_group_size` (each a value or options -> value)."""
     def register(values: Callable[[TaskPaths, object, float], np.ndarray]):
         def fn(rollout: StepRollout, credit, gamma, penalty=None):
             if penalty is not None:
@@ -101,7 +106,8 @@ def path_estimator(name: str, needs: tuple[str, ...], paper: str, options: type,
                     for d in dense]
         CREDIT_ESTIMATORS.register(name)(Estimator(
             fn=fn, kind="path", needs=frozenset(needs), ends_at_success=ends_at_success,
-            options=options, unscaled_returns=False, min_group_size=2, paper=paper))
+            options=options, unscaled_returns=unscaled_returns,
+            min_group_size=min_group_size, paper=paper))
         return values
     return register
 
@@ -112,7 +118,9 @@ def final_rewards(paths: TaskPaths) -> np.ndarray:
     return paths.rewards[np.arange(len(last)), last]
 
 
-@path_estimator("mt_grpo", (), "Zeng et al. 2025, MT-GRPO", MTGRPOOptions)
+@path_estimator("mt_grpo", needs=(), paper="Zeng et al. 2025, MT-GRPO",
+                options=MTGRPOOptions, ends_at_success=False, unscaled_returns=False,
+                min_group_size=2)
 def mt_grpo_values(paths: TaskPaths, options, gamma) -> np.ndarray:
     """r^T = Σ of the path's non-final rewards, r^O = its final reward (module doc of
     mtrl.credit.turn_level): non-final turns get A^O + λ·A^T, the final turn A^O."""
@@ -127,8 +135,9 @@ def mt_grpo_values(paths: TaskPaths, options, gamma) -> np.ndarray:
     return np.where(paths.mask, values, 0.0)
 
 
-@path_estimator("igpo", ("answer_logprob", "answer_logprob_prior"),
-                "Wang et al. 2025, IGPO", IGPOOptions)
+@path_estimator("igpo", needs=("answer_logprob", "answer_logprob_prior"),
+                paper="Wang et al. 2025, IGPO", options=IGPOOptions, ends_at_success=False,
+                unscaled_returns=False, min_group_size=2)
 def igpo_values(paths: TaskPaths, options, gamma) -> np.ndarray:
     """truth log-probs m_0 (prior, before turn 1) .. m_K from the step infos; the final
     present turn's reward is the outcome."""
@@ -143,7 +152,9 @@ def igpo_values(paths: TaskPaths, options, gamma) -> np.ndarray:
                                       normalization=options.igpo_normalization, gamma=gamma))
 
 
-@path_estimator("gigpo", ("anchor_id",), "Feng et al. 2025, GiGPO", GiGPOOptions)
+@path_estimator("gigpo", needs=("anchor_id",), paper="Feng et al. 2025, GiGPO",
+                options=GiGPOOptions, ends_at_success=False, unscaled_returns=False,
+                min_group_size=2)
 def gigpo_values(paths: TaskPaths, options, gamma) -> np.ndarray:
     """Step k's anchor state is the one it was taken from: the task's root (id −1) at
     turn 1, else the `anchor_id` the previous step led to; episode return Σ_k r_k."""
@@ -169,8 +180,9 @@ def answer_ids(paths: TaskPaths) -> np.ndarray:
 
 # UFO rewards γ^t for the first correct attempt and trains no attempt after it (its
 # entry's ends_at_success: config/root.py checks the env section against it).
-@path_estimator("ufo", ("correct",), "Liu et al. 2025, UFO (Try Again)", UFOOptions,
-                ends_at_success=True)
+@path_estimator("ufo", needs=("correct",), paper="Liu et al. 2025, UFO (Try Again)",
+                options=UFOOptions, ends_at_success=True, unscaled_returns=False,
+                min_group_size=2)
 def ufo_values(paths: TaskPaths, options, gamma) -> np.ndarray:
     """Each path's UFO reward, GRPO-normalized over the task's paths, on every turn."""
     correct = info_array(paths, "correct", bool, fill=False)

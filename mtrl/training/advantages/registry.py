@@ -76,7 +76,11 @@ class Estimator:
         return int(_per_options(self.min_group_size, options))
 
 
-CREDIT_ESTIMATORS: Registry[Estimator] = Registry("credit estimator")
+# The modules whose import registers the built-in estimators (mtrl/registry.py).
+CREDIT_ESTIMATORS: Registry[Estimator] = Registry("credit estimator", modules=(
+    "mtrl.training.advantages.tree_estimators",
+    "mtrl.training.advantages.path_estimators",
+))
 
 
 def tree_estimators() -> tuple[str, ...]:

@@ -17,10 +17,6 @@ from mtrl.credit import GROUP_ADVANTAGES, magrpo_advantages
 from mtrl.rollout.step_rollout import StepRollout
 from mtrl.training.advantages.registry import CREDIT_ESTIMATORS, Estimator, NoOptions
 
-# Group functions that leave returns unscaled (return differences, what REFUEL
-# regresses on) and the one that needs no second sample (no baseline: R itself).
-UNSCALED_GROUP_FUNCTIONS = ("mean", "raw", "dr_grpo")
-SINGLE_SAMPLE_GROUP_FUNCTIONS = ("raw",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,15 +44,27 @@ def _tree(group_fn: str | None):
     return fn
 
 
+def _unscaled(options: MagrpoOptions) -> bool:
+    """magrpo's returns stay unscaled when its baseline's do and no std divides them."""
+    return GROUP_ADVANTAGES.get(options.baseline).unscaled and not options.normalize_std
+
+
+def _min_group_size(options: MagrpoOptions) -> int:
+    """One sample per node suffices for a baseline that trains a lone sample."""
+    return 1 if GROUP_ADVANTAGES.get(options.baseline).single_sample else 2
+
+
 CREDIT_ESTIMATORS.register("magrpo")(Estimator(
     fn=_tree(None), kind="tree", needs=frozenset(), ends_at_success=False,
     options=MagrpoOptions, paper="Liu et al. 2025, MAGRPO / CoMLRL",
-    unscaled_returns=lambda o: o.baseline in UNSCALED_GROUP_FUNCTIONS and not o.normalize_std,
-    min_group_size=lambda o: 1 if o.baseline in SINGLE_SAMPLE_GROUP_FUNCTIONS else 2))
-for _name, _unscaled, _paper in (
-        ("grpo", False, "Shao et al. 2024, DeepSeekMath"),
-        ("dr_grpo", True, "Liu et al. 2025, Understanding R1-Zero-Like Training"),
-        ("rloo", False, "Ahmadian et al. 2024, Back to Basics")):
+    unscaled_returns=_unscaled, min_group_size=_min_group_size))
+# The others are one group function each, whose traits they take.
+for _name, _paper in (
+        ("grpo", "Shao et al. 2024, DeepSeekMath"),
+        ("dr_grpo", "Liu et al. 2025, Understanding R1-Zero-Like Training"),
+        ("rloo", "Ahmadian et al. 2024, Back to Basics")):
+    _group = GROUP_ADVANTAGES.get(_name)
     CREDIT_ESTIMATORS.register(_name)(Estimator(
         fn=_tree(_name), kind="tree", needs=frozenset(), ends_at_success=False,
-        options=NoOptions, unscaled_returns=_unscaled, min_group_size=2, paper=_paper))
+        options=NoOptions, unscaled_returns=_group.unscaled,
+        min_group_size=1 if _group.single_sample else 2, paper=_paper))

@@ -123,7 +123,7 @@ def test_pass_rate_reward():
 
 def test_registry_and_config_validation():
     assert CODE_REWARDS.names() == ("level", "pass_rate")
-    assert CODE_REWARDS.get("level") is level_reward
+    assert CODE_REWARDS.get("level").fn is level_reward
     with pytest.raises(ValueError, match=">= 0"):
         CodeRewardConfig(syntax=-1)
     with pytest.raises(TypeError):

@@ -19,7 +19,7 @@ from tests.training.signal_env import SignalEnv
 GAMMA = 0.9
 TREE_GROUP = {"magrpo": "mean", "grpo": "grpo", "dr_grpo": "dr_grpo", "rloo": "rloo"}
 # The estimators written out again below (a new estimator brings its own reference test;
-# docs/methods.md, "How to add an estimator").
+# CONTRIBUTING.md, "How to add an estimator").
 REFERENCED = (*TREE_GROUP, "mt_grpo", "igpo", "gigpo", "ufo")
 
 

@@ -36,11 +36,10 @@ def test_every_policy_loss_declares_its_traits(name):
     assert isinstance(entry, PolicyLoss)
     assert dataclasses.is_dataclass(entry.options) and entry.options().__hash__ is not None
     assert entry.aggregation in AGGREGATIONS
-    assert isinstance(entry.clipped, bool) and isinstance(entry.advantage_linear, bool)
+    assert isinstance(entry.advantage_linear, bool)
     assert entry.group_size >= 1 and isinstance(entry.needs_unscaled_returns, bool)
-    if entry.clipped:  # the clip settings are fields of its options
-        fields = {f.name for f in dataclasses.fields(entry.options)}
-        assert {"eps_low", "eps_high", "dual_clip"} <= fields
+    fields = {f.name for f in dataclasses.fields(entry.options)}
+    assert entry.clipped == ({"eps_low", "eps_high", "dual_clip"} <= fields)  # derived
 
 
 @pytest.mark.parametrize("name", CREDIT_ESTIMATORS.names())
@@ -76,10 +75,10 @@ def test_the_built_in_entries_declare_the_traits_the_trainer_used_to_list():
 def test_an_entry_must_declare_every_trait():
     with pytest.raises(TypeError, match="advantage_linear"):
         PolicyLoss(fn=reinforce_loss, options=ReinforceConfig, aggregation="token-mean",
-                   clipped=False, group_size=1, needs_unscaled_returns=False)
+                   group_size=1, needs_unscaled_returns=False)
     with pytest.raises(ValueError, match="group_size must be an int >= 1"):
         PolicyLoss(fn=reinforce_loss, options=ReinforceConfig, aggregation="token-mean",
-                   clipped=False, advantage_linear=True, group_size=0,
+                   advantage_linear=True, group_size=0,
                    needs_unscaled_returns=False)
     with pytest.raises(TypeError, match="min_group_size"):
         Estimator(fn=None, kind="tree", needs=frozenset(), ends_at_success=False,
@@ -95,7 +94,7 @@ def toy_loss(monkeypatch, name, **traits):
                  clipped=False, advantage_linear=False, group_size=1,
                  needs_unscaled_returns=False)
     entry.update(traits)
-    if entry["clipped"]:
+    if entry.pop("clipped"):  # derived from the options: PPO's clip settings
         entry.update(fn=ppo_loss, options=PPOClipConfig)
     monkeypatch.setitem(POLICY_LOSSES._entries, name, PolicyLoss(**entry))
 
@@ -159,3 +158,37 @@ def test_a_registered_estimator_brings_its_needs_and_episode_end(monkeypatch):
     with pytest.raises(ValueError, match="return penalties .* need a tree estimator"):
         penalties_need_a_tree_estimator(credit, types.SimpleNamespace(overlong_cache=0),
                                         "reward")
+
+
+def test_magrpo_takes_its_baselines_traits_from_the_group_function(monkeypatch):
+    """No list of group-function names: each declares unscaled / single_sample where it
+    is registered (mtrl/credit/group.py), and magrpo reads them from the entry."""
+    from mtrl.credit.group import GROUP_ADVANTAGES, GroupFunction, mean_baseline_advantages
+    names = GROUP_ADVANTAGES.names()
+    assert {n for n in names if GROUP_ADVANTAGES.get(n).unscaled} == {"mean", "raw", "dr_grpo"}
+    assert {n for n in names if GROUP_ADVANTAGES.get(n).single_sample} == {"raw"}
+    monkeypatch.setitem(GROUP_ADVANTAGES._entries, "toy", GroupFunction(
+        mean_baseline_advantages, unscaled=True, single_sample=True))
+    magrpo = CREDIT_ESTIMATORS.get("magrpo")
+    for name in (*names, "toy"):
+        group, options = GROUP_ADVANTAGES.get(name), magrpo.options(baseline=name)
+        assert magrpo.returns_unscaled(options) == group.unscaled
+        assert magrpo.group_minimum(options) == (1 if group.single_sample else 2)
+        assert not magrpo.returns_unscaled(magrpo.options(baseline=name, normalize_std=True))
+    for name in ("grpo", "dr_grpo", "rloo"):
+        entry = CREDIT_ESTIMATORS.get(name)
+        assert entry.returns_unscaled(NoOptions()) == GROUP_ADVANTAGES.get(name).unscaled
+
+
+def test_a_path_estimator_takes_the_traits_it_is_registered_with(monkeypatch):
+    from mtrl.training.advantages.path_estimators import path_estimator
+    monkeypatch.setattr(CREDIT_ESTIMATORS, "_entries", dict(CREDIT_ESTIMATORS._entries))
+    path_estimator("toy_path", needs=("toy_key",), paper="a test", options=NoOptions,
+                   ends_at_success=True, unscaled_returns=lambda o: True,
+                   min_group_size=1)(lambda paths, options, gamma: None)
+    entry = CREDIT_ESTIMATORS.get("toy_path")
+    assert (entry.kind, entry.needs, entry.ends_at_success) == ("path", {"toy_key"}, True)
+    assert entry.returns_unscaled(NoOptions()) and entry.group_minimum(NoOptions()) == 1
+    with pytest.raises(TypeError, match="min_group_size"):  # every trait is required
+        path_estimator("toy_other", needs=(), paper="a test", options=NoOptions,
+                       ends_at_success=False, unscaled_returns=False)
