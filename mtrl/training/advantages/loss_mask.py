@@ -7,7 +7,12 @@ The mask starts as rollout/batch.py makes it: the sampled tokens of rows that we
 truncated. Each filter only clears tokens (it ANDs a keep mask) and returns the mask
 unchanged when its config is off, so the pipeline never puts a token back:
 
-  tcod_turns  curriculum.tcod (grow/curriculum.py): tokens outside the turns the step trains
+  tcod_turns  curriculum.tcod (Wang et al. 2026, TCOD): tokens outside the turns the
+              step trains; at RL step s (1-based), with c = curriculum.steps_per_stage,
+                front_to_back   turns 1..W(s),  W(s) = min(1 + ⌊(s−1)/c⌋, T)
+                back_to_front   turns k(s)+1..T, k(s) = max(0, T − 1 − ⌊(s−1)/c⌋)
+              (the rollout itself is unchanged: TCOD's replayed prefix is the
+              policy's own earlier turns here)
   void_turns  filters.void_turns (SimpleTIR): void completions and every row of the
               subtree that continues from one
 
@@ -24,8 +29,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mtrl.credit.curriculum import back_to_front_turn_mask, front_to_back_turn_mask
 from mtrl.rollout.step_rollout import StepRollout
-from mtrl.training.grow.curriculum import CurriculumConfig, tcod_turn_mask
+from mtrl.training.grow.curriculum import CurriculumConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,9 +83,23 @@ def void_keep_mask(rollout: StepRollout) -> np.ndarray:
     return keep
 
 
+def tcod_turn_mask(curriculum: CurriculumConfig, turn_index, step: int,
+                   num_turns: int):
+    """bool, shape of `turn_index` (1-based turn of each token, 0 = not sampled): the
+    tokens TCOD trains at RL step `step` (>= 1; module docstring); None when tcod is
+    off."""
+    if not curriculum.tcod:
+        return None
+    if step < 1:
+        raise ValueError(f"step must be >= 1 (RL steps are 1-based), got {step}")
+    mask_fn = (front_to_back_turn_mask if curriculum.tcod == "front_to_back"
+               else back_to_front_turn_mask)
+    return mask_fn(jnp.asarray(turn_index), step - 1, curriculum.steps_per_stage, num_turns)
+
+
 def tcod_turns(mask: jax.Array, inputs: MaskInputs) -> jax.Array:
     """TCOD (curriculum.tcod): a token stays only when its turn is one the schedule trains
-    at this step (curriculum.py tcod_turn_mask); tcod off: unchanged."""
+    at this step (tcod_turn_mask); tcod off: unchanged."""
     settings = inputs.settings
     if not settings.curriculum.tcod:
         return mask

@@ -1,4 +1,5 @@
-"""The `curriculum` section: which tasks a step trains on and which turns carry loss.
+"""The `curriculum` section: which tasks a step trains on and which turns carry loss
+(the latter, TCOD's, is applied by the loss-mask pipeline: advantages/loss_mask.py).
 
 learnable_band (practice rule; mtrl.credit.curriculum.LearnableBandFilter): the step's
   tasks are drawn in a seeded order, skipping tasks whose success rate over their last
@@ -8,12 +9,9 @@ learnable_band (practice rule; mtrl.credit.curriculum.LearnableBandFilter): the 
   a group-relative estimator no signal. When every task is outside the band the plain
   order is used, so a step always has tasks. The record is saved in each checkpoint
   and restored on resume (`BandSampler.state` / `restore`).
-tcod (Wang et al. 2026, TCOD): the turns trained at RL step s (1-based),
-  front_to_back   turns 1..W(s),  W(s) = min(1 + ⌊(s−1)/c⌋, T)
-  back_to_front   turns k(s)+1..T, k(s) = max(0, T − 1 − ⌊(s−1)/c⌋)
-  with c = steps_per_stage; tokens of other turns leave the loss (their loss mask is
-  cleared), the rollout itself is unchanged (TCOD's replayed prefix is the policy's
-  own earlier turns here).
+tcod, steps_per_stage (Wang et al. 2026, TCOD): which turns carry loss at each RL
+  step; the schedule and its mask are the loss-mask pipeline's
+  (training/advantages/loss_mask.py tcod_turn_mask).
 """
 
 from __future__ import annotations
@@ -22,12 +20,10 @@ import dataclasses
 import threading
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
 from mtrl.config.fields import check_choice, check_bool, check_int
-from mtrl.credit.curriculum import (BandFilterConfig, LearnableBandFilter,
-                                    back_to_front_turn_mask, front_to_back_turn_mask)
+from mtrl.credit.curriculum import BandFilterConfig, LearnableBandFilter
 from mtrl.rollout.tree_paths import tree_paths
 
 TCOD_SCHEDULES = ("", "front_to_back", "back_to_front")
@@ -52,19 +48,6 @@ class CurriculumConfig:
     def band(self) -> BandFilterConfig:
         return BandFilterConfig(low=self.band_low, high=self.band_high,
                                 window=self.band_window, min_attempts=self.band_min_attempts)
-
-
-def tcod_turn_mask(curriculum: CurriculumConfig, turn_index, step: int,
-                   num_turns: int):
-    """bool, shape of `turn_index` (1-based turn of each token, 0 = not sampled): the
-    tokens TCOD trains at RL step `step` (>= 1); None when tcod is off."""
-    if not curriculum.tcod:
-        return None
-    if step < 1:
-        raise ValueError(f"step must be >= 1 (RL steps are 1-based), got {step}")
-    mask_fn = (front_to_back_turn_mask if curriculum.tcod == "front_to_back"
-               else back_to_front_turn_mask)
-    return mask_fn(jnp.asarray(turn_index), step - 1, curriculum.steps_per_stage, num_turns)
 
 
 def path_successes(tree) -> list[list[bool]]:

@@ -10,7 +10,7 @@ import pytest
 
 from mtrl.rollout import StepRollout
 from mtrl.training.grow.curriculum import CurriculumConfig
-from mtrl.training.advantages.loss_mask import MaskSettings, filter_loss_mask
+from mtrl.training.advantages.loss_mask import MaskSettings, filter_loss_mask, tcod_turn_mask
 from tests.training.advantages.test_penalties import scripted
 
 CASES = {  # name: (tcod, steps_per_stage, step, void_turns)
@@ -60,3 +60,23 @@ def test_filters_compose_as_and():
                         ("tcod_back_step1_void", ("tcod_back_step1", "void"))]:
         a, b = (filtered_mask(p)[1] for p in parts)
         np.testing.assert_array_equal(filtered_mask(both)[1], a & b)
+
+
+TURNS = np.array([[1, 1, 2, 2, 0], [2, 0, 0, 0, 0]], np.int32)
+
+
+def test_tcod_front_to_back_grows_the_trained_turns_per_stage():
+    c = CurriculumConfig(tcod="front_to_back", steps_per_stage=10)
+    first = np.asarray(tcod_turn_mask(c, TURNS, 1, 2))
+    assert first.tolist() == [[True, True, False, False, False], [False] * 5]
+    assert np.asarray(tcod_turn_mask(c, TURNS, 10, 2)).tolist() == first.tolist()
+    later = np.asarray(tcod_turn_mask(c, TURNS, 11, 2))
+    assert later.tolist() == (TURNS > 0).tolist()
+
+
+def test_tcod_back_to_front_starts_at_the_last_turn():
+    c = CurriculumConfig(tcod="back_to_front", steps_per_stage=3)
+    first = np.asarray(tcod_turn_mask(c, TURNS, 1, 2))
+    assert first.tolist() == [[False, False, True, True, False], [True] + [False] * 4]
+    assert np.asarray(tcod_turn_mask(c, TURNS, 4, 2)).tolist() == (TURNS > 0).tolist()
+    assert tcod_turn_mask(CurriculumConfig(), TURNS, 1, 2) is None

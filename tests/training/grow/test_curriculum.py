@@ -1,6 +1,7 @@
-"""The curriculum section: TCOD's trained turns per step, the learnable-band task
-sampler (seeded order, band exclusion, state round trip) and both wired into training
-(metrics, the band's record in the checkpoint, exact task order on resume)."""
+"""The curriculum section: the learnable-band task sampler (seeded order, band
+exclusion, state round trip) and the curriculum wired into training (metrics, the
+band's record in the checkpoint, exact task order on resume). TCOD's turn mask is the
+loss-mask pipeline's: tests/training/advantages/test_loss_mask.py."""
 
 import json
 
@@ -9,30 +10,9 @@ import pytest
 
 from mtrl.training.config import base_config
 from mtrl.training.config.readers import read_section
-from mtrl.training.grow.curriculum import (BandSampler, CurriculumConfig, StepTasks,
-                                                   seeded_order, tcod_turn_mask)
+from mtrl.training.grow.curriculum import BandSampler, CurriculumConfig, StepTasks, seeded_order
 from mtrl.training.loop.trainer import Trainer
 from tests.training.loop.test_compile_count import small_config
-
-TURNS = np.array([[1, 1, 2, 2, 0], [2, 0, 0, 0, 0]], np.int32)
-
-
-def test_front_to_back_grows_the_trained_turns_per_stage():
-    c = CurriculumConfig(tcod="front_to_back", steps_per_stage=10)
-    first = np.asarray(tcod_turn_mask(c, TURNS, 1, 2))
-    assert first.tolist() == [[True, True, False, False, False], [False] * 5]
-    assert np.asarray(tcod_turn_mask(c, TURNS, 10, 2)).tolist() == first.tolist()
-    later = np.asarray(tcod_turn_mask(c, TURNS, 11, 2))
-    assert later.tolist() == (TURNS > 0).tolist()
-
-
-def test_back_to_front_starts_at_the_last_turn():
-    c = CurriculumConfig(tcod="back_to_front", steps_per_stage=3)
-    first = np.asarray(tcod_turn_mask(c, TURNS, 1, 2))
-    assert first.tolist() == [[False, False, True, True, False], [True] + [False] * 4]
-    assert np.asarray(tcod_turn_mask(c, TURNS, 4, 2)).tolist() == (TURNS > 0).tolist()
-    assert tcod_turn_mask(CurriculumConfig(), TURNS, 1, 2) is None
-
 
 def test_plain_order_is_the_seeded_permutation_per_epoch():
     tasks = list(range(5))
