@@ -341,18 +341,6 @@ def recv_frame(sock: socket.socket) -> bytes:
     return _recv_exact(sock, size)
 
 
-def send_json(sock: socket.socket, message: Any) -> None:
-    """Control messages (not candidate values): ordinary JSON."""
-    send_frame(sock, json.dumps(message, separators=(",", ":")).encode())
-
-
-def recv_json(sock: socket.socket) -> Any:
-    try:
-        return json.loads(recv_frame(sock))
-    except ValueError as error:
-        raise ProtocolError(f"malformed control frame: {error}") from None
-
-
 def write_fd_frame(fd: int, message: Any) -> None:
     """A control message as one frame on a pipe (blocking, written whole)."""
     payload = json.dumps(message, separators=(",", ":")).encode("utf-8", "surrogatepass")
