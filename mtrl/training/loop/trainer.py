@@ -56,6 +56,7 @@ from mtrl.training.loop.process_roles import open_metrics
 from mtrl.training.grow.curriculum import StepTasks
 from mtrl.training.loop.loop_state import LoopState
 from mtrl.training.loop.stages import build_stages
+from mtrl.training.loop.stall import StallWatch
 from mtrl.training.loop.step_metrics import COMPILE_WARMUP_STEPS, step_metrics
 from mtrl.training.config import RunConfig, parse
 from mtrl.training.config.migrate import normalize
@@ -228,6 +229,7 @@ class Trainer:
         if restored:  # the time a finished run spent after its last checkpoint counts
             before_s = max(before_s, read_run_seconds(self.workdir, loop.step))
         step = start
+        stall = StallWatch()  # a long stretch of skipped updates is said in one line
         for step in range(start + 1, cfg.steps + 1):
             t0 = time.perf_counter()
             compiled = (self.sampler.num_compiles, self.step_fn.num_compiles)
@@ -252,6 +254,10 @@ class Trainer:
                             heldout_success=metrics.get("heldout_success"),
                             reward=metrics.get("reward_mean") if update.metrics else None,
                             note=update.skipped)
+            stalled = stall.observe(step, update.skipped,
+                                    loop.post_sft.get("post_sft_success"))
+            if stalled and self.main:
+                print(stalled, flush=True)
             budget.check(step, cfg.steps)
             self._stop_if_requested(state, loop)
         progress.close()

@@ -5,7 +5,7 @@ import pytest
 
 from mtrl.training.config import parse
 from mtrl.training.loop.trainer import Trainer
-from tests.training.loop.test_compile_count import small_config
+from tests.training.loop.small_run import small_config
 
 
 def refused(tmp_path, c, match):

@@ -12,7 +12,7 @@ from mtrl.training.config import base_config
 from mtrl.training.config.readers import read_section
 from mtrl.training.grow.curriculum import BandSampler, CurriculumConfig, StepTasks, seeded_order
 from mtrl.training.loop.trainer import Trainer
-from tests.training.loop.test_compile_count import small_config
+from tests.training.loop.small_run import small_config
 
 def test_plain_order_is_the_seeded_permutation_per_epoch():
     tasks = list(range(5))

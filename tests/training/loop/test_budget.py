@@ -6,7 +6,7 @@ import pytest
 
 from mtrl.training.loop.budget import Budget
 from mtrl.training.loop.trainer import Trainer
-from tests.training.loop.test_compile_count import small_config
+from tests.training.loop.small_run import small_config
 
 
 def test_budget_warns_once_and_reports(capsys):

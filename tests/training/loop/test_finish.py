@@ -6,7 +6,7 @@ import json
 
 from mtrl.training.loop.trainer import Trainer
 from mtrl.training.run.provenance import code_state, config_hash, read_provenance
-from tests.training.loop.test_compile_count import small_config
+from tests.training.loop.small_run import small_config
 
 
 def test_the_last_checkpoint_is_tested_too_and_every_record_names_its_origin(tmp_path):

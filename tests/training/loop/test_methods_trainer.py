@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mtrl.training.loop.trainer import Trainer
-from tests.training.loop.test_compile_count import small_config
+from tests.training.loop.small_run import small_config
 
 
 @pytest.mark.parametrize("credit, loss", [

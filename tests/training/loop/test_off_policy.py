@@ -9,7 +9,7 @@ import json
 import pytest
 
 from mtrl.training.loop.trainer import Trainer
-from tests.training.loop.test_compile_count import small_config
+from tests.training.loop.small_run import small_config
 
 
 def _two_steps(tmp_path, off_policy):

@@ -12,7 +12,7 @@ from mtrl.training.config import config_record
 from mtrl.training.config.migrate import normalize
 from mtrl.training.run.run_config import check_resumable, differences, write_config
 from mtrl.training.loop.trainer import Trainer
-from tests.training.loop.test_compile_count import small_config
+from tests.training.loop.small_run import small_config
 
 
 def one_step_config():

@@ -59,7 +59,7 @@ def test_bad_expert_config_is_one_line(kind, options, match):
 def test_build_components_passes_the_configured_expert():
     from mtrl.training.run.build import build_components
     from mtrl.training.config import parse
-    from tests.training.loop.test_compile_count import small_config
+    from tests.training.loop.small_run import small_config
     c = small_config()
     c.env.feedback_mode, c.env.expert = "expert_edits", "reference"
     components = build_components(parse(c))

@@ -10,7 +10,7 @@ from mtrl.envs.code.experts import ReferenceExpert
 from mtrl.envs.code.experts.factory import build_expert
 from mtrl.training.run.build import build_components
 from mtrl.training.config import parse
-from tests.training.loop.test_compile_count import small_config
+from tests.training.loop.small_run import small_config
 
 WRONG = ("```python\ndef aux(x):\n    return 0\n```", "```python\ndef f(x):\n    return 0\n```")
 
