@@ -1,4 +1,4 @@
-"""Scale-out: the device mesh, sharding rules and multi-host helpers (issue 16).
+"""Scale-out: the device mesh, sharding rules and multi-host helpers.
 
     mesh.py        MeshConfig ("auto" | "d,f,t" over data, fsdp, tensor), make_mesh
     rules.py       logical-axis rules of the model's parameters (PARAM_AXES,

@@ -6,7 +6,7 @@
 per row (inverse transform sampling), where Gumbel-max (`jax.random.categorical`)
 needs V random numbers per row: on a 49,152-token vocabulary the draw (with its
 log-probability) is 9.6-22x faster on a quiet machine here at 1-128 rows (bench/draw.py,
-BENCHMARKS.md, issue 43). jnp.argmax and jnp.cumsum lower to a
+BENCHMARKS.md). jnp.argmax and jnp.cumsum lower to a
 variadic reduce and a log-depth scan, both slow on XLA:CPU, so the search uses plain
 min/max/sum reductions and the prefix sums are small triangular matmuls, in two levels:
 a prefix sum over blocks of BLOCK tokens finds the block, a second one the token in it.

@@ -1,4 +1,4 @@
-"""The system calls a candidate may make: everything else is refused (issue 39).
+"""The system calls a candidate may make: everything else is refused.
 
 An allowlist, not a denylist: a call this list does not name fails with EPERM,
 so a call a newer kernel adds (or an old one nobody thought of: SysV semaphores,
@@ -102,20 +102,20 @@ REFUSED: tuple[str, ...] = (
     "bpf", "perf_event_open", "io_uring_setup", "io_uring_enter", "io_uring_register",
     "userfaultfd", "init_module", "finit_module", "delete_module", "reboot",
     "kexec_load", "kexec_file_load", "swapon", "swapoff",
-    # SysV IPC (round 4: semaphores held 319 MB of kernel memory) and Linux AIO
-    # (round 4: io_setup took the host's whole fs.aio-max-nr).
+    # SysV IPC (semaphores held 319 MB of kernel memory) and Linux AIO
+    # (io_setup took the host's whole fs.aio-max-nr).
     "shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv", "msgctl",
     "semget", "semop", "semtimedop", "semctl",
     "io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
     # Memory no address-space limit sees.
     "memfd_create", "memfd_secret",
-    # Channels through state every jail shares (round 3).
+    # Channels through state every jail shares.
     "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init",
     "fanotify_mark", "mincore", "cachestat", "sendmsg", "sendmmsg",
     # Socket memory that grows with connections (a listener's backlog held 312 MB
     # of queued data for a 64 MiB candidate) or with setsockopt(SO_SNDBUF).
     "bind", "listen", "connect", "accept", "accept4", "setsockopt",
-    # A CPU of its own (round 4): a candidate keeps its slot's CPU.
+    # A CPU of its own: a candidate keeps its slot's CPU.
     "sched_setaffinity", "sched_setattr", "sched_setscheduler", "sched_setparam",
     "setpriority", "seccomp", "prctl",
 )

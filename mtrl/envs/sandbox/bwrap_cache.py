@@ -1,4 +1,4 @@
-"""A copy of the bwrap binary that the jail's unprivileged uid can execute (issue 25).
+"""A copy of the bwrap binary that the jail's unprivileged uid can execute.
 
 Run by root, the pool starts bwrap as a host uid of its own (jail.py), and exec
 needs that uid to reach the binary. With the package in a virtualenv under a 0700

@@ -27,7 +27,7 @@ import time
 from mtrl.envs.sandbox.types import (ExecutionResult, Limits, Program, SyntaxErrorInfo,
                                      TestResult)
 
-HARNESS_VERSION = "mtrl-sandbox-7"  # bump when verdict semantics change (7: round 4)
+HARNESS_VERSION = "mtrl-sandbox-7"  # bump when verdict semantics change (7: calls counted as run)
 BUSY_TIMEOUT_MS = 30_000
 
 

@@ -152,7 +152,7 @@ class Inbox:
     agents) the judge's answers to the helper calls it relayed, each with the id
     of its call.
 
-    One reader at a time (issue 39, item 7): whichever thread needs a frame reads
+    One reader at a time: whichever thread needs a frame reads
     the socket while the others wait on the condition; each frame is filed, calls
     in order, answers under their id, so a thread that calls the helper gets its
     own answer whichever thread read it. Until a helper link exists (one agent)

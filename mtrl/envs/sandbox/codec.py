@@ -50,10 +50,11 @@ MAX_FRAME_BYTES = 32 << 20  # one value; bigger answers are an error, not a hang
 MAX_DEPTH = 200
 MAX_INT_DIGITS = 100_000
 # The judge decodes what a candidate sends within the candidate's own memory limit
-# (issue 25, item 8): JSON text grows up to ~25x as Python objects, and rebuilding
-# copies it once more, so a frame holds at most 1/64 of the limit; and a decoded
-# value, ranges included (a test may materialize one: set(range(n)) in C code, out
-# of the per-test alarm's reach), holds at most one item per 128 bytes of it.
+# (a hostile frame must not grow the judge): JSON text grows up to ~25x as Python
+# objects, and rebuilding copies it once more, so a frame holds at most 1/64 of the
+# limit; and a decoded value, ranges included (a test may materialize one:
+# set(range(n)) in C code, out of the per-test alarm's reach), holds at most one item
+# per 128 bytes of it.
 FRAME_SHARE = 64
 BYTES_PER_ITEM = 128
 

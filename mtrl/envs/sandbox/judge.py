@@ -95,7 +95,7 @@ class Judge:
         """fn() under the per-test alarm, and under a CPU limit for this process a
         second past it: C code (set(range(n)), sum over a huge range) never lets
         the alarm's handler run, so the kernel's SIGXCPU ends the judge instead
-        and the slot reports the program's test as a timeout (issue 25, item 8)."""
+        and the slot reports the program's test as a timeout."""
         _, hard = resource.getrlimit(resource.RLIMIT_CPU)
         soft = int(time.process_time() + seconds) + 2
         if hard != resource.RLIM_INFINITY:
@@ -209,7 +209,7 @@ class Judge:
     def send_batch(self, calls: list[prefetch.StaticCall], first: bool = False) -> None:
         """Queues a test's certain calls (prefetch.py) and sends the first.
 
-        The candidate gets them one at a time (issue 13: it must never hold a later
+        The candidate gets them one at a time (it must never hold a later
         call's arguments): the next one goes out the moment the previous answer
         arrives, so the candidate computes it while the test checks that answer.
 

@@ -286,7 +286,7 @@ class PreparedTests:
             except (SyntaxError, ValueError) as error:
                 code = error if isinstance(error, SyntaxError) else SyntaxError(str(error))
             # Sent one at a time (judge.Judge.send_batch): the candidate never
-            # holds a later call's arguments (issue 13, class 1).
+            # holds a later call's arguments (class 1, docs/sandbox.md).
             self.tests.append((code, prefetch.static_calls(source, known, entry_point)))
 
 

@@ -15,11 +15,11 @@ CPU_LIMIT_EXIT = 128 + signal.SIGXCPU
 # A candidate the sandbox could not set up (mounts, credentials, filter) exits
 # with this status before any of its code runs: the verdict is the sandbox's
 # failure, never cached. Only before it has said it is set up (SET_UP below): the
-# same status from a candidate's own code is an ordinary exit (issue 39).
+# same status from a candidate's own code is an ordinary exit.
 SETUP_FAILED_EXIT = 121
 SETUP_FAILED = ["error", "SandboxError", "the sandbox could not set up the candidate process"]
 # What a candidate's set-up writes back on its bootstrap socket once it is done,
-# before any of its code runs (issue 39, item 4): after it, the exit status above
+# before any of its code runs: after it, the exit status above
 # is the candidate's own, an ordinary exit.
 SET_UP = b"+"
 
@@ -29,7 +29,7 @@ def describe_exit(status: int, cpu_s: float, limits: Limits, killed: bool,
     """[test status, error type, message] for a candidate that ended mid-test.
 
     set_up: the candidate had said its set-up was done (SET_UP), so nothing it
-    exits with is the sandbox's failure (issue 39, item 4)."""
+    exits with is the sandbox's failure."""
     if killed:
         return ["error", "Killed", "the candidate was stopped by the judge"]
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == SETUP_FAILED_EXIT and not set_up:

@@ -60,8 +60,8 @@ class SandboxPool:
 
         pin_cpus: slot i and all its processes keep to the i-th CPU this process may
         use (round robin when there are more slots than CPUs): the judge and its
-        candidate hand over on one CPU (slot_main.pin_to_cpu; BENCHMARKS.md, sandbox
-        round 3). None (the default) pins when the slots cover every such CPU (the
+        candidate hand over on one CPU (slot_main.pin_to_cpu; BENCHMARKS.md,
+        sandbox). None (the default) pins when the slots cover every such CPU (the
         default num_workers): a smaller pool, such as the one-slot CLI, would put
         every concurrent process's slots on the same first CPUs. False leaves
         placement to the kernel."""

@@ -1,4 +1,4 @@
-"""Two agents: the judge's side of main's calls of its helper (issues 25 and 39).
+"""Two agents: the judge's side of main's calls of its helper.
 
 Main's process asks the judge ({"aux": name, "args", "kwargs", "id"}); the judge
 passes the call to the helper's process on the helper's own socket and the answer

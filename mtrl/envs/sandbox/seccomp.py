@@ -1,4 +1,4 @@
-"""The seccomp filter every candidate process runs under (issues 13, 25 and 39).
+"""The seccomp filter every candidate process runs under (docs/sandbox.md).
 
 Built once per pool process with libseccomp (through `pyseccomp`) and exported as
 a classic BPF program: plain bytes that travel to the slot in its argv. The slot
@@ -6,7 +6,7 @@ never imports pyseccomp (the jail holds no site-packages); a candidate installs
 the bytes with one prctl(PR_SET_SECCOMP) after PR_SET_NO_NEW_PRIVS and before any
 of its code runs. Filters are inherited by every child and cannot be removed.
 
-An allowlist (issue 39): the calls allowlist.CALLS names are allowed, every other
+An allowlist: the calls allowlist.CALLS names are allowed, every other
 call fails with EPERM, so a call a newer kernel adds is refused by default; the
 extended-attribute calls (allowlist.NOT_SUPPORTED) answer ENOTSUP instead, which
 shutil takes for "no xattrs here". prctl is not allowed at all (so neither

@@ -24,7 +24,7 @@ class Candidate:
     setup_failed: bool = False  # it was gone before its program reached it
 
     def set_up(self) -> bool:
-        """Whether the candidate said its set-up was done (issue 39, item 4): only
+        """Whether the candidate said its set-up was done: only
         then is an exit with lifecycle.SETUP_FAILED_EXIT its own doing."""
         try:
             os.set_blocking(self.bootstrap_fd, False)

@@ -48,8 +48,8 @@ class Program:
     helper_code / helper_names: two-agent programs. The helper's code loads in a
       process of its own, forked before `code` loads; in `code`'s namespace each
       of helper_names is a proxy that calls it there (plain data both ways). So the
-      helper's code can neither patch nor replace `code`'s functions (issue 13,
-      class 8): what the tests exercise is `code` as written, calling the helper.
+      helper's code can neither patch nor replace `code`'s functions (class 8,
+      docs/sandbox.md): what the tests exercise is `code` as written, calling the helper.
     """
 
     code: str

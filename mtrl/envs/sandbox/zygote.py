@@ -1,4 +1,4 @@
-"""The zygote: the process every candidate of a slot is forked from (issue 13, class 1).
+"""The zygote: the process every candidate of a slot is forked from (class 1, docs/sandbox.md).
 
 The slot forks it at start-up, before it has received any program, and it only
 ever receives "start a candidate in this working directory" plus the candidate's
@@ -225,7 +225,7 @@ def _become_candidate(report: isolation.IsolationReport, workdir: str, fds: list
             filter_program, no_process_program = filters
             no_process = bool(no_process_program) and max_processes == 0
             # RLIMIT_NPROC counts threads too; where the no-process filter refuses
-            # every fork, the allowance is for threads only (issue 25, item 2).
+            # every fork, the allowance is for threads only.
             threads = confinement.THREAD_ALLOWANCE if no_process else 0
             confinement.limit_processes(report, max_processes + bool(helper_names) + threads,
                                         task_base)

@@ -4,7 +4,7 @@ resumes (run_config.check_resumable compares the two records through `normalize`
     normalize(record) -> the record in today's layout, with every spelling of one
                          setting made one value
 
-Changes it covers (issue 41):
+Changes it covers (the env section's move to one layout per environment):
   env.options       an environment's own options moved up to env.<field> (TextWorld's
                     `history` is env.history_mode)
   env.<field>       a field shared by environments with different defaults is None when
@@ -24,7 +24,7 @@ from mtrl.envs.registry import env_options
 from mtrl.training.config.defaults_table import SECTIONS
 from mtrl.training.config.record import config_record
 
-# The env layout before issue 41: EnvSection's code fields (every environment's
+# The earlier env layout: EnvSection's code fields (every environment's
 # section held them) and what each environment read of them; its own extras were
 # env.options.
 OLD_CODE_FIELDS = ("feedback_mode", "sandbox_slice", "history_mode", "reward", "templates",
@@ -40,7 +40,7 @@ def normalize(record: dict) -> dict:
     """The record in today's layout (module docstring); the input is not changed."""
     out = copy.deepcopy(record)
     env = out.get("env")
-    if isinstance(env, dict) and "options" in env:  # the layout before issue 41
+    if isinstance(env, dict) and "options" in env:  # the earlier layout
         name = env.get("name")
         for field in OLD_CODE_FIELDS:  # what the environment did not read meant nothing
             if field not in OLD_READS.get(name, OLD_CODE_FIELDS):

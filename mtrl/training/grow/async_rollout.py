@@ -1,4 +1,4 @@
-"""One-step-off-policy rollouts (train.off_policy = 1, issue 17 item 4).
+"""One-step-off-policy rollouts (train.off_policy = 1).
 
 On-policy, step k rolls out with θ_{k−1} and then updates to θ_k, so the device
 alternates between generation and the update. Off-policy by one step, step k+1's
