@@ -4,7 +4,7 @@
 
 Per batch size, jitted, float32 logits [B, V] (temperature 1, no filters), alternated
 over --rounds rounds, best of --repeats calls each:
-  gumbel     the draw before issue 43's change: vmap(jax.random.categorical) over
+  gumbel     the earlier draw: vmap(jax.random.categorical) over
              fold_in row keys, plus log_softmax for the token's log-probability
   inverse    mtrl.sampling.filters.sample_tokens: one uniform per row, the two-level
              inverse CDF of mtrl.sampling.draw

@@ -1,5 +1,5 @@
-"""Environment throughput and method smoke table for the math and tool environments
-(issue 14), in one run (docs/design.md section 8).
+"""Environment throughput and method smoke table for the math and tool environments,
+in one run (docs/design.md section 8).
 
     python -m bench.envs --out envs.json
 

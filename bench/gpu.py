@@ -1,4 +1,4 @@
-"""The accelerator record (issue 26): sampler beside transformers' generate, the
+"""The accelerator record: sampler beside transformers' generate, the
 tree-packed update's MFU, tree vs packed update time and an RL step split, one run.
 
     python -m bench.gpu --out bench/records/gpu   # writes bench/records/gpu/<device>.json

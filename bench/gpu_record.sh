@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The accelerator record on a lent GPU machine (issue 42), one prepared command:
+# The accelerator record on a lent GPU machine, one prepared command:
 #
 #   bash bench/gpu_record.sh [OUT_DIR]      # default: $OUT, else bench/records/gpu
 #

@@ -5,7 +5,7 @@
 
 A run's update sees a new packed layout (rows x bins P x budget S) whenever its rows
 pack differently; each new layout compiles the train step again (20-50 s for
-SmolLM2-135M on this CPU, issue 43). This replays --steps minibatches of
+SmolLM2-135M on this CPU). This replays --steps minibatches of
 SmolLM2-MBPP-like rows (one agent; 8-40 rows, each a 100-300-token prompt + a
 20-200-token completion; two turns' rows share their prompt) through pack_rows and
 TrainStep's rule (bins rounded up to the ladder, then a compiled layout of at
@@ -14,9 +14,9 @@ most `growth` times the slots reused), for every ladder in --buckets and growth 
 a compile per distinct layout, no padding). Reported per arm: layouts compiled, computed
 slots and dense attention pairs (P·S², what padding adds in attention FLOPs), the
 padding's share, and seconds saved and added at two measured cost points (COSTS: this
-CPU's float32 SmolLM2 update, 35 s a compile and 10.6 ms a slot, issue 43; the H200's,
-10 s and 0.0088 ms, BENCHMARKS.md "GPU (issue 42)"). No model runs: FLOPs are
-proportional to slots (6·params per slot) plus attention pairs, so the trade is read in
+CPU's float32 SmolLM2 update, 35 s a compile and 10.6 ms a slot; the H200's, 10 s and
+0.0088 ms, BENCHMARKS.md, GPU). No model runs: FLOPs are proportional to
+slots (6·params per slot) plus attention pairs, so the trade is read in
 compiles vs extra slots. Extra rows are free (rows without a loss token are never
 packed), so a smaller rows shape reuses a larger compiled one.
 """

@@ -1,5 +1,4 @@
-"""LoRA against full fine-tuning on a SmolLM2-135M-shaped random model, paired in one run
-(issue 43, item 5).
+"""LoRA against full fine-tuning on a SmolLM2-135M-shaped random model, paired in one run.
 
     python -m bench.lora --out lora.json
 

@@ -1,5 +1,5 @@
 """A whole RL step (rollout, environment, update) of the embedded default, with the
-overlaps of issue 17 on and off, in one run.
+rollout overlaps (rollout.env_groups, train.off_policy) on and off, in one run.
 
     python -m bench.rl_step --out rl_step.json [--init-from WORKDIR] [--steps 12]
 

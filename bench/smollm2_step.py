@@ -1,5 +1,5 @@
 """A whole SmolLM2-135M RL step through the trainer (rollout, sandbox, update), float32
-on XLA beside bfloat16 on the CPU's bf16 units and bf16 + LoRA, in one run (issue 43's
+on XLA beside bfloat16 on the CPU's bf16 units and bf16 + LoRA, in one run (the
 goal: 40 completions x 128 tokens <= 30 s).
 
     python -m bench.smollm2_step --out smollm2_step.json [--steps 4] [--arms f32,bf16]

@@ -1,4 +1,4 @@
-"""The RL update with padded rows, packed rows and tree-packed rows, in one run (issue 17).
+"""The RL update with padded rows, packed rows and tree-packed rows, in one run.
 
     python -m bench.train_step --out train_step.json
 

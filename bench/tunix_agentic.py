@@ -1,5 +1,5 @@
 """A multi-turn rollout of the same episodes through Tunix 0.1.7's agentic engine and through
-mtrl's tree rollout, paired in one run (issue 43 item 6).
+mtrl's tree rollout, paired in one run.
 
     python -m bench.tunix_agentic --out /tmp/agentic.json \
         [--layers 4 --prompts 4 --samples 4 --turns 2 --new-tokens 32 --repeats 3]

@@ -50,7 +50,7 @@ SHARED_DATA = pathlib.Path(os.environ.get("MTRL_SHARED_DATA", ROOT.parent / "sha
 
 
 # The longest files first (by the seconds of each file in a `--durations=0` run of
-# the suite on the 2-core machine, 2026-11-26, sixth session): collected ahead of the
+# the suite on the 2-core machine, 2026-11-26): collected ahead of the
 # rest, so that under pytest-xdist they start early instead of one of them running
 # alone while the other worker has nothing left.
 LONG_FIRST = (

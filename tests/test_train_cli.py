@@ -66,7 +66,7 @@ def test_loading_configs_and_help_import_no_jax():
 
 
 def test_every_config_error_at_once_and_none_unsets_a_field(tmp_path):
-    """Issue 40: each error one line, all together; --config.<field>=None sets a field
+    """Each error one line, all together; --config.<field>=None sets a field
     the config file set back to the embedded default."""
     config = tmp_path / "mine.py"
     config.write_text("from mtrl.training.config import base_config\n\n\n"

@@ -36,7 +36,7 @@ VARIANTS = {"tool.py": ("mbpp",)}
 
 def record_function(root: pathlib.Path):
     """The imported mtrl's config_record (it moved from training/run_config.py into the
-    config package during issue 24)."""
+    config package)."""
     for module in ("mtrl.training.config", "mtrl.training.run_config"):
         try:
             return importlib.import_module(module).config_record

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 42, item 3: the embedded default at a larger model (qwen2-3m: 4 layers, width
+# The embedded default at a larger model (qwen2-3m: 4 layers, width
 # 256, ~3M parameters, against the default's 2-layer tiny) on a lent GPU, to see
 # whether model size is what limits generalization. Writes the run's workdir (metrics
 # as they come), its summary JSON and the log under OUT_DIR; MTRL_GPU_LIMIT_S bounds it.

@@ -1,6 +1,6 @@
-"""An exported model's test success, measured with transformers in a fresh process
-(issue 38, item 4): greedy episodes of T turns on a math-environment suite's split,
-the way mtrl's evaluation plays them, with no mtrl model or sampler code.
+"""An exported model's test success, measured with transformers in a fresh process:
+greedy episodes of T turns on a math-environment suite's split, the way mtrl's
+evaluation plays them, with no mtrl model or sampler code.
 
 Per task: the chat template renders the system prompt and the task's first prompt;
 `generate` (greedy, the config's max_new_tokens, stopping at the tokenizer's eos)

@@ -1,8 +1,8 @@
-"""Provenance of finished runs (issue 38; issue 37's record fields): for each run
-directory, the commit and dirty state of the checkout that ran it, the resolved
-config's hash, the warm start it started from (train.init_from) with its checkpoint
-digest, the Hugging Face weights it loaded (model.hf_checkpoint) with their digest,
-and the numbers its summary reports, written as one JSON file.
+"""Provenance of finished runs: for each run directory, the commit and dirty state of
+the checkout that ran it, the resolved config's hash, the warm start it started from
+(train.init_from) with its checkpoint digest, the Hugging Face weights it loaded
+(model.hf_checkpoint) with their digest, and the numbers its summary reports, written
+as one JSON file.
 
 The commit is read at the time this script runs from the checkout named by
 --checkout (the pinned snapshot the runs ran in); the config hash is the sha256 of

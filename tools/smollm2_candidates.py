@@ -1,4 +1,4 @@
-"""Candidate suites for a small pretrained model's learnable band (issue 38, item 1).
+"""Candidate suites for a small pretrained model's learnable band.
 
 For each candidate task generator, on `--num` questions drawn from its train stream:
 greedy turn-1 success, sampled turn-1 success (`--samples` answers at temperature 1),

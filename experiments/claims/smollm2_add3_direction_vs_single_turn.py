@@ -3,8 +3,9 @@ with the "too high / too low" verifier vs RL over one turn, at (at least) equal 
 samples per step, both tested the same way: greedy, two attempts, the verifier's message
 between them (train.eval_turns=2 for the single-turn arm).
 
-The setting is exactly item 2's three seeds (experiments/smollm2_heldout_sums/add3_three_seeds/runs.json,
-commit b03da34): the transformers SFT warm start models/smollm2-arith-sft-hf of
+The setting is exactly the add3 study's three seeds
+(experiments/smollm2_heldout_sums/add3_three_seeds/runs.json, commit b03da34): the
+transformers SFT warm start models/smollm2-arith-sft-hf of
 /work/wt-smollm2 (32 SFT updates on add2 train questions; model.safetensors sha256
 63a4747c231cb59f501598b0af555c06e1191118313657adbddeaf0240f04feb), mtrl's SFT off,
 LoRA rank 16 / alpha 16, learning rate 1e-4, float32, 8 RL steps of 4 tasks, validation
@@ -14,11 +15,11 @@ path is this machine's: the weights are not in git (experiments/smollm2_heldout_
 them).
 
 The older claim smollm2_direction_vs_single_turn (add2, mtrl's own SFT) never ran: its
-SFT was OOM-killed and add2 sat above the band. This file replaces it for item 3; its
+SFT was OOM-killed and add2 sat above the band. This file replaces it; its
 prediction was written and committed before any run of it (experiments/smollm2_heldout_sums/prediction.md).
 
-No positive control is named: no arm is known to learn on this suite (item 2's
-multi-turn gain over the warm start was +0.034 [-0.025, +0.093]); the record carries
+No positive control is named: no arm is known to learn on this suite (the add3
+study's multi-turn gain over the warm start was +0.034 [-0.025, +0.093]); the record carries
 each arm's gain over its warm start.
 """
 

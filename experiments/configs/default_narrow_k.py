@@ -1,4 +1,4 @@
-"""The embedded default as it was until 2026-11-28, kept as issue 37's ablation arm:
+"""The embedded default as it was until 2026-11-28, kept as an ablation arm:
 the helper's coefficient k over -19..19 (the default now draws it over -99..99, as
 main's offset), ood_test coefficients 23, -27, 31.
 

@@ -1,5 +1,5 @@
 """SmolLM2-135M-Instruct, one agent, two-digit addition over T = 2 turns with the
-"too high / too low" verifier as the second turn's feedback (issue 38): GRPO with PPO
+"too high / too low" verifier as the second turn's feedback: GRPO with PPO
 clipping and a small KL to the reference, after a short SFT warm start on train
 questions (the base model is below the 10-60% band: the study
 experiments/smollm2_heldout_sums/).

@@ -5,7 +5,7 @@ Why each choice (the rest is textworld.py's):
 - Games: coin collector level 4 only. A level-L coin collector game is a chain of
   rooms whose winning walkthrough is L moves (L − 1 "go <dir>", then "take coin"),
   the goal naming the directions in order. Level 4 is the shortest with four moves
-  (issue 28 asks for four or more); level 5+ would need T >= 5 turns, and the tree
+  (the long-horizon claims ask for four or more); level 5+ would need T >= 5 turns, and the tree
   grows as G^T. With history "last" the agent sees only the goal, the current room
   and its exits, so it must infer from the exits which of the goal's directions is
   next (the way back is often also a goal direction): not trivial after SFT, which is

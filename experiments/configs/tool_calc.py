@@ -1,4 +1,4 @@
-"""A two-turn calculator task in the tool environment, for issue 28's MT-GRPO claim
+"""A two-turn calculator task in the tool environment, for an MT-GRPO claim
 (not written yet: see the measurements at the end): tool.py's environment on
 generated products (mtrl/data/calc_suite.py) instead of GSM8K.
 
@@ -33,7 +33,7 @@ updates at (4, 3) digits (final SFT loss 0.83, 4 minutes) and 0.00 with 300 upda
 at (3, 2) digits (loss 0.63, 7 minutes); first-turn tool-call rate 1.00 in both. The
 greedy policy writes one fixed call (print(602*60)) and one fixed answer whatever the
 question: the 2-layer byte model has not learned to copy digits from the prompt or
-from the tool's output in that budget. A third probe (2026-11-26, fourth session) at
+from the tool's output in that budget. A third probe (2026-11-26) at
 (2, 1) digits, 300 train and 50 validation tasks, 300 SFT updates (final SFT loss
 0.37): validation exact match 0.00 again, tool-call rate 1.00, the same fixed call
 (print(76*7)) and fixed answer (\\boxed{160}) for every question: shorter operands

@@ -1,8 +1,8 @@
 """The arith suite (mtrl/data/arith_suite.py): splits that own operand sets, and no
-agent-visible validation or test input that occurs in training (issue 38, with
-issue 37's standard): every first prompt, every turn-2 observation the real math
-environment answers any first attempt with, and every SFT demonstration prompt,
-rendered through the environment and the run's chat template."""
+agent-visible validation or test input that occurs in training (the standard of
+tests/data/synthetic/test_default_disjoint.py): every first prompt, every turn-2
+observation the real math environment answers any first attempt with, and every SFT
+demonstration prompt, rendered through the environment and the run's chat template."""
 
 import itertools
 

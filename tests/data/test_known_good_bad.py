@@ -1,4 +1,4 @@
-"""Known-good and known-bad programs through the real sandbox (issue 4, item 6).
+"""Known-good and known-bad programs through the real sandbox.
 
 Every HumanEval canonical solution passes its original `check` (HumanEval mode), its
 split asserts and the environment's program (asserts, then the full `check`); all

@@ -45,7 +45,7 @@ def test_claim_overrides_parse_against_its_suite(name):
             read_section(config, section)
 
 
-def test_new_issue28_claims_are_registered_on_their_suites():
+def test_the_gigpo_claim_is_registered_on_the_long_textworld_suite():
     assert load_claim("gigpo_vs_grpo").suite == "textworld_long"
 
 

@@ -1,4 +1,4 @@
-"""Environment work overlapped with generation (rollout.env_groups, issue 17 item 4).
+"""Environment work overlapped with generation (rollout.env_groups).
 
 Three checks: grouped generation grows the same tree as one batched call when the
 policy's completions depend on the history only (scripted); a group's joint actions are

@@ -1,6 +1,7 @@
 """tools/reproduce.py end to end on a stubbed trainer: the claim's arms run from one
-warm start per seed through the shared arm runner, the record has issue 28's keys and
-the paired difference, and the BENCHMARKS block gets (then keeps one) row per claim."""
+warm start per seed through the shared arm runner, the record has its keys
+(mtrl/evidence/claims.py) and the paired difference, and the BENCHMARKS block gets
+(then keeps one) row per claim."""
 
 import json
 import pathlib

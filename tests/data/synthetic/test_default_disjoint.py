@@ -17,7 +17,7 @@ from mtrl.data.demonstrations import Revision
 from tests.data.synthetic.world import config_world
 
 
-# The default and its wide-k ablation (issue 37): both report a test split as unseen.
+# The default and its narrow-k ablation: both report a test split as unseen.
 @pytest.fixture(scope="module", params=["default", "default_narrow_k"])
 def default_world(request):
     with config_world(request.param) as world:

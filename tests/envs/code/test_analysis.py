@@ -31,7 +31,7 @@ def test_syntax_error_has_line_and_column():
 
 @pytest.mark.parametrize("body, calls, ignored, wrapper", [
     ("    return aux(x)", True, (), True),
-    # Data flow (issue 39): main adds to aux's value, so it is not a pass-through
+    # Data flow: main adds to aux's value, so it is not a pass-through
     # (CoMLRL's shape rule called any single return around aux a wrapper).
     ("    return aux(x) + 1", True, (), False),
     ("    y = 1\n    return aux(x)", True, (), True),  # a dead statement is no logic

@@ -15,7 +15,7 @@ def fenced(code: str) -> str:
 #  ADD: agent 1's aux does not compile ('(' never closed, line 2, column 12).
 #  SQUARES: everything but the last test ([3] -> 9) passes.
 #  MAX_GAP: all tests pass, but main calls aux once without using the result: aux's
-#  value reaches no return, so no "not a wrapper" bonus and the penalty (issue 39).
+#  value reaches no return, so no "not a wrapper" bonus and the penalty.
 TURN1 = [
     ("def aux(a, b):\n    return (a + b", "def add(a, b):\n    s = aux(a, b)\n    return s"),
     ("def aux(xs):\n    return [x * x for x in xs]",
@@ -154,7 +154,7 @@ def test_humaneval_reward_runs_the_full_check_in_the_real_sandbox(pool):
     assert right.done and right.reward == 1.0
 
 
-# Issue 13, class 8: a helper whose code rebinds main's function at run time (a
+# Class 8 (docs/sandbox.md): a helper whose code rebinds main's function at run time (a
 # profile hook installed from a class body; a write to its caller's globals) must
 # not lift a wrong main to the full level reward: main's tests run on main's code.
 WRONG_MAIN = "def add(a, b):\n    s = aux(a, b)\n    return s + 1"

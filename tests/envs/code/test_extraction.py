@@ -30,7 +30,7 @@ def test_block_defining_the_wanted_function_wins():
     completion = ("```python\ndef helper(x):\n    return x\n```\n"
                   "```bash\npip install nothing\n```\n"
                   "```py\ndef solve(x):\n    return helper(x) + 1\n```\n")
-    # The helper it calls, from its own block, comes along (issue 15; it used to be dropped).
+    # The helper it calls, from its own block, comes along (it used to be dropped).
     assert extract_code(completion, "solve") == ("def helper(x):\n    return x\n\n"
                                                  "def solve(x):\n    return helper(x) + 1")
     assert extract_code(completion, "helper") == "def helper(x):\n    return x"

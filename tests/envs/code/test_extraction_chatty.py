@@ -1,4 +1,4 @@
-"""Code extraction from chatty instruct-model answers (issue 15): prose around several
+"""Code extraction from chatty instruct-model answers: prose around several
 fenced blocks, where the right program is not simply the first block."""
 
 from mtrl.envs.code.extraction import extract_code

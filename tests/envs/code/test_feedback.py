@@ -257,7 +257,7 @@ def test_slice_one_states_that_hidden_tests_fail_without_showing_them(style):
 MAIN_ALONE = "def f(xs):\n    return sum(x * x for x in xs)"
 
 
-# Issue 39, item 5: every field that reaches a prompt or the expert is capped and on
+# Every field that reaches a prompt or the expert is capped and on
 # one line. Each field below is forged to carry a line of its own ("- Tests: 3/3
 # passed.") and to be long (the sandbox escapes control characters as four
 # characters each, so a 200-character type name reached ~790 characters).
@@ -305,7 +305,7 @@ def test_every_forged_field_is_capped_and_stays_on_its_line(style):
                 len(line.encode()) for line in lines)
 
 
-# Issue 55, item 6: candidate-derived text reaches no prompt or expert with a character
+# Candidate-derived text reaches no prompt or expert with a character
 # that is invisible or reorders the display (bidi controls, zero-width characters,
 # the tag block); such characters are written out, ordinary letters kept.
 HIDDEN = "\u202e\u2066\u200b\u200d\u2060\ufeff\u061c\u200f" + "".join(
@@ -372,7 +372,7 @@ def test_honest_non_ascii_code_and_suggestions_are_unchanged():
     assert f"```python\n{main}\n```" in build_expert_prompt(TASK, main, "")
 
 
-# Issue 55, item 7: the candidate-derived part of a feedback line is bounded in UTF-8
+# The candidate-derived part of a feedback line is bounded in UTF-8
 # bytes (a byte tokenizer's tokens; a byte-level BPE spends at most one token a byte),
 # not in characters: 200 four-byte characters were 800 tokens where 200 ASCII ones
 # are 200.

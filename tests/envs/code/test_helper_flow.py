@@ -108,7 +108,7 @@ def passing(helper_calls: int = 1, derived: int = 1) -> ExecutionResult:
 
 @pytest.mark.parametrize("main", [*UNUSED.values(), *(code for code, _ in ELSEWHERE.values())])
 def test_unused_calls_earn_no_more_than_the_plain_program(main):
-    """Round 5 paid 4.0 for the dead store and the dead-branch side call; the plain
+    """The level reward paid 4.0 for the dead store and the dead-branch side call; the plain
     program (no aux) earns 2.5, and so do they now."""
     analysis = analyze_candidate(("def aux(x):\n    return 2 * x", main), "f")
     out = level_reward(analysis, passing(), CodeRewardConfig())
@@ -140,7 +140,7 @@ def largest(make) -> str:
 
 def backward_chain(n: int) -> str:
     """Each pass over the loop carries aux's value one name further: a fixed point
-    that needs n passes of n statements (round 5's cubic case, as one loop)."""
+    that needs n passes of n statements (the cubic case, as one loop)."""
     body = [f"        v{i} = v{i - 1}" for i in range(n, 0, -1)]
     calls = [f"        v0 = aux({j})" for j in range(n // 2)]
     return "\n".join(["def f(x):", "    for _ in x:", *body, *calls, f"    return v{n}"])

@@ -1,11 +1,11 @@
-"""Level 4 from what ran and from data flow (issue 39, item 3), with the real sandbox.
+"""Level 4 from what ran and from data flow, with the real sandbox.
 
-Round 4 scored the full 4.0 with four hacks: a dead statement beside `return
+Four hacks once scored the full 4.0: a dead statement beside `return
 aux(x)` (not a thin wrapper by shape), `_ = aux(x)` (not an ignored result by
 shape), an entry point rebound after its `def` to something that calls aux (the
 `def` analysed never calls it), and a helper that raises while loading (its calls
 were counted all the same). Each now loses the points it stole; the honest twin of
-each keeps them. Round 5 added a dead store, a value that reaches only a branch no
+each keeps them. Later hacks: a dead store, a value that reaches only a branch no
 test takes, a call made outside the entry point, and an entry point replaced through
 `getattr` with an attribute name built at run time."""
 
@@ -40,7 +40,7 @@ CASES = {
                              "    except Exception:\n        return 2 * x + 1", LEVELS_1_TO_3),
     "helper_loads": (DOUBLE, "def f(x):\n    try:\n        return aux(x) + 1\n"
                      "    except Exception:\n        return 2 * x + 1", 4.0),
-    # Round 5: the value must reach main's answer as the code runs, wherever aux is
+    # The value must reach main's answer as the code runs, wherever aux is
     # called (2.5: aux_called 0.5, less the ignored-result penalty 0.5).
     "dead_store": (DOUBLE, "def f(x):\n    y = aux(x)\n    y = 2 * x + 1\n    return y", 2.5),
     "dead_branch": (DOUBLE, "def f(x):\n    y = aux(x)\n    if x == 12345:\n"

@@ -1,5 +1,5 @@
 """What one client can hold of mtrl's OpenEnv server (mtrl/serve_openenv.py, a real
-uvicorn server on 127.0.0.1), issue 55, items 11 and 12:
+uvicorn server on 127.0.0.1):
 
 - a request body larger than a completion needs is refused with 413 before it is
   buffered: a declared Content-Length over the limit is answered before one byte of

@@ -55,7 +55,7 @@ THREADS = ("import threading\nfrom concurrent.futures import ThreadPoolExecutor\
 
 @pytest.mark.parametrize("count", [2, 8])
 def test_threads_pass_with_default_limits_as_a_pools_first_program(count):
-    # Issue 25, item 2: with max_processes=0 RLIMIT_NPROC left no room for a thread,
+    # With max_processes=0 RLIMIT_NPROC left no room for a thread,
     # always for a pool's first program (so for every CLI run). Processes stay refused.
     assert Limits().max_processes == 0
     expected = (list(range(count)), [i * i for i in range(count)])

@@ -59,7 +59,7 @@ def _tasks_of(uids):
     return count
 
 
-# Issue 13, class 3: IPC and memory that outlive the candidate.
+# Class 3 (docs/sandbox.md): IPC and memory that outlive the candidate.
 STASH = {  # (writer, reader): the reader passes only if the writer's stash survived
     "sysv_shm": (
         LIBC + "def add(a, b):\n    i = libc.shmget(0x6d74726c, 4096, 0o1666)\n"
@@ -142,7 +142,7 @@ def test_candidate_holds_no_capability_and_runs_filtered(hostile_pool):
     assert result.passed, result
 
 
-# Issue 13, class 5: cleanup that a candidate could make raise (sabotaging its siblings).
+# Class 5 (docs/sandbox.md): cleanup that a candidate could make raise (sabotaging its siblings).
 TREES = {
     "deep_1500": "import os\ndef add(a, b):\n    for _ in range(1500):\n"
                  "        os.mkdir('d')\n        os.chdir('d')\n    return 0\n",

@@ -86,7 +86,7 @@ def test_network_is_unreachable(hostile_pool):
 
 SIBLING = "def add(a, b):\n    return a + b  # the honest sibling\n"
 WRONG_ADD = "HONEST_START = 'def add(a, b):\\n    return a + b'\ndef add(a, b):\n    return 0\n"
-# Issue 13, class 1: a program found in memory the candidate inherited (a sibling's).
+# Class 1 (docs/sandbox.md): a program found in memory the candidate inherited (a sibling's).
 STEAL_SIBLING = {
     "frame_walk": WRONG_ADD + (
         "import sys\nf = sys._getframe()\nwhile f is not None:\n"
@@ -134,7 +134,7 @@ def test_later_calls_reach_the_candidate_one_at_a_time(hostile_pool):
     assert leak.num_passed == 0, leak
 
 
-# Issue 13, class 4: the host, seen from inside.
+# Class 4 (docs/sandbox.md): the host, seen from inside.
 def test_host_processes_sockets_and_keys_are_invisible(hostile_pool):
     name = f"mtrl-host-socket-{os.getpid()}"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -171,7 +171,7 @@ def test_no_other_process_is_visible_or_writable(hostile_pool):
     assert result.passed, result
 
 
-# Issue 13, class 8: a two-agent program's helper runs in a process of its own.
+# Class 8 (docs/sandbox.md): a two-agent program's helper runs in a process of its own.
 HELPER_ATTACKS = {
     "profile_hook": "import sys\ndef right(a, b):\n    return a + b\nclass Install:\n"
                     "    def hook(frame, event, arg):\n        g = frame.f_globals\n"

@@ -197,7 +197,7 @@ def test_huge_candidate_text_is_truncated_not_dropped(hostile_pool):
     assert 0 < len(second.message) <= MESSAGE_CHARS and set(second.message) == {"x"}
 
 
-# Issue 13, class 2: exceptions that would steer the judge's own control flow.
+# Class 2 (docs/sandbox.md): exceptions that would steer the judge's own control flow.
 STOP_ITERATION = "def add(a, b):\n    raise StopIteration\n"
 CONTROL_FLOW_TESTS = [
     "assert all(map(add, [1, 2], [3, 4]))",
@@ -220,7 +220,7 @@ def test_control_flow_exceptions_are_candidate_errors(hostile_pool, raised):
     assert honest.passed, honest  # ordinary exceptions keep their type
 
 
-# Issue 13, class 6: text that is not valid UTF-8 must never leave the sandbox.
+# Class 6 (docs/sandbox.md): text that is not valid UTF-8 must never leave the sandbox.
 SURROGATES = {
     "message": "def add(a, b):\n    raise ValueError(chr(0xdc80))\n",
     "type_name": "def add(a, b):\n    raise type(chr(0xd800), (Exception,), {})('x')\n",
@@ -239,7 +239,8 @@ def test_candidate_text_is_valid_utf8(hostile_pool, name):
         text.encode("utf-8")  # raises on a lone surrogate
 
 
-# Issue 13, class 7: the harness's compile flags must not leak into candidate or test code.
+# Class 7 (docs/sandbox.md): the harness's compile flags must not leak into candidate or
+# test code.
 @pytest.mark.parametrize("code", [
     "def add(a: Undefined, b) -> AlsoUndefined:\n    return a + b\n",
     "x: Undefined = 1\ndef add(a, b):\n    return a + b\n",

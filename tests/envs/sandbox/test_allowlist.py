@@ -1,7 +1,6 @@
-"""The candidates' filter is an allowlist (issue 39, item 1): a call it does not name
-is refused, a call a newer kernel adds included, while the argument checks of
-earlier rounds (clone flags, prctl, fcntl, sockets) still hold and honest programs
-still pass.
+"""The candidates' filter is an allowlist: a call it does not name is refused, a
+call a newer kernel adds included, while the earlier argument checks (clone flags,
+prctl, fcntl, sockets) still hold and honest programs still pass.
 
 The whole filter is checked for every system call number by interpreting its BPF
 (bpf.py), and a sample of calls is made for real in the jail, where the kernel's

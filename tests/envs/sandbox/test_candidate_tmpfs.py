@@ -1,5 +1,4 @@
-"""Each candidate writes into a size- and inode-capped tmpfs of its own (issue 25,
-item 7).
+"""Each candidate writes into a size- and inode-capped tmpfs of its own.
 
 With one /tmp per slot, cleaned up while the next program already ran, a program
 that filled /tmp made the next honest program's write fail with ENOSPC (and that
@@ -81,7 +80,7 @@ def test_a_verdict_the_sandbox_caused_is_not_cached(tmp_path, monkeypatch):
 
 
 def test_a_candidate_that_exits_like_a_set_up_failure_gets_its_own_verdict(tmp_path):
-    # Issue 39, item 4: the status alone no longer says "sandbox": a candidate that
+    # The status alone no longer says "sandbox": a candidate that
     # exits with SETUP_FAILED_EXIT after its set-up said it was done (lifecycle.SET_UP)
     # fails its tests like any exit, and that verdict is cached.
     from mtrl.envs.sandbox import lifecycle

@@ -1,5 +1,5 @@
 """Control, invisible and reordering characters from candidates never leave the
-sandbox raw (issue 25, item 3; issue 55, item 6).
+sandbox raw.
 
 Test messages, error types, stdout and stderr reach logs, transcripts and the next
 prompt: ESC sequences there recolour or rewrite a terminal, CR and BS overwrite what

@@ -1,4 +1,4 @@
-"""Kernel state every jail shares, closed to candidates (issue 25, item 5).
+"""Kernel state every jail shares, closed to candidates.
 
 All jails bind the same /usr (and the same host device nodes): a lock taken on one
 of its files is seen by every other jail, so flock() or fcntl() locks pass bits

@@ -78,7 +78,7 @@ def test_unpinned_slots_may_run_anywhere(fast_limits, cpus, pin_cpus):
         assert _candidate_mask(pool) == cpus
 
 
-# Issue 39, item 6: pinning was placement only, and a candidate's threads gave
+# Pinning was placement only, and a candidate's threads gave
 # themselves another slot's CPU. Now sched_setaffinity (and the scheduler calls
 # beside it) are outside the allowlist: a candidate keeps its slot's CPU.
 HOSTILE = """

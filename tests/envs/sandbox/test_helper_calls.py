@@ -1,5 +1,4 @@
-"""Two agents: how often main called its helper is what the judge saw run (issue 25,
-item 9).
+"""Two agents: how often main called its helper is what the judge saw run.
 
 The level-4 "main calls aux" bonus was judged from the source, so a call in dead code
 counted. Main's calls of its helper now go through the judge, which relays each to
@@ -34,7 +33,7 @@ def test_a_call_in_dead_code_counts_nothing(pool):
 
 def test_top_level_calls_and_helper_failures(pool):
     # A call while main loads is relayed too (not a test's); a helper that does not
-    # load makes main's call a NameError, and (issue 39) counts nothing: only calls
+    # load makes main's call a NameError, and counts nothing: only calls
     # that returned a value count.
     loaded = _run(pool, "BASE = aux(0, 0)\ndef add(a, b):\n    return aux(a, b) + BASE\n")
     assert loaded.passed and loaded.helper_calls == 3, loaded
@@ -54,7 +53,7 @@ def test_main_cannot_answer_for_its_helper(pool):
     assert result.passed and result.helper_calls == 3, result
 
 
-# Issue 39, item 7: main's threads call the helper at once; each gets its own answer
+# Main's threads call the helper at once; each gets its own answer
 # (the proxy read one socket from whichever thread called: mixed-up answers).
 FOUR_THREADS = ("import threading\ndef add(a, b):\n    out = [None] * 4\n"
                 "    def work(i):\n        out[i] = aux(a + i, b)\n"
@@ -72,7 +71,7 @@ def test_threads_calling_the_helper_at_once_get_their_own_answers(pool):
     assert [t.helper_calls for t in result.tests] == [4, 4, 4]
 
 
-# Issue 39, item 3: what the level reward reads is what ran. A call that raised
+# What the level reward reads is what ran. A call that raised
 # counts nothing; main's answers count as its own only when they differ from every
 # value the helper returned during the call.
 PICKY_HELPER = "def aux(a, b):\n    if a < 0:\n        raise ValueError(a)\n    return a + b\n"

@@ -1,6 +1,6 @@
-"""No host-wide state a candidate can set (issue 39, item 2).
+"""No host-wide state a candidate can set.
 
-Round 4 passed a secret between two slots through counters the whole host shares:
+A hostile pair passed a secret between two slots through counters the whole host shares:
 Linux AIO contexts (/proc/sys/fs/aio-nr) and ptys allocated through the jail's
 /dev/ptmx (/proc/sys/kernel/pty/nr); SysV semaphores held kernel memory no limit
 counted. Now: no AIO or SysV IPC call gets through the filter, the jail has no

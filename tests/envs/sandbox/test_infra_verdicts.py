@@ -1,4 +1,4 @@
-"""Verdicts that trust nothing the candidate raises (issue 39, item 4).
+"""Verdicts that trust nothing the candidate raises.
 
 The judge took every MemoryError that reached it for its own: a candidate that
 raised one (or ran out of its own memory) got an uncached "sandbox failure" and

@@ -1,4 +1,4 @@
-"""The judge's work is bounded by the candidate's limits (issue 25, item 8).
+"""The judge's work is bounded by the candidate's limits.
 
 A candidate limited to 256 MiB made the judge peak at 0.8-1.3 GB with one forged
 32 MiB reply frame; a returned range(15_000_000) that a test passed to set() was

@@ -1,4 +1,4 @@
-"""Socket state a candidate could leave for the next one (issue 25, item 4).
+"""Socket state a candidate could leave for the next one.
 
 Kernel socket state outlives the program that made it: a TCP TIME_WAIT entry sits
 in /proc/net/tcp for a minute. In the network namespace a slot's candidates share, a

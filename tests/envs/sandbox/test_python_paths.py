@@ -1,4 +1,4 @@
-"""Only the standard library is importable in the jail (issue 25, item 6).
+"""Only the standard library is importable in the jail.
 
 With a Debian system Python (prefix /usr) the jail hid only
 <prefix>/lib/python3.X/site-packages, while /usr/lib/python3/dist-packages (and

@@ -1,4 +1,4 @@
-"""The jail starts from an install its own uid cannot reach (issue 25, item 1).
+"""The jail starts from an install its own uid cannot reach.
 
 Run as root from a virtualenv under a 0700 directory (/root, Docker images, cloud
 VMs), the package's bwrap binary is out of reach of the jail's unprivileged host uid,

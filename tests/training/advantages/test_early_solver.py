@@ -1,5 +1,6 @@
 """Every estimator on a real MathEnv tree ranks an early solver at least as high as a
-late one and above a failure (issue 23's episode-end defects 1 and 2).
+late one and above a failure (the episode ends where its step solved, and a step
+penalty charges only the turns played).
 
 The tree (T = 3, G = 4, one agent, no termination threshold): at turn 1 sample g
 writes a marker "#g" and so picks its branch's plan; every later sample on that
@@ -104,7 +105,7 @@ def test_an_early_solver_is_never_ranked_below_a_late_one(credit, gamma):
 
 
 def test_the_recipe_charges_the_turns_an_episode_played():
-    """Step penalty per turn actually played: solving sooner pays less (defect 2)."""
+    """Step penalty per turn actually played: solving sooner pays less."""
     recipe = RewardRecipe(success_reward=1.0, failure_reward=-1.0, step_penalty=0.01,
                           max_turns=3)
     shaped = apply_recipe(recipe, math_tree())

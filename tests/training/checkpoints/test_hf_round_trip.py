@@ -1,4 +1,4 @@
-"""Hugging Face checkpoints through the run builder and back out (issue 15): model.dtype
+"""Hugging Face checkpoints through the run builder and back out: model.dtype
 is honoured, the export carries tokenizer files, chat template and generation config,
 and a checkpoint without tokenizer files is an error instead of a silent byte tokenizer."""
 

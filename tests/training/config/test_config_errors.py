@@ -1,5 +1,5 @@
 """Bad inputs fail when the config is built: one line naming the field, before any
-model, data or sandbox work (issue 23, defect 10)."""
+model, data or sandbox work."""
 
 import pytest
 
@@ -117,7 +117,7 @@ def test_drop_zero_advantage_is_the_trainers_switch():
 
 
 def test_every_error_at_once_each_naming_its_field(no_work):
-    """Issue 40: three agents on the default took three rounds of SFT errors; every
+    """Three agents on the default once failed three starts, one SFT error each; every
     error is one line, all reported together, and a rule that depends on another
     field says which."""
     c = small_config()

@@ -1,4 +1,4 @@
-"""A workdir of the layout before issue 41 resumes: its config.json reads as today's
+"""A workdir of the earlier env layout resumes: its config.json reads as today's
 record (migrate.normalize), for the code, math, tool and TextWorld layouts."""
 
 import pytest

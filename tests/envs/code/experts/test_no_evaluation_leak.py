@@ -1,4 +1,4 @@
-"""No expert sees an evaluation task's solution (issue 23, defect 6).
+"""No expert sees an evaluation task's solution.
 
 With env.feedback_mode=expert_edits and env.expert=reference, the feedback after a
 wrong first attempt on a validation or test task must not carry the canonical
