@@ -141,7 +141,8 @@ class Trainer:
                                    self.workdir, self.graphdef, self.optimizer, self.keys,
                                    self.num_agents, self.shared, self.first_phase,
                                    main=self.main, show_progress=self.show_progress,
-                                   base=self.base, base_record=self.base_record)
+                                   base=self.base, base_record=self.base_record,
+                                   remat=train.remat)
         # train.off_policy: the next tree grows in a thread; backends take turns on the sampler.
         lock = threading.Lock() if self.train_config.off_policy else None
         if lock is not None:

@@ -45,7 +45,8 @@ class TrainConfig:
     init_from: a run's workdir whose latest weights replace the warm start ("": none).
     packing: how update rows are fed to the model (training/update/packing.py): "tree" (each
       shared prefix once), "rows" (rows packed into bins) or "none" (padded rows).
-    remat: per-layer activation rematerialisation, "none" | "dots" | "full".
+    remat: per-layer activation rematerialisation of the update's and the SFT warm
+      start's forward, "none" | "dots" | "full".
     pack_budget: the smallest packed bin in tokens (0: the longest row's bucket).
     bin_buckets: the ladder a packed update's bin count is rounded up to, so
       a run compiles a few layouts (training/update/buckets.py): "none" (exact: a

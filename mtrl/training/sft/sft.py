@@ -34,6 +34,7 @@ from flax import nnx
 
 from mtrl.config.fields import check_int
 from mtrl.losses import masked_count, masked_mean
+from mtrl.models.remat import check_remat
 from mtrl.rollout.history import history_ids
 from mtrl.sampling.tracing import TraceCounter
 from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
@@ -53,6 +54,8 @@ class SFTConfig:
     max_len: L, the static row length of the examples.
     seed: root of the shuffling key when run_sft gets key=None.
     log_every: updates between calls of run_sft's log_fn.
+    remat: per-layer activation rematerialisation of the forward ("none" | "dots" |
+      "full", mtrl.models.remat): the same loss and gradients, less memory.
     """
 
     optim: OptimConfig = OptimConfig(learning_rate=1e-3)
@@ -62,6 +65,7 @@ class SFTConfig:
     max_len: int = 192
     seed: int = 0
     log_every: int = 50
+    remat: str = "none"
 
     def __post_init__(self):
         if not isinstance(self.optim, OptimConfig):
@@ -76,6 +80,7 @@ class SFTConfig:
         for name in ("steps", "epochs"):
             check_int(f"SFTConfig.{name}", getattr(self, name), 1, optional=True)
         check_int("SFTConfig.seed", self.seed)
+        check_remat(self.remat)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,15 +150,18 @@ def masked_nll(logp: jax.Array, mask: jax.Array) -> jax.Array:
 
 
 def sft_loss(graphdef: nnx.GraphDef, params: nnx.State, tokens: jax.Array,
-             token_mask: jax.Array, loss_mask: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
-    """(L(θ), metrics) of the module docstring for [B, L] rows."""
+             token_mask: jax.Array, loss_mask: jax.Array, remat: str = "none"
+             ) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """(L(θ), metrics) of the module docstring for [B, L] rows (the log-probabilities
+    through the model's chunked head, ModelConfig.logits_chunk; layers rematerialised
+    per `remat`)."""
     if jnp.ndim(tokens) != 2:
         raise ValueError(f"tokens must be [B, L], got shape {jnp.shape(tokens)}")
     for name, x in (("token_mask", token_mask), ("loss_mask", loss_mask)):
         if jnp.shape(x) != jnp.shape(tokens):
             raise ValueError(f"{name} shape {jnp.shape(x)} != tokens {jnp.shape(tokens)}")
     token_mask = token_mask.astype(bool)
-    logp = sequence_logprobs(graphdef, params, tokens, token_mask)
+    logp = sequence_logprobs(graphdef, params, tokens, token_mask, remat=remat)
     # A token without a real predecessor has no prediction to train.
     mask = loss_mask.astype(bool) & predicted_mask(token_mask)
     loss = masked_nll(logp, mask)
@@ -179,19 +187,22 @@ class SFTStep:
 
 def make_sft_step(graphdef: nnx.GraphDef, optimizer: optax.GradientTransformation, *,
                   learning_rate_fn: optax.Schedule | None = None,
-                  step_counter: Callable[[Any], jax.Array] | None = None) -> SFTStep:
+                  step_counter: Callable[[Any], jax.Array] | None = None,
+                  remat: str = "none") -> SFTStep:
     """One supervised update with the NaN guard.
 
     Metrics: loss, num_tokens, grad_norm (before clipping), finite, nonfinite_loss,
     nonfinite_grad, and learning_rate = learning_rate_fn(count) when given, where count
     is the number of updates applied so far, read from the optimizer state by
-    `step_counter` (default: optax's first `count` leaf, which adam keeps).
+    `step_counter` (default: optax's first `count` leaf, which adam keeps). remat: the
+    forward's per-layer rematerialisation (SFTConfig.remat).
     """
+    check_remat(remat)
     counter = step_counter or _optax_count
 
     def loss_of(params, frozen, tokens, token_mask, loss_mask):
         state = params if frozen is None else nnx.merge_state(frozen, params)
-        return sft_loss(graphdef, state, tokens, token_mask, loss_mask)
+        return sft_loss(graphdef, state, tokens, token_mask, loss_mask, remat)
 
     def step(params, opt_state, tokens, token_mask, loss_mask, frozen):
         (loss, metrics), grads = jax.value_and_grad(loss_of, has_aux=True)(
@@ -269,12 +280,13 @@ def length_buckets(token_mask: np.ndarray, max_len: int, minimum: int = 64) -> n
 
 
 @functools.lru_cache(maxsize=8)
-def _sft_step_for(graphdef: nnx.GraphDef, optim: OptimConfig
+def _sft_step_for(graphdef: nnx.GraphDef, optim: OptimConfig, remat: str = "none"
                   ) -> tuple[optax.GradientTransformation, SFTStep]:
-    """One optimizer and compiled step per (model graph, optimizer config): warm-starting
-    N agents of one architecture compiles once, not N times."""
+    """One optimizer and compiled step per (model graph, optimizer config, remat):
+    warm-starting N agents of one architecture compiles once, not N times."""
     optimizer = make_optimizer(optim)
-    return optimizer, make_sft_step(graphdef, optimizer, learning_rate_fn=make_schedule(optim))
+    return optimizer, make_sft_step(graphdef, optimizer, learning_rate_fn=make_schedule(optim),
+                                    remat=remat)
 
 
 class SFTProgress(NamedTuple):
@@ -314,7 +326,7 @@ def run_sft(graphdef: nnx.GraphDef, params: nnx.State, examples: SFTExamples, co
         raise ValueError(f"examples have L = {examples.tokens.shape[1]}, config.max_len is "
                          f"{config.max_len}")
     key = jax.random.key(config.seed) if key is None else key
-    optimizer, step = _sft_step_for(graphdef, config.optim)
+    optimizer, step = _sft_step_for(graphdef, config.optim, config.remat)
     params = jax.tree.map(jnp.copy, params if resume is None else resume.params)
     opt_state = optimizer.init(params) if resume is None else resume.opt_state
     # Committed like a restored state, so a resumed run's step is the same program.

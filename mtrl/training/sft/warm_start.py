@@ -48,6 +48,7 @@ class WarmStarter:
     seconds_before: float = 0.0  # SFT time of earlier invocations (resumed SFT)
     base: Any = None  # LoRA: the frozen base laid out like the train state (None: full)
     base_record: dict | None = None  # LoRA: the base's name and digest (base_record.py)
+    remat: str = "none"  # train.remat: the layers' rematerialisation, SFT's as the update's
 
     def run(self, log) -> list:
         """SFT of each policy on its role's demonstrations (or the loaded weights).
@@ -177,7 +178,7 @@ class WarmStarter:
                                            schedule=s.schedule, total_steps=steps,
                                            max_grad_norm=1.0, b2=s.adam_b2),
                          batch_size=s.batch_size, steps=steps, max_len=s.max_len,
-                         seed=self.seed, log_every=min(25, steps))
+                         seed=self.seed, log_every=min(25, steps), remat=self.remat)
 
 
 def check_same_adapters(source: dict, lora: LoRAConfig | None, workdir: str) -> None:

@@ -135,6 +135,24 @@ def test_sft_step_with_a_chunked_head_equals_the_whole_head(model, chunk):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
 
 
+def test_sft_step_with_remat_equals_the_plain_step(model):
+    """SFTConfig.remat (train.remat in a run) recomputes the layers in the backward
+    pass: the same loss and gradient, to float32 summation order."""
+    graphdef, params = model
+    examples = sft_examples(TOKENIZER, PAIRS, PlainFormat(), MAX_LEN)
+    rows = tuple(map(jnp.asarray, (examples.tokens, examples.token_mask, examples.loss_mask)))
+    _, plain_grads, plain = run_step(make_sft_step(graphdef, recording_sgd(0.1)), params, rows)
+    _, grads, remat = run_step(make_sft_step(graphdef, recording_sgd(0.1), remat="full"),
+                               params, rows)
+    assert float(remat["loss"]) == pytest.approx(float(plain["loss"]), rel=1e-6)
+    for got, want in zip(jax.tree.leaves(grads), jax.tree.leaves(plain_grads), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match="remat must be one of"):
+        make_sft_step(graphdef, recording_sgd(0.1), remat="some")
+    with pytest.raises(ValueError, match="remat must be one of"):
+        SFTConfig(steps=1, remat="some")
+
+
 def test_nonfinite_step_leaves_parameters_unchanged(model, recording_step):
     graphdef, params = model
     examples = sft_examples(TOKENIZER, PAIRS, PlainFormat(), MAX_LEN)
