@@ -51,8 +51,14 @@ ARMS = {"f32": dict(dtype="float32", matmul="xla", decode_attention="kernel"),
                                    decode_attention="einsum")}
 
 
-def needs_library(arm: dict) -> bool:
-    return arm["matmul"] == "onednn" or arm["decode_attention"] == "kernel"
+def unmet_needs(arm: dict) -> str | None:
+    """Why the arm cannot run here (the kernel library, or oneDNN's bf16 matmul on
+    this CPU), or None."""
+    if arm["matmul"] == "onednn" and not onednn_matmul.usable():
+        return onednn_matmul.unusable_reason()
+    if arm["decode_attention"] == "kernel" and not onednn_matmul.available():
+        return onednn_matmul.load()
+    return None
 
 
 def best_seconds(fn, repeats: int = 5) -> float:
@@ -100,8 +106,9 @@ def main() -> None:
               "bandwidth_gb_s": bandwidth_gb_s(), "arms": {}, "skipped": {}}
     samplers, peaks = {}, {}
     for name in args.arms.split(","):
-        if needs_library(ARMS[name]) and not onednn_matmul.available():
-            result["skipped"][name] = onednn_matmul.load()
+        why = unmet_needs(ARMS[name])
+        if why:
+            result["skipped"][name] = why
             continue
         model = Transformer(base.replace(**ARMS[name]), rngs=nnx.Rngs(0))
         samplers[name] = Sampler(model)

@@ -246,8 +246,8 @@ def main() -> None:
               "skipped": {}, "compile_s": {}}
     sides = {}
     for arm in args.arms.split(","):
-        if arm == "bf16_onednn" and not onednn_matmul.available():
-            result["skipped"][arm] = onednn_matmul.load()
+        if arm == "bf16_onednn" and not onednn_matmul.usable():
+            result["skipped"][arm] = onednn_matmul.unusable_reason()
             continue
         sides[f"mtrl_{arm}"] = side = MtrlSide(arm, base, batch, args.prompt_len, args.new_tokens)
         result["compile_s"][f"mtrl_{arm}/update"] = side.update_arm["compile_s"]

@@ -107,9 +107,9 @@ def main() -> None:
               "arms": {}, "skipped": {}}
     arms = {}
     for name in args.arms.split(","):
-        if ARMS[name]["matmul"] == "onednn" and not onednn_matmul.available():
-            result["skipped"][name] = onednn_matmul.load()
-            print(f"{name}: skipped ({onednn_matmul.load()})", flush=True)
+        if ARMS[name]["matmul"] == "onednn" and not onednn_matmul.usable():
+            result["skipped"][name] = onednn_matmul.unusable_reason()
+            print(f"{name}: skipped ({onednn_matmul.unusable_reason()})", flush=True)
             continue
         arms[name] = build_arm(base.replace(**ARMS[name]), batch)
         print(f"{name}: compiled in {arms[name]['compile_s']:.1f} s", flush=True)

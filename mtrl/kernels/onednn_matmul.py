@@ -13,6 +13,8 @@ Batched operands go through `jax.vmap` one slice at a time (vmap_method "sequent
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -25,6 +27,25 @@ TARGET = "mtrl_onednn_matmul"
 def require() -> None:
     """Raise RuntimeError (one line, the reason) unless the kernel is ready."""
     library.require("oneDNN matmul")
+
+
+@functools.cache
+def unusable_reason() -> str | None:
+    """None when the library is loaded and this CPU runs oneDNN's bf16 matmul; else why
+    not. oneDNN 3.2 has no bf16 matmul below AVX-512 (an AVX2-only CPU, e.g. some AMD
+    EPYC hosts): there the primitive cannot be created and the matmul stays on XLA."""
+    reason = load()
+    if reason is not None:
+        return reason
+    info = impl_info(16, 16, 16)
+    if info.startswith("error"):
+        return f"this CPU has no oneDNN bf16 matmul ({info.removeprefix('error: ')})"
+    return None
+
+
+def usable() -> bool:
+    """The kernel is built, loaded and runs on this CPU (unusable_reason says why not)."""
+    return unusable_reason() is None
 
 
 def impl_info(m: int, k: int, n: int) -> str:

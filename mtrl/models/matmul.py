@@ -54,7 +54,9 @@ def resolve_matmul(choice: str, compute_dtype) -> str:
         if jnp.dtype(compute_dtype) != jnp.bfloat16:
             raise ValueError(f"matmul='onednn' needs compute dtype bfloat16, got "
                              f"{jnp.dtype(compute_dtype).name}")
-        onednn_matmul.require()
+        reason = onednn_matmul.unusable_reason()  # not built, or this CPU lacks bf16
+        if reason is not None:
+            raise RuntimeError(f"matmul='onednn' unavailable: {reason}")
         return "onednn"
     resolved, why = auto_choice(compute_dtype)
     message = f"mtrl: matmul auto -> {resolved} ({why})"

@@ -3,8 +3,9 @@
 Tolerance: both sides multiply the same bf16 values exactly in float32 and differ only
 in the order of the float32 sums, so |difference| <= K * 2^-23 * sum |a_ik b_kj|
 (a few 1e-6 here); we allow 1e-5 relative to the largest |entry|.
-Needs the built kernel (`python -m mtrl.kernels.build`; .ci/run builds it): without it
-these are skipped, with the reason, and ModelConfig.matmul="auto" stays on XLA.
+Needs the built kernel (`python -m mtrl.kernels.build`; .ci/run builds it) and a CPU
+on which oneDNN has a bf16 matmul (AVX-512 or AMX): without them these are skipped,
+with the reason, and ModelConfig.matmul="auto" stays on XLA.
 """
 
 import jax
@@ -14,8 +15,8 @@ import pytest
 
 from mtrl.kernels import build, onednn_matmul
 
-pytestmark = pytest.mark.skipif(not onednn_matmul.available(),
-                                reason=f"oneDNN kernel: {onednn_matmul.load()}")
+pytestmark = pytest.mark.skipif(not onednn_matmul.usable(),
+                                reason=f"oneDNN kernel: {onednn_matmul.unusable_reason()}")
 
 
 def bf16_values(shape, seed):

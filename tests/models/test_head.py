@@ -20,8 +20,8 @@ from mtrl.training.update.logprobs import sequence_logprobs
 CONFIG = dataclasses.replace(PRESETS.get("tiny"), num_layers=2, hidden_size=32,
                              intermediate_size=64, head_dim=8, num_heads=4, num_kv_heads=2,
                              initializer_range=0.1)
-needs_kernel = pytest.mark.skipif(not onednn_matmul.available(),
-                                  reason=f"oneDNN kernel: {onednn_matmul.load()}")
+needs_kernel = pytest.mark.skipif(not onednn_matmul.usable(),
+                                  reason=f"oneDNN kernel: {onednn_matmul.unusable_reason()}")
 
 
 def full_logprobs(logits_fn, hidden, targets):

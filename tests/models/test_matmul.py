@@ -24,8 +24,8 @@ from mtrl.models import matmul as matmul_module
 CONFIG = ModelConfig(vocab_size=300, hidden_size=64, intermediate_size=128, num_layers=2,
                      num_heads=4, num_kv_heads=2, family="qwen2", attention_bias=True,
                      initializer_range=0.1, dtype="bfloat16")
-needs_kernel = pytest.mark.skipif(not onednn_matmul.available(),
-                                  reason=f"oneDNN kernel: {onednn_matmul.load()}")
+needs_kernel = pytest.mark.skipif(not onednn_matmul.usable(),
+                                  reason=f"oneDNN kernel: {onednn_matmul.unusable_reason()}")
 
 
 def test_config_refuses_unknown_and_float32_onednn():
@@ -46,7 +46,7 @@ def test_auto_stays_on_xla_without_units_or_bf16(monkeypatch, capsys):
 
 
 def test_auto_picks_onednn_exactly_when_units_and_kernel_are_there():
-    expected = cpu.has_amx_bf16() and onednn_matmul.available()
+    expected = cpu.has_amx_bf16() and onednn_matmul.available()  # auto asks for AMX units
     assert (matmul_module.resolve_matmul("auto", jnp.bfloat16) == "onednn") == expected
 
 
