@@ -8,7 +8,7 @@ Compiles (does not run) the update for abstract inputs: N agents' bins [N, P, S]
 rows [N, B, L], math.py's model (the tiny preset cut to 2 layers: 0.5M parameters),
 separate agents, AdamW; prints one JSON line per attention implementation with XLA's
 temporaries, arguments and outputs in GB, and the [P, heads, S, S] float32 buffer the
-scores of one layer take, for scale (BENCHMARKS.md, "Memory that fits").
+scores of one layer take, for scale (BENCHMARKS.md, "Memory").
 """
 
 from __future__ import annotations

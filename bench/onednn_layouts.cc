@@ -1,7 +1,7 @@
 // Decode-shaped bf16 matmuls on oneDNN 3.2, called directly: the weights as mtrl's
 // kernel passes them (plain "ab", or "ba" for the tied output layer) against weights
-// reordered once into the primitive's own blocked layout (format "any"); issue 43,
-// BENCHMARKS.md section 6b. Times one [M, K] @ [K, N] call (the mean of 200 calls at
+// reordered once into the primitive's own blocked layout (format "any"; BENCHMARKS.md,
+// "Matmul units"). Times one [M, K] @ [K, N] call (the mean of 200 calls at
 // <= 8 rows, 50 above, a tenth of that for the output layer) on one matrix that stays
 // in cache between calls.
 //

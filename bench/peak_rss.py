@@ -1,5 +1,5 @@
 """Peak resident memory of a command and every process it starts (sandbox workers,
-trainer subprocesses), polled from /proc; the numbers BENCHMARKS "Memory that fits"
+trainer subprocesses), polled from /proc; the numbers BENCHMARKS.md "Memory"
 records for each experiment config.
 
     python -m bench.peak_rss --out /tmp/peak.json -- \

@@ -33,7 +33,7 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
 # - --xla_cpu_use_fusion_emitters=false: XLA:CPU's elemental fusion emitters instead
 #   of its newer MLIR fusion emitters, whose compile time dominated: two packing and
 #   log-probability tests 27.7 -> 14.4 s of CPU; the whole suite 9 min 53 s / 1003 s
-#   -> 8 min 28 s / 835 s (BENCHMARKS.md, the test suite).
+#   -> 8 min 28 s / 835 s (measured when the flag was chosen).
 # Both change how XLA:CPU generates machine code, not what a program computes (up to
 # float rounding; every comparison in the suite passes either way); experiment
 # commands keep XLA's defaults. A value given in XLA_FLAGS wins.

@@ -1,4 +1,4 @@
-"""The reproduction table in BENCHMARKS.md: a marked block that tools/reproduce.py
+"""A claims table as a marked block of a markdown file that tools/reproduce.py --table
 rewrites, one row per claim (a claim's row is replaced when it is run again, rows of
 other claims are kept in their order)."""
 
@@ -52,14 +52,14 @@ def table_row(record: dict, record_path: str) -> str:
 
 
 def update_table(text: str, record: dict, record_path: str) -> str:
-    """`text` (BENCHMARKS.md) with the claim's row written into the marked block (the
+    """`text` (a markdown file's) with the claim's row written into the marked block (the
     block appended as a new section when the file has none)."""
     row = table_row(record, record_path)
     if BEGIN not in text:
         return text.rstrip("\n") + "\n" + SECTION + f"{BEGIN}\n{HEADER}\n{row}\n{END}\n"
     head, rest = text.split(BEGIN, 1)
     if END not in rest:
-        raise ValueError(f"BENCHMARKS.md: {BEGIN!r} without {END!r}")
+        raise ValueError(f"the table file: {BEGIN!r} without {END!r}")
     block, tail = rest.split(END, 1)
     rows = [line for line in block.strip().splitlines()[2:] if line.startswith("| ")]
     key = f"| {record['claim']} |"

@@ -14,7 +14,7 @@ FLOPs and the memory of an update go. `ModelConfig.attention` picks its attentio
   xla        jax.nn.dot_product_attention(implementation="xla"). Its XLA (CPU)
              implementation materialises the scores: the backward keeps [B, heads, L, L]
              float32 buffers per layer (a 0.5M-parameter model asked for 6+ GB:
-             BENCHMARKS.md, "Memory that fits").
+             BENCHMARKS.md, "Memory").
   cudnn      jax.nn.dot_product_attention(implementation="cudnn"); a GPU is required.
   reference  `grouped_attention`, the explicit einsum path (whole [B, heads, L, L]).
 

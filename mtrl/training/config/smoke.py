@@ -26,7 +26,7 @@ share more of them through a persistent compilation cache (the test suite's). Th
 floor is 2 rows, not 8: a smoke run samples 2 tasks, and 8-row prefills of the math
 configs' 512-token prompts ran 4 times the rows they needed, which costs more than the
 programs it saves where programs compile fast (the test suite's XLA flags); at XLA's
-defaults the two floors differ little (BENCHMARKS.md, "Smoke sampler rows"). Padding
+defaults the two floors differ little (`python -m bench.smoke_buckets`). Padding
 rows and slots are masked out, so the samples are the same up to float rounding
 (tests/sampling/test_sampler.py compares differently bucketed calls: the same tokens,
 log-probabilities within 1e-5).

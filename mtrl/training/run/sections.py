@@ -51,8 +51,8 @@ class TrainConfig:
     bin_buckets: the ladder a packed update's bin count is rounded up to, so
       a run compiles a few layouts (training/update/buckets.py): "none" (exact: a
       program per count met), "pow2", a ratio such as "1.25" (1, 2, 3, 4, 5, 6, 8, 10,
-      12, 15, ...), or "auto": 1.25 on CPU, pow2 on an accelerator (BENCHMARKS.md, "No
-      compile after warm-up": where a compile costs ~3,300 padded slots, as for SmolLM2
+      12, 15, ...), or "auto": 1.25 on CPU, pow2 on an accelerator (`python -m
+      bench.layout_reuse`: where a compile costs ~3,300 padded slots, as for SmolLM2
       on this CPU, only 1.25 saves time over 40 steps and exact wins over 200; where it
       costs ~1M slots, as on a GPU, pow2 with growth 2 saves most compiles).
     layout_growth: a packed minibatch runs in an already compiled layout with at most

@@ -11,8 +11,8 @@ so a count n runs in the smallest rung >= n: at most a factor r + r^(1-k) of pad
 and up to n_max at most log_r(n_max) + 1 distinct counts. "none" keeps n itself (one
 program per count met, no padding); "pow2" is r = 2.
 
-Which trade wins depends on what a compile costs against a padded slot (BENCHMARKS.md,
-"No compile after warm-up": 40 and 200 replayed SmolLM2-MBPP-like minibatches, tree
+Which trade wins depends on what a compile costs against a padded slot (`python -m
+bench.layout_reuse`: 40 and 200 replayed SmolLM2-MBPP-like minibatches, tree
 packing). On this CPU (compile 35 s, slot 10.6 ms: a compile is worth ~3,300 slots) only
 the finest ladder pays: 1.25 saves 74 s net in 40 steps (13 compiles instead of 21, +8%
 slots) where 1.5 loses 45 s and pow2 418 s; over 200 steps exact counts win (1.25 then

@@ -30,7 +30,7 @@ has written them: R · L (nothing shared) bounds it and is printed at the build;
 packed minibatch (P bins of S slots per agent, W = P · S) is then checked by
 `packed_step_guard` before its update runs, and refused in the same one line instead
 of an out-of-memory error. The README's two-agent math run held 2 x ~32k tokens, not
-2 x 172k (BENCHMARKS.md, "Memory that fits").
+2 x 172k (BENCHMARKS.md, "Memory").
 """
 
 from __future__ import annotations

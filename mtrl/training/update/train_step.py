@@ -194,8 +194,7 @@ class TrainStep:
         zero-advantage filter), so it still divides a data-parallel mesh; a reused
         layout's rows came from an earlier minibatch. Padding adds empty rows, bins and
         slots: the
-        same loss and gradients (BENCHMARKS.md, "No compile after warm-up", measures
-        the trade)."""
+        same loss and gradients (`python -m bench.layout_reuse` measures the trade)."""
         n, rows, length = jnp.shape(minibatch.tokens)
         shape = (rows, *packed.tokens.shape[1:])
         compiled = self._packed_layouts.setdefault((n, length), set())
