@@ -30,10 +30,10 @@ def test_the_last_checkpoint_is_tested_too_and_every_record_names_its_origin(tmp
     assert result["test_success"] == chosen["test_success"]
     assert result["last_test_success"] == last["test_success"]
     # Beside Succ@T, turn-1 success and the feedback gain's count (its gain when n > 0).
-    for record, prefix in ((chosen, ""), (last, "last_")):
-        assert record["test_success_turn1"] == result[f"{prefix}test_turn1_success"]
-        assert record["test_feedback_gain_tasks"] == result[f"{prefix}test_feedback_gain_tasks"]
-        assert record.get("test_feedback_gain") == result[f"{prefix}test_feedback_gain"]
+    for tested, prefix in ((chosen, ""), (last, "last_")):
+        assert tested["test_success_turn1"] == result[f"{prefix}test_turn1_success"]
+        assert tested["test_feedback_gain_tasks"] == result[f"{prefix}test_feedback_gain_tasks"]
+        assert tested.get("test_feedback_gain") == result[f"{prefix}test_feedback_gain"]
     provenance = result["provenance"]
     assert provenance == chosen["provenance"] == last["provenance"] == read_provenance(tmp_path)
     assert provenance["code"] == code_state() and provenance["mixed_code"] is False
