@@ -25,11 +25,11 @@ from flax import nnx
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import ModelConfig, Transformer
 from mtrl.models.head import token_logprobs
-from mtrl.training.update.logprobs import sequence_logprobs
+from mtrl.training.policy.logprobs import sequence_logprobs
 from mtrl.training.update.minibatch import PolicyMinibatch
-from mtrl.training.update.optim import (Float32MasterState, OptimConfig, float32_master,
+from mtrl.training.policy.optim import (Float32MasterState, OptimConfig, float32_master,
                                         make_optimizer)
-from mtrl.training.update.train_state import init_train_state
+from mtrl.training.policy.train_state import init_train_state
 from mtrl.training.update.train_step import make_train_step
 
 MAX_NATS, MEAN_NATS = 0.05, 0.01  # sampled tokens' log-probabilities

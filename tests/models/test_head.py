@@ -15,7 +15,7 @@ from mtrl.kernels import onednn_matmul
 from mtrl.models import LoRAConfig, ModelConfig, PRESETS, Transformer
 from mtrl.models.adapters import adapted_graphdef, init_adapters, with_adapters
 from mtrl.models.head import LOGITS_CHUNK, token_logprobs
-from mtrl.training.update.logprobs import sequence_logprobs
+from mtrl.training.policy.logprobs import sequence_logprobs
 
 CONFIG = dataclasses.replace(PRESETS.get("tiny"), num_layers=2, hidden_size=32,
                              intermediate_size=64, head_dim=8, num_heads=4, num_kv_heads=2,

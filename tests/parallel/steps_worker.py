@@ -73,8 +73,8 @@ def run(args, mesh: str, save: str) -> dict:
     from mtrl.models import PRESETS, Transformer
     from mtrl.parallel import MeshConfig, ShardingPlan
     from mtrl.training.update.minibatch import PolicyMinibatch
-    from mtrl.training.update.optim import OptimConfig, make_optimizer
-    from mtrl.training.update.train_state import init_train_state
+    from mtrl.training.policy.optim import OptimConfig, make_optimizer
+    from mtrl.training.policy.train_state import init_train_state
     from mtrl.training.update.train_step import make_train_step
 
     config = dataclasses.replace(PRESETS.get("tiny"), num_layers=1, hidden_size=32,
@@ -105,7 +105,7 @@ def run(args, mesh: str, save: str) -> dict:
     if lora:
         from mtrl.models.adapters import adapted_graphdef, init_adapters
         from mtrl.models.lora import LoRAConfig
-        from mtrl.training.update.train_state import base_layout
+        from mtrl.training.policy.train_state import base_layout
         adapters_config = LoRAConfig(rank=2, alpha=4.0)
         adapters = [init_adapters(config, adapters_config, jax.random.key(a)) for a in range(n)]
         state = init_train_state(adapters, optim, shared=False, keep_reference=True,

@@ -17,8 +17,8 @@ from mtrl.parallel import MeshConfig, ShardingPlan, check_model_fits, parse_shap
 from mtrl.parallel.distributed import DistributedConfig, process_share
 from mtrl.parallel.from_config import plan_for
 from mtrl.training.config.readers import read_section
-from mtrl.training.update.optim import OptimConfig, make_optimizer
-from mtrl.training.update.train_state import init_train_state
+from mtrl.training.policy.optim import OptimConfig, make_optimizer
+from mtrl.training.policy.train_state import init_train_state
 
 TINY = dataclasses.replace(PRESETS.get("tiny"), num_layers=1)
 

@@ -24,8 +24,8 @@ import numpy as np
 
 from mtrl.losses import KLPenaltyConfig, masked_kl
 from mtrl.rollout.batch import RolloutBatch
-from mtrl.training.update.train_state import TrainState, agent_reference
-from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
+from mtrl.training.policy.train_state import TrainState, agent_reference
+from mtrl.training.policy.logprobs import predicted_mask, sequence_logprobs
 
 def row_kl(graphdef, state: TrainState, batch: RolloutBatch, estimator: str) -> jax.Array:
     """[N, C] Σ over each row's loss tokens of k(π_old, π_ref)."""

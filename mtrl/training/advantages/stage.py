@@ -22,7 +22,7 @@ from mtrl.training.advantages.estimators import CreditConfig, token_advantages
 from mtrl.training.advantages.loss_mask import MaskSettings, filter_loss_mask
 from mtrl.training.advantages.penalties import FilterConfig, return_penalties
 from mtrl.training.advantages.reference_pass import ReferencePass
-from mtrl.training.update.train_state import TrainState
+from mtrl.training.policy.train_state import TrainState
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,7 +24,7 @@ from mtrl.training.config.loss import read_loss
 from mtrl.training.config.sections import RECIPES, SPECS, section_defaults
 from mtrl.training.logging.wandb_sink import check_wandb_installed
 from mtrl.training.run.sections import TrainConfig
-from mtrl.training.update.optim import OptimConfig
+from mtrl.training.policy.optim import OptimConfig
 
 Read = tuple[Any, list[str]]
 

@@ -39,7 +39,7 @@ from mtrl.training.config.sections import TOP_LEVEL
 from mtrl.training.grow.curriculum import CurriculumConfig
 from mtrl.training.run.chat import ChatSection
 from mtrl.training.run.sections import ModelSection, SFTSection, TrainConfig
-from mtrl.training.update.optim import OptimConfig
+from mtrl.training.policy.optim import OptimConfig
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,7 @@ from mtrl.training.config.loss import LossSection
 from mtrl.training.grow.curriculum import CurriculumConfig
 from mtrl.training.run.chat import ChatSection
 from mtrl.training.run.sections import ModelSection, SFTSection, TrainConfig
-from mtrl.training.update.optim import OptimConfig
+from mtrl.training.policy.optim import OptimConfig
 
 # The run's top-level fields.
 TOP_LEVEL = {"seed": 0, "tokenizer": "byte"}  # tokenizer: "byte" or a tokenizer directory

@@ -51,7 +51,7 @@ from mtrl.training.update.memory import check_step_memory, packed_step_guard
 from mtrl.training.checkpoints.hf_export import export_agents, model_report
 from mtrl.training.logging import Progress, write_transcripts
 from mtrl.training.checkpoints.run_record import read_run_seconds
-from mtrl.training.update.optim import make_optimizer, make_schedule
+from mtrl.training.policy.optim import make_optimizer, make_schedule
 from mtrl.training.loop.process_roles import open_metrics
 from mtrl.training.grow.curriculum import StepTasks
 from mtrl.training.loop.loop_state import LoopState
@@ -71,7 +71,7 @@ RL_NONE_LEFT = ("no earlier RL checkpoint is left, RL starts over from its warm 
                 "(SFT resumes from its own checkpoints, if any)")
 from mtrl.parallel.shardings import committed
 from mtrl.training.checkpoints.base_record import base_record, on_checked_base
-from mtrl.training.update.train_state import agent_merged, base_layout, init_train_state
+from mtrl.training.policy.train_state import agent_merged, base_layout, init_train_state
 from mtrl.training.update.train_step import make_train_step
 from mtrl.training.sft.warm_start import WarmStarter
 

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from mtrl.parallel.process_rollout import local_params
 from mtrl.rollout.backend import PolicyBackend
-from mtrl.training.update.train_state import TrainState, agent_policy
+from mtrl.training.policy.train_state import TrainState, agent_policy
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,7 +30,7 @@ from mtrl.training.grow.curriculum import CurriculumConfig
 from mtrl.training.advantages.penalties import FilterConfig
 from mtrl.training.advantages.estimators import CreditConfig
 from mtrl.training.run.built_rules import run_built_rules
-from mtrl.training.update.optim import OptimConfig
+from mtrl.training.policy.optim import OptimConfig
 
 
 @dataclasses.dataclass

@@ -36,7 +36,7 @@ import numpy as np
 from mtrl.rollout.generator import per_agent_formats
 from mtrl.rollout.history import first_ids, next_ids
 from mtrl.rollout.tree import TreeRollout
-from mtrl.training.update.logprobs import sequence_logprobs
+from mtrl.training.policy.logprobs import sequence_logprobs
 
 ANSWER_INSTRUCTION = "Give the final answer."
 ANSWER_PREFIX = "\\boxed{"

@@ -37,8 +37,8 @@ from mtrl.losses import masked_count, masked_mean
 from mtrl.models.remat import check_remat
 from mtrl.rollout.history import history_ids
 from mtrl.sampling.tracing import TraceCounter
-from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
-from mtrl.training.update.optim import OptimConfig, make_optimizer, make_schedule
+from mtrl.training.policy.logprobs import predicted_mask, sequence_logprobs
+from mtrl.training.policy.optim import OptimConfig, make_optimizer, make_schedule
 from mtrl.training.update.step_metrics import check_finite
 from mtrl.parallel.shardings import committed
 from mtrl.data.demonstrations import Revision

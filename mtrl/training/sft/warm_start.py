@@ -19,7 +19,7 @@ from mtrl.training.checkpoints.checkpointing import CheckpointKeeper
 from mtrl.models.lora import LoRAConfig
 from mtrl.training.run.interrupts import stop_point, stop_requested
 from mtrl.training.logging import Progress
-from mtrl.training.update.optim import OptimConfig, make_optimizer
+from mtrl.training.policy.optim import OptimConfig, make_optimizer
 from mtrl.training.run.run_config import read_config
 from mtrl.training.sft.sft import SFTConfig, run_sft, sft_examples
 from mtrl.training.sft.sft_checkpoint import SFTCheckpoints
@@ -27,7 +27,7 @@ from mtrl.training.sft.sft_data import rows_of_kind
 from mtrl.training.run.build import Components
 from mtrl.training.run.sections import SFTSection
 from mtrl.training.run.keys import RunKeys
-from mtrl.training.update.train_state import agent_params, init_train_state
+from mtrl.training.policy.train_state import agent_params, init_train_state
 
 
 @dataclasses.dataclass

@@ -9,7 +9,7 @@ import numpy as np
 
 from mtrl.config.fields import check_int
 from mtrl.training.update.minibatch import PolicyMinibatch, take_rows
-from mtrl.training.update.train_state import TrainState
+from mtrl.training.policy.train_state import TrainState
 from mtrl.training.update.train_step import TrainStep
 
 

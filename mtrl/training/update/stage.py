@@ -48,7 +48,7 @@ from mtrl.training.update.ppo_epochs import ppo_update
 from mtrl.training.update.row_filter import informative_rows, keep_informative_groups
 from mtrl.training.update.row_groups import check_groups
 from mtrl.training.update.step_metrics import check_finite
-from mtrl.training.update.train_state import TrainState
+from mtrl.training.policy.train_state import TrainState
 
 
 @dataclasses.dataclass(frozen=True)

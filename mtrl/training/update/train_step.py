@@ -58,12 +58,12 @@ from mtrl.models.remat import check_remat
 from mtrl.sampling.tracing import TraceCounter
 from mtrl.training.update.agent_map import map_agents, uses_cudnn
 from mtrl.training.update.buckets import resolve_layout
-from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
+from mtrl.training.policy.logprobs import predicted_mask, sequence_logprobs
 from mtrl.training.update.minibatch import PolicyMinibatch, host_rows, pad_minibatch_rows
 from mtrl.training.update.packing import (PackedRows, check_mode, pack_rows, packed_logprobs,
                                           pad_packed, pad_rows, reusable_layout)
 from mtrl.training.update.step_metrics import flatten_metrics
-from mtrl.training.update.train_state import TrainState, policy_params, reference_params
+from mtrl.training.policy.train_state import TrainState, policy_params, reference_params
 
 
 

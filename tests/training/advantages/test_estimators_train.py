@@ -14,10 +14,10 @@ from mtrl.models import PRESETS, Transformer
 from mtrl.rollout import RolloutConfig, StepRollout, make_batch, rollout
 from mtrl.training.advantages.estimators import CREDIT_ESTIMATORS, CreditConfig, token_advantages
 from mtrl.training.update.minibatch import policy_minibatch
-from mtrl.training.update.optim import OptimConfig, make_optimizer
+from mtrl.training.policy.optim import OptimConfig, make_optimizer
 from mtrl.training.update.ppo_epochs import ppo_update
 from mtrl.training.update.step_metrics import check_finite
-from mtrl.training.update.train_state import agent_params, init_train_state
+from mtrl.training.policy.train_state import agent_params, init_train_state
 from mtrl.training.update.train_step import make_train_step
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend
 from tests.training.signal_env import SignalEnv

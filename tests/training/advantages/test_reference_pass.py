@@ -17,8 +17,8 @@ from mtrl.training.config import base_config
 from mtrl.training.advantages.reference_pass import reward_kl_penalty, rows_to_turns
 from mtrl.models.adapters import adapted_graphdef, init_adapters
 from mtrl.models.lora import LoRAConfig
-from mtrl.training.update.train_state import base_layout, init_train_state
-from mtrl.training.update.logprobs import predicted_mask, sequence_logprobs
+from mtrl.training.policy.train_state import base_layout, init_train_state
+from mtrl.training.policy.logprobs import predicted_mask, sequence_logprobs
 from tests.rollout.scripted import CharTokenizer, ScriptedBackend
 from tests.training.signal_env import SignalEnv
 

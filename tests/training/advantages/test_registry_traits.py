@@ -24,7 +24,7 @@ from mtrl.training.config.rules import (episodes_end_at_success, groups_fit_gene
 from mtrl.training.run.built_rules import estimator_info
 from mtrl.training.update.packing import pack_rows
 from mtrl.training.update.row_groups import group_size
-from mtrl.training.update.train_state import init_train_state
+from mtrl.training.policy.train_state import init_train_state
 from mtrl.training.update.train_step import make_train_step, zero_advantage_is_exact
 from tests.training.config.test_objective_build import build_objective, config_for
 from tests.training.update.test_packing import CONFIG, recording_sgd, tree_minibatch

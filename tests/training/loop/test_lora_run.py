@@ -17,7 +17,7 @@ from flax import nnx
 from mtrl.models import PRESETS, Transformer, save_hf_checkpoint
 from mtrl.tokenizers import ByteTokenizer
 from mtrl.training.loop.trainer import Trainer
-from mtrl.training.update.train_state import agent_params, agent_policy
+from mtrl.training.policy.train_state import agent_params, agent_policy
 from tests.training.loop.small_run import small_config
 
 MODEL = PRESETS.get("tiny").replace(num_layers=1, hidden_size=32, intermediate_size=64,

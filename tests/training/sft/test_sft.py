@@ -14,7 +14,7 @@ from mtrl.models import PRESETS, Transformer
 from mtrl.rollout.formatting import PlainFormat
 from mtrl.sampling import Sampler, SamplingConfig
 from mtrl.tokenizers import ByteTokenizer
-from mtrl.training.update.optim import OptimConfig
+from mtrl.training.policy.optim import OptimConfig
 from mtrl.training.sft.sft import (SFTConfig, make_sft_step, masked_nll, run_sft, sft_batches,
                                    sft_examples)
 from mtrl.training.update.step_metrics import check_finite

@@ -41,7 +41,7 @@ def test_a_sequential_train_step_equals_the_vmapped_one(monkeypatch, shared):
     from mtrl.models import PRESETS, Transformer
     from mtrl.training.update import train_step as train_step_module
     from mtrl.training.update.minibatch import PolicyMinibatch
-    from mtrl.training.update.train_state import init_train_state
+    from mtrl.training.policy.train_state import init_train_state
 
     config = PRESETS.get("tiny").replace(num_layers=1, hidden_size=32, intermediate_size=64,
                                          head_dim=8, num_heads=4, num_kv_heads=2)

@@ -11,7 +11,7 @@ import numpy as np
 from mtrl.rollout.config import RolloutConfig
 from mtrl.training.update.packing import pack_rows
 from mtrl.training.update.stage import Updater, largest_layout, packed_row_count
-from mtrl.training.update.train_state import init_train_state
+from mtrl.training.policy.train_state import init_train_state
 from mtrl.training.update.train_step import make_train_step
 from tests.training.update.test_packing import PPO_KL, models, recording_sgd, tree_minibatch  # noqa: F401
 

@@ -9,7 +9,7 @@ from flax import nnx
 
 from mtrl.training.update.minibatch import take_rows
 from mtrl.training.update.packing import pack_rows, packed_logprobs, pad_packed, reusable_layout
-from mtrl.training.update.train_state import init_train_state
+from mtrl.training.policy.train_state import init_train_state
 from mtrl.training.update.train_step import make_train_step
 from tests.training.update.test_packing import PPO_KL, models, recording_sgd, tree_minibatch  # noqa: F401
 

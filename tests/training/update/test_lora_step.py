@@ -16,9 +16,9 @@ from mtrl.models import PRESETS, Transformer
 from mtrl.models.adapters import adapted_graphdef, adapter_count, init_adapters, merged_state
 from mtrl.models.lora import LoRAConfig
 from mtrl.sampling import BucketPolicy, Sampler, SamplingConfig
-from mtrl.training.update.logprobs import sequence_logprobs
-from mtrl.training.update.optim import make_optimizer
-from mtrl.training.update.train_state import (agent_merged, agent_params, agent_policy,
+from mtrl.training.policy.logprobs import sequence_logprobs
+from mtrl.training.policy.optim import make_optimizer
+from mtrl.training.policy.train_state import (agent_merged, agent_params, agent_policy,
                                               agent_reference, base_layout, init_train_state)
 from mtrl.training.update.train_step import _agent_objective, make_train_step
 from tests.training.update.test_train_step import (MAGRPO, N, OPTIM, PPO, assert_trees_identical,

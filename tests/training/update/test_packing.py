@@ -15,10 +15,10 @@ from flax import nnx
 from mtrl.losses import KLPenaltyConfig, PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.rollout import RolloutConfig, make_batch
-from mtrl.training.update.logprobs import sequence_logprobs
+from mtrl.training.policy.logprobs import sequence_logprobs
 from mtrl.training.update.minibatch import policy_minibatch
 from mtrl.training.update.packing import budget_for, pack_rows, packed_logprobs
-from mtrl.training.update.train_state import init_train_state
+from mtrl.training.policy.train_state import init_train_state
 from mtrl.training.update.train_step import make_train_step, zero_advantage_is_exact
 from tests.rollout.test_generator import run
 

@@ -14,7 +14,7 @@ from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.training.update.minibatch import PolicyMinibatch
 from mtrl.training.update.row_filter import informative_rows, keep_informative_groups
-from mtrl.training.update.train_state import init_train_state
+from mtrl.training.policy.train_state import init_train_state
 from mtrl.training.update.train_step import make_train_step
 
 CONFIG = dataclasses.replace(PRESETS.get("tiny"), num_layers=1, hidden_size=32,

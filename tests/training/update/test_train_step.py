@@ -18,12 +18,12 @@ from flax import nnx
 from mtrl.losses import KLPenaltyConfig, PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.rollout.batch import RolloutBatch
-from mtrl.training.update.logprobs import sequence_logprobs
+from mtrl.training.policy.logprobs import sequence_logprobs
 from mtrl.training.update.minibatch import PolicyMinibatch, policy_minibatch, take_rows
-from mtrl.training.update.optim import OptimConfig, make_optimizer, make_schedule
+from mtrl.training.policy.optim import OptimConfig, make_optimizer, make_schedule
 from mtrl.training.update.ppo_epochs import ppo_update
 from mtrl.training.update.step_metrics import check_finite
-from mtrl.training.update.train_state import TrainState, agent_params, init_train_state
+from mtrl.training.policy.train_state import TrainState, agent_params, init_train_state
 from mtrl.training.update.train_step import make_train_step
 
 CONFIG = dataclasses.replace(PRESETS.get("tiny"), num_layers=1, hidden_size=32,

@@ -9,7 +9,7 @@ import optax
 import pytest
 from flax import nnx
 
-from mtrl.training.update.optim import (SCHEDULES, OptimConfig, decay_mask, make_optimizer,
+from mtrl.training.policy.optim import (SCHEDULES, OptimConfig, decay_mask, make_optimizer,
                                         make_schedule)
 
 

@@ -11,7 +11,7 @@ import pytest
 from flax import nnx
 
 from mtrl.models import PRESETS, Transformer
-from mtrl.training.update.logprobs import sequence_logprobs
+from mtrl.training.policy.logprobs import sequence_logprobs
 
 CONFIG = dataclasses.replace(PRESETS.get("tiny"), num_layers=2, hidden_size=32,
                              intermediate_size=64, head_dim=8, num_heads=4, num_kv_heads=2)
