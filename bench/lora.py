@@ -46,8 +46,8 @@ from mtrl.models.adapters import (adapted_graphdef, adapter_count, init_adapters
 from mtrl.models.lora import LoRAConfig
 from mtrl.sampling import Sampler, SamplingConfig
 from mtrl.training.update.minibatch import PolicyMinibatch
-from mtrl.training.update.optim import OptimConfig, make_optimizer
-from mtrl.training.update.train_state import base_layout, init_train_state
+from mtrl.training.policy.optim import OptimConfig, make_optimizer
+from mtrl.training.policy.train_state import base_layout, init_train_state
 from mtrl.training.update.train_step import make_train_step
 
 MAGRPO = PolicyObjectiveConfig(loss="reinforce", aggregation="seq-mean-token-sum")

@@ -25,9 +25,9 @@ from flax import nnx
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.training.update.minibatch import PolicyMinibatch
-from mtrl.training.update.optim import OptimConfig, make_optimizer
+from mtrl.training.policy.optim import OptimConfig, make_optimizer
 from mtrl.training.update.packing import PackedRows
-from mtrl.training.update.train_state import init_train_state
+from mtrl.training.policy.train_state import init_train_state
 from mtrl.training.update.train_step import make_train_step
 
 GB = 1e9

@@ -49,8 +49,8 @@ from mtrl.losses import PolicyObjectiveConfig  # noqa: E402
 from mtrl.models import PRESETS, Transformer  # noqa: E402
 from mtrl.parallel import MeshConfig, ShardingPlan, bytes_per_device  # noqa: E402
 from mtrl.training.update.minibatch import PolicyMinibatch  # noqa: E402
-from mtrl.training.update.optim import OptimConfig, make_optimizer  # noqa: E402
-from mtrl.training.update.train_state import init_train_state  # noqa: E402
+from mtrl.training.policy.optim import OptimConfig, make_optimizer  # noqa: E402
+from mtrl.training.policy.train_state import init_train_state  # noqa: E402
 from mtrl.training.update.train_step import make_train_step  # noqa: E402
 
 MODELS = {

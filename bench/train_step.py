@@ -44,9 +44,9 @@ from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer
 from mtrl.training.config import module_from_file
 from mtrl.training.update.minibatch import PolicyMinibatch
-from mtrl.training.update.optim import OptimConfig, make_optimizer
+from mtrl.training.policy.optim import OptimConfig, make_optimizer
 from mtrl.training.update.packing import pack_rows
-from mtrl.training.update.train_state import init_train_state
+from mtrl.training.policy.train_state import init_train_state
 from mtrl.training.update.train_step import make_train_step
 
 MAGRPO = PolicyObjectiveConfig(loss="reinforce", aggregation="seq-mean-token-sum")

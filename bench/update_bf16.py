@@ -40,8 +40,8 @@ from mtrl.kernels import onednn_matmul
 from mtrl.losses import PolicyObjectiveConfig
 from mtrl.models import Transformer, preset
 from mtrl.training.update.minibatch import PolicyMinibatch
-from mtrl.training.update.optim import OptimConfig, make_optimizer
-from mtrl.training.update.train_state import init_train_state
+from mtrl.training.policy.optim import OptimConfig, make_optimizer
+from mtrl.training.policy.train_state import init_train_state
 from mtrl.training.update.train_step import make_train_step
 
 MAGRPO = PolicyObjectiveConfig(loss="reinforce", aggregation="seq-mean-token-sum")

@@ -31,7 +31,7 @@ from mtrl.training.run.provenance import code_state
 from mtrl.training.sft.sft import sft_examples
 from mtrl.training.sft.sft_checkpoint import SFTCheckpoints
 from mtrl.training.sft.sft_data import rows_of_kind
-from mtrl.training.update.optim import OptimConfig, make_optimizer
+from mtrl.training.policy.optim import OptimConfig, make_optimizer
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ROWS = 256  # rows checked per (agent, kind, split)
