@@ -3,5 +3,5 @@
   curriculum.py     the curriculum section: the task order and learnable-band sampler
                     (and TCOD's turn schedule)
   async_rollout.py  the rollout producer: on-policy, or one step off
-  stage.py          Grower: step s's tasks rolled out as one tree
+  stage.py          GrowStage: step s's tasks rolled out as one tree
 """

@@ -26,7 +26,7 @@ from mtrl.training.grow.curriculum import StepTasks
 
 
 @dataclasses.dataclass(frozen=True)
-class Grower:
+class GrowStage:
     """Everything the grow stage reads: the task chooser, the environment, the
     tokenizer and turn format, the rollout section and the rollout key of a step."""
 

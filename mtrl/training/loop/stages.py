@@ -17,22 +17,22 @@ from mtrl.training.advantages.loss_mask import MaskSettings
 from mtrl.training.advantages.reference_pass import ReferencePass
 from mtrl.training.advantages.stage import AdvantageStage
 from mtrl.training.grow.curriculum import StepTasks
-from mtrl.training.grow.stage import Grower
-from mtrl.training.publish.publisher import Publisher
+from mtrl.training.grow.stage import GrowStage
+from mtrl.training.publish.publisher import PublishStage
 from mtrl.training.run.keys import RunKeys
 from mtrl.training.score.answer_probs import scores_answers
-from mtrl.training.score.stage import AnswerScorer, Scorer
+from mtrl.training.score.stage import AnswerScorer, ScoreStage
 from mtrl.training.update.row_groups import group_size
-from mtrl.training.update.stage import Updater
+from mtrl.training.update.stage import UpdateStage
 
 
 @dataclasses.dataclass(frozen=True)
 class Stages:
-    grower: Grower
-    scorer: Scorer
+    grow: GrowStage
+    score: ScoreStage
     advantages: AdvantageStage
-    updater: Updater
-    publisher: Publisher
+    update: UpdateStage
+    publish: PublishStage
 
 
 def build_stages(run, c, *, graphdef: Any, step_fn: Any, keys: RunKeys,
@@ -44,15 +44,15 @@ def build_stages(run, c, *, graphdef: Any, step_fn: Any, keys: RunKeys,
                                  frozenset(c.env.info_keys)) else None)
     num_policies = 1 if run.rollout.agent_params == "shared" else run.num_agents
     return Stages(
-        grower=Grower(step_tasks, c.env, c.tokenizer, c.turn_format, run.rollout, keys.rollout),
-        scorer=Scorer(run.recipe, answers),
+        grow=GrowStage(step_tasks, c.env, c.tokenizer, c.turn_format, run.rollout, keys.rollout),
+        score=ScoreStage(run.recipe, answers),
         advantages=AdvantageStage(
             credit=run.credit, rollout=run.rollout, filters=run.filters,
             mask=MaskSettings(run.curriculum, run.filters.void_turns, run.rollout.num_turns),
             reference=(ReferencePass(graphdef, run.reward_kl)
                        if run.reward_kl is not None else None),
             num_tasks=run.train.tasks_per_step // jax.process_count()),
-        updater=Updater(step_fn, run.train.ppo_epochs, run.train.minibatches,
+        update=UpdateStage(step_fn, run.train.ppo_epochs, run.train.minibatches,
                         run.train.drop_zero_advantage, group_size(run.objective.loss),
                         keys.ppo),
-        publisher=Publisher(tuple(backends), num_policies))
+        publish=PublishStage(tuple(backends), num_policies))

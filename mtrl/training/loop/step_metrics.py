@@ -8,7 +8,7 @@ from mtrl.parallel.process_rollout import mean_over_processes
 from mtrl.training.checkpoints.run_record import rollout_metrics
 
 # RL steps (of each invocation) whose sampler and update shapes may compile; then the
-# trainer freezes both (Sampler.freeze; Updater.freeze, which also compiles the packed
+# trainer freezes both (Sampler.freeze; UpdateStage.freeze, which also compiles the packed
 # update's largest layout, so every later minibatch fits one) and a later call runs in
 # the smallest compiled shape that holds it. After them `compiles/sampler` and
 # `compiles/update` are 0, unless a sampler call is larger than every one before (a

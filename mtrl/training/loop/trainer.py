@@ -152,11 +152,11 @@ class Trainer:
                                    keys=self.keys, step_tasks=self.step_tasks,
                                    backends=(self.backend, self.eval_backend))
         # IGPO on an environment that reports the truth: its answers are scored.
-        self.scores_answers = self.stages.scorer.answers is not None
+        self.scores_answers = self.stages.score.answers is not None
         check_supported(band=self.step_tasks.band is not None,
                         reward_kl=c.reward_kl is not None, answer_scores=self.scores_answers)
         self.ahead = None if lock is None else OffPolicyRollouts(
-            self.stages.grower.grow, lambda params: SerializedBackend(
+            self.stages.grow.grow, lambda params: SerializedBackend(
                 SamplerBackend(self.sampler, params, self.sampling), lock))
 
     def init_state(self, params: list):
@@ -173,7 +173,7 @@ class Trainer:
     def policy_states(self, state) -> list:
         """Each policy in self.graphdef (LoRA: base + adapters, unmerged, as trained;
         the publish stage's)."""
-        return self.stages.publisher.policies(state)
+        return self.stages.publish.policies(state)
 
     def _target(self) -> dict:
         """A restore's target (abstract: no memory): what a checkpoint holds of a
@@ -187,7 +187,7 @@ class Trainer:
 
     def set_policy(self, state) -> None:
         """The publish stage: the sampler's backends take `state`'s policies."""
-        self.stages.publisher.publish(state)
+        self.stages.publish.publish(state)
 
     def evaluate(self, step: int, split: str = "validation") -> dict[str, float]:
         """Greedy (and, with train.eval_samples, sampled) episodes of the current
@@ -235,11 +235,11 @@ class Trainer:
             t0 = time.perf_counter()
             compiled = (self.sampler.num_compiles, self.step_fn.num_compiles)
             tree, staleness = self._grow_step(step, state)                              # grow
-            tree = stages.scorer.score(tree, self.policy_states(state))                 # score
+            tree = stages.score.score(tree, self.policy_states(state))                  # score
             t1 = time.perf_counter()
             rolled_out, advantages = stages.advantages.advantages(tree, state, step)   # advantages
-            state, update = stages.updater.update(rolled_out, advantages, state, step)  # update
-            stages.publisher.publish(state)                                             # publish
+            state, update = stages.update.update(rolled_out, advantages, state, step)   # update
+            stages.publish.publish(state)                                               # publish
             t2 = time.perf_counter()
             metrics = step_metrics(
                 step, tree, update, (t0, t1, t2), step_tasks=self.step_tasks,
@@ -247,7 +247,7 @@ class Trainer:
                 staleness=None if self.ahead is None else staleness)
             if step == start + COMPILE_WARMUP_STEPS:  # then no compile (step_metrics.py)
                 self.sampler.freeze()
-                stages.updater.freeze(state)
+                stages.update.freeze(state)
             loop = loop.after(step, before_s + time.perf_counter() - started,
                               self.step_tasks.band_state())
             self._evaluate_and_save(state, loop, metrics, logger)               # evaluate, save
@@ -332,7 +332,7 @@ class Trainer:
         """(tree, staleness): this step's tree, grown now with the current policy, or
         (train.off_policy) taken from the background rollout, which starts the next."""
         if self.ahead is None:
-            return self.stages.grower.grow(step, self.backend), 0
+            return self.stages.grow.grow(step, self.backend), 0
         tree, staleness = self.ahead.take(step, self.policy_states(state))
         if step < self.train_config.steps:
             self.ahead.prefetch(step + 1, self.policy_states(state))

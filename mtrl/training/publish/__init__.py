@@ -1,5 +1,5 @@
 """The publish stage: the updated parameters handed to the sampler.
 
-  publisher.py  Publisher: each policy's parameters out of the train state, made
+  publisher.py  PublishStage: each policy's parameters out of the train state, made
                 whole on this process, set on every backend over the sampler
 """

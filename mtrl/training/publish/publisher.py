@@ -19,7 +19,7 @@ from mtrl.training.policy.train_state import TrainState, agent_policy
 
 
 @dataclasses.dataclass(frozen=True)
-class Publisher:
+class PublishStage:
     """The backends that sample from the current policies (sampled, greedy)."""
 
     backends: Sequence[PolicyBackend]

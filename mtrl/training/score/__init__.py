@@ -2,5 +2,5 @@
 
   recipe.py        reward.recipe: the episode reward in place of per-turn rewards
   answer_probs.py  IGPO's answer log-probabilities after each turn
-  stage.py         Scorer: the recipe, then the answers, on a grown tree
+  stage.py         ScoreStage: the recipe, then the answers, on a grown tree
 """

@@ -31,7 +31,7 @@ class AnswerScorer:
 
 
 @dataclasses.dataclass(frozen=True)
-class Scorer:
+class ScoreStage:
     recipe: RewardRecipe | None  # None: the environment's rewards
     answers: AnswerScorer | None  # None: no answer log-probs are needed
 

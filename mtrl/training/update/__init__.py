@@ -9,5 +9,5 @@
   step_metrics.py  the step's metrics and the host-side check of the NaN guard
   ppo_epochs.py    PPO's host loop of minibatch epochs over one batch of rows
   memory.py        what the train step needs in memory, checked when a run is built
-  stage.py         Updater: a step's rows -> new parameters (groups, filter, epochs)
+  stage.py         UpdateStage: a step's rows -> new parameters (groups, filter, epochs)
 """

@@ -75,7 +75,7 @@ class Update:
 
 
 @dataclasses.dataclass(frozen=True)
-class Updater:
+class UpdateStage:
     """Everything the stage reads: the jitted train step, the `train` section's
     epochs, minibatches and zero-advantage filter, the loss's group size and the
     PPO shuffle's key of a step."""

@@ -1,5 +1,5 @@
 """No compile after warm-up in the packed update: the largest layout of a step's
-minibatches is compiled (not run) by `Updater.freeze(state)`, so after it a
+minibatches is compiled (not run) by `UpdateStage.freeze(state)`, so after it a
 minibatch larger than any run before still runs in a compiled layout; a packed update
 runs on one row count whatever the tree's turns."""
 
@@ -10,7 +10,7 @@ import numpy as np
 
 from mtrl.rollout.config import RolloutConfig
 from mtrl.training.update.packing import pack_rows
-from mtrl.training.update.stage import Updater, largest_layout, packed_row_count
+from mtrl.training.update.stage import UpdateStage, largest_layout, packed_row_count
 from mtrl.training.policy.train_state import init_train_state
 from mtrl.training.update.train_step import make_train_step
 from tests.training.update.test_packing import PPO_KL, models, recording_sgd, tree_minibatch  # noqa: F401
@@ -43,7 +43,7 @@ def test_after_the_freeze_a_larger_minibatch_runs_in_the_precompiled_layout(mode
     def fresh():
         step = make_train_step(graphdef, PPO_KL, recording_sgd(), num_agents=2, shared=False,
                                packing="rows", layout_growth=1.0)
-        updater = Updater(step, 1, 1, False, 1, lambda step: jax.random.key(step))
+        updater = UpdateStage(step, 1, 1, False, 1, lambda step: jax.random.key(step))
         return updater, init_train_state(params, recording_sgd(), shared=False,
                                          keep_reference=True)
 
