@@ -104,15 +104,8 @@ class Transformer(nnx.Module):
         remat: activation rematerialisation of each decoder layer, "none" | "full" |
         "dots" (mtrl.models.remat), cache None only.
         """
-        tokens, positions, token_mask = self._check_inputs(tokens, positions, token_mask, cache)
-        if cache is not None and (attend_end is not None or remat != "none"):
-            raise ValueError("attend_end and remat apply to the cache-free forward only")
-        if attend_end is not None and attend_end.shape != tokens.shape:
-            raise ValueError(f"attend_end shape {attend_end.shape} != tokens {tokens.shape}")
-        check_remat(remat)
-        graph, state = nnx.split(self)
-        logits, new_cache = _jitted_forward(graph, state, tokens, positions, token_mask, cache,
-                                            attend_end, want_logits=True, remat=remat)
+        logits, new_cache = self._checked_forward(tokens, positions, token_mask, cache,
+                                                  attend_end, remat, want_logits=True)
         return logits if cache is None else (logits, new_cache)
 
     def hidden_states(self, tokens: jax.Array, *, positions: jax.Array | None = None,
@@ -123,6 +116,12 @@ class Transformer(nnx.Module):
         same arguments as __call__. `logits(hidden)` finishes the forward pass, or
         `token_logprobs(hidden, targets)` for the log-probabilities of given tokens
         without holding every position's logits (what training does)."""
+        return self._checked_forward(tokens, positions, token_mask, cache, attend_end, remat,
+                                     want_logits=False)
+
+    def _checked_forward(self, tokens, positions, token_mask, cache, attend_end, remat, *,
+                         want_logits: bool):
+        """Checks every input (one-line ValueErrors), then runs the jitted forward."""
         tokens, positions, token_mask = self._check_inputs(tokens, positions, token_mask, cache)
         if cache is not None and (attend_end is not None or remat != "none"):
             raise ValueError("attend_end and remat apply to the cache-free forward only")
@@ -131,7 +130,7 @@ class Transformer(nnx.Module):
         check_remat(remat)
         graph, state = nnx.split(self)
         return _jitted_forward(graph, state, tokens, positions, token_mask, cache, attend_end,
-                               want_logits=False, remat=remat)
+                               want_logits=want_logits, remat=remat)
 
     def _check_inputs(self, tokens, positions, token_mask, cache):
         config = self.config

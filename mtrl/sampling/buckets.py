@@ -172,7 +172,3 @@ def cache_rows(cache: KVCache, rows: Sequence[int] | np.ndarray, batch: int) -> 
     real = jnp.arange(batch) < rows.size
     return taken.replace(valid=taken.valid & real[:, None])
 
-
-def dummy_row_mask(num_real: int, batch: int) -> jax.Array:
-    """[batch] bool: True for the first `num_real` rows."""
-    return jnp.arange(batch) < num_real
