@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     model = c.models[0].config
     results = {
         "config": args.config, "sets": args.set, "steps": args.steps,
-        "logits_chunk": model.logits_chunk, "lora_rank": 0 if c.lora is None else c.lora.rank,
+        "logits_chunk": model.logits_chunk, "lora_rank": trainer.run_config.lora.rank,
         "dtype": model.dtype, "matmul": model.matmul, "vocab_size": model.vocab_size,
         "batch_size": s.batch_size, "max_len": s.max_len, "examples": len(examples),
         "row_tokens": int(examples.token_mask.sum()),

@@ -136,20 +136,21 @@ def default_tree_rows(seed: int, smoke: bool = False) -> tuple[PolicyMinibatch, 
     from mtrl.training.run.build import build_components
     from mtrl.training.config import parse
     from mtrl.training.run.keys import RunKeys
-    c = build_components(parse(config))
+    run = parse(config)
+    c = build_components(run)
     try:
         sampler = Sampler(c.models[0])
-        sampling = c.rollout.sampling_config(stop_token_ids=(c.tokenizer.eos_id,),
+        sampling = run.rollout.sampling_config(stop_token_ids=(c.tokenizer.eos_id,),
                                              pad_id=c.tokenizer.pad_id)
         backend = SamplerBackend(sampler, [nnx.split(m)[1] for m in c.models], sampling)
         tasks = c.train_tasks[:config.train.tasks_per_step]
         keys = RunKeys.from_seed(seed)
-        rollout(tasks, c.env, backend, c.tokenizer, c.rollout, keys.rollout(0), c.turn_format)
+        rollout(tasks, c.env, backend, c.tokenizer, run.rollout, keys.rollout(0), c.turn_format)
         start = time.perf_counter()  # second rollout: compiled
-        tree = rollout(tasks, c.env, backend, c.tokenizer, c.rollout, keys.rollout(1),
+        tree = rollout(tasks, c.env, backend, c.tokenizer, run.rollout, keys.rollout(1),
                        c.turn_format)
         wall = time.perf_counter() - start
-        batch = make_batch(tree, length=c.rollout.max_context)
+        batch = make_batch(tree, length=run.rollout.max_context)
         env_s = tree.metrics["rollout/env_seconds"]
         timing = {"rollout_s": wall - env_s, "env_s": env_s}
         rows = random_advantage_rows(batch.tokens, batch.token_mask, batch.loss_mask, seed)

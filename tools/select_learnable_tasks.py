@@ -51,7 +51,7 @@ def pass_rates(trainer, tasks, samples: int, chunk: int, first: int = 0
     from mtrl.rollout import rollout
 
     c = trainer.c
-    config = dataclasses.replace(c.rollout, num_turns=1, num_generations=samples,
+    config = dataclasses.replace(trainer.run_config.rollout, num_turns=1, num_generations=samples,
                                  joint_mode="align", termination_threshold=None)
     rates: dict[str, float] = {}
     spreads: dict[str, float] = {}

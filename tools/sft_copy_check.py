@@ -96,7 +96,7 @@ def main(argv: list[str]) -> None:
                 if not rows:
                     continue
                 examples = sft_examples(c.tokenizer, rows, formats[a], s.max_len)
-                share, n = exact_fraction(c.policy_graphdef(), position.params[a], examples)
+                share, n = exact_fraction(c.policy_graphdef(run.lora), position.params[a], examples)
                 result["exact"][f"agent{a}/{kind}/{name}"] = [round(share, 3), n]
                 print(f"agent{a} {kind:10s} {name:10s} exact {share:.3f} of {n}", flush=True)
     c.close()

@@ -97,16 +97,16 @@ class Trainer:
         c = self.c
         print(model_report(c.models[0], c.from_hf), flush=True)  # dtypes in effect
         # The train step's memory estimate; one line and no run if it cannot fit.
-        print(check_step_memory(c.rollout, self.train_config, c.models[0].config), flush=True)
-        self.num_agents = c.rollout.num_agents
+        print(check_step_memory(run.rollout, self.train_config, c.models[0].config), flush=True)
+        self.num_agents = run.num_agents
         self.first_phase = first_phase_kinds(run.sft.first_phase, self.num_agents)
         c.suite.check_sft(run.sft, self.num_agents)
-        self.shared = c.rollout.agent_params == "shared"
+        self.shared = run.rollout.agent_params == "shared"
         # The policy's graph (LoRA: the adapted model's; the export's is the base's).
-        self.graphdef = c.policy_graphdef()
+        self.graphdef = c.policy_graphdef(run.lora)
         # The device mesh (config.mesh, mtrl/parallel): None on a single device.
         self.plan = plan_for(run.mesh, c.models[0].config)
-        self.lora = c.lora
+        self.lora = run.lora if run.lora.enabled else None
         # LoRA: the frozen base laid out as the train state holds it (also the KL
         # reference and, with the adapters, the sampler's policy: one copy), and its
         # name and digest, which every checkpoint carries (base_record.py).
@@ -122,27 +122,27 @@ class Trainer:
         self.sampler = Sampler(nnx.merge(self.graphdef, states[0]), buckets=sampler_buckets,
                                shardings=local_sampler_plan(self.plan, c.models[0].config))
         tok = c.tokenizer
-        self.sampling = c.rollout.sampling_config(stop_token_ids=(tok.eos_id,), pad_id=tok.pad_id)
+        self.sampling = run.rollout.sampling_config(stop_token_ids=(tok.eos_id,), pad_id=tok.pad_id)
         greedy = dataclasses.replace(self.sampling, greedy=True)
         self.backend = SamplerBackend(self.sampler, states, self.sampling)
         self.eval_backend = SamplerBackend(self.sampler, states, greedy)
-        self.optimizer = make_optimizer(c.optim)
+        self.optimizer = make_optimizer(run.optim)
         train = self.train_config
         self.step_fn = make_train_step(
-            self.graphdef, c.objective, self.optimizer, num_agents=self.num_agents,
-            shared=self.shared, learning_rate_fn=make_schedule(c.optim), packing=train.packing,
+            self.graphdef, run.objective, self.optimizer, num_agents=self.num_agents,
+            shared=self.shared, learning_rate_fn=make_schedule(run.optim), packing=train.packing,
             remat=train.remat, min_budget=train.pack_budget, shardings=self.plan,
             memory_guard=packed_step_guard(train, c.models[0].config, self.num_agents),
             bin_buckets=train.bin_buckets, layout_growth=train.layout_growth)
         self.keeper = CheckpointKeeper(self.workdir / "checkpoints", keep_best=train.keep_best)
         self.keys = RunKeys.from_seed(run.seed)
-        self.step_tasks = StepTasks(c.train_tasks, train.tasks_per_step, run.seed, c.curriculum)
+        self.step_tasks = StepTasks(c.train_tasks, train.tasks_per_step, run.seed, run.curriculum)
         self.starter = WarmStarter(c, run.sft, run.seed, self.train_config.init_from,
                                    self.workdir, self.graphdef, self.optimizer, self.keys,
                                    self.num_agents, self.shared, self.first_phase,
                                    main=self.main, show_progress=self.show_progress,
                                    base=self.base, base_record=self.base_record,
-                                   remat=train.remat)
+                                   remat=train.remat, lora=self.lora)
         # train.off_policy: the next tree grows in a thread; backends take turns on the sampler.
         lock = threading.Lock() if self.train_config.off_policy else None
         if lock is not None:
@@ -154,7 +154,7 @@ class Trainer:
         # IGPO on an environment that reports the truth: its answers are scored.
         self.scores_answers = self.stages.score.answers is not None
         check_supported(band=self.step_tasks.band is not None,
-                        reward_kl=c.reward_kl is not None, answer_scores=self.scores_answers)
+                        reward_kl=run.reward_kl is not None, answer_scores=self.scores_answers)
         self.ahead = None if lock is None else OffPolicyRollouts(
             self.stages.grow.grow, lambda params: SerializedBackend(
                 SamplerBackend(self.sampler, params, self.sampling), lock))
@@ -164,8 +164,8 @@ class Trainer:
         (params: each policy's trained parameters; LoRA: adapters over self.base)."""
         per_agent = params * self.num_agents if self.shared else params
         state = init_train_state(per_agent, self.optimizer, shared=self.shared,
-                                 keep_reference=self.c.objective.kl.coef > 0
-                                 or self.c.reward_kl is not None,
+                                 keep_reference=self.run_config.objective.kl.coef > 0
+                                 or self.run_config.reward_kl is not None,
                                  lora=self.lora, base=self.base)
         # A mesh lays it out per its rules; one device commits it as a restore would.
         return committed(state) if self.plan is None else self.plan.shard_tree(state)
@@ -198,8 +198,9 @@ class Trainer:
         tasks, prefix = ((self.c.eval_tasks, "heldout") if split == "validation"
                          else (self.c.test_splits()[split], split))
         key = self.keys.eval(step) if split == "validation" else self.keys.test(step)
-        episode = (dataclasses.replace(self.c.rollout, num_turns=cfg.eval_turns)
-                   if cfg.eval_turns else self.c.rollout)
+        rollout = self.run_config.rollout
+        episode = (dataclasses.replace(rollout, num_turns=cfg.eval_turns)
+                   if cfg.eval_turns else rollout)
         result = evaluate_across_processes(tasks, key, lambda tasks, key: evaluate(
             tasks, self.c.env, self.eval_backend, self.c.tokenizer, episode, key,
             sampled_backend=self.backend if cfg.eval_samples else None,

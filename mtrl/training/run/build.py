@@ -14,27 +14,22 @@ from flax import nnx
 from mtrl.data.suite import SPLITS, TaskSuite, build_suite, extra_test_splits
 from mtrl.rollout.environment import Environment
 from mtrl.envs.registry import build_environment
-from mtrl.losses import KLPenaltyConfig, PolicyObjectiveConfig
 from mtrl.models import PRESETS, Transformer, load_hf_checkpoint
 from mtrl.models.adapters import adapted_graphdef, init_adapters, with_adapters
 from mtrl.models.lora import LoRAConfig
-from mtrl.rollout import RolloutConfig
 from mtrl.tokenizers import ByteTokenizer, load_tokenizer
 from mtrl.config.fields import check_choice, ConfigErrors, build, resolve_path
 from mtrl.training.run.inputs import missing_inputs
 from mtrl.training.run.sections import ModelSection
 from mtrl.training.run.chat import build_turn_format
 from mtrl.training.run.keys import RunKeys
-from mtrl.credit import RewardRecipe
-from mtrl.training.grow.curriculum import CurriculumConfig
-from mtrl.training.advantages.penalties import FilterConfig
-from mtrl.training.advantages.estimators import CreditConfig
 from mtrl.training.run.built_rules import run_built_rules
-from mtrl.training.policy.optim import OptimConfig
 
 
 @dataclasses.dataclass
 class Components:
+    """A run's built objects (its config's sections are the RunConfig's, read there)."""
+
     tokenizer: Any
     turn_format: Any
     models: list[Transformer]  # one per agent (one if shared)
@@ -45,27 +40,19 @@ class Components:
     test_tasks: list  # evaluated once, for the chosen checkpoint ([]: none)
     env: Environment
     pool: Any  # the environment's SandboxPool (None: it runs no sandbox)
-    rollout: RolloutConfig
-    objective: PolicyObjectiveConfig
-    optim: OptimConfig
-    credit: CreditConfig
-    reward_kl: KLPenaltyConfig | None  # loss.kl_in=reward: β·KL_i off each return
-    filters: FilterConfig
-    recipe: RewardRecipe | None  # reward.recipe: the episode reward replacing the env's
-    curriculum: CurriculumConfig = CurriculumConfig()
     # The suite's extra test splits (mtrl.data.suite.ExtraTestSplits), by name: each
     # evaluated beside "test", metrics "<name>_*"; {} without a test split.
     extra_tests: dict = dataclasses.field(default_factory=dict)
     # LoRA (lora.rank >= 1): `models` are the frozen bases and `adapters` each policy's
-    # fresh adapters (init_adapters with the run's `lora` key stream); else both None.
-    lora: LoRAConfig | None = None
+    # fresh adapters (init_adapters with the run's `lora` key stream); else None.
     adapters: list | None = None
 
-    def policy_graphdef(self) -> nnx.GraphDef:
-        """The graph the policy runs in: the model's, or (LoRA) the adapted model's."""
+    def policy_graphdef(self, lora: LoRAConfig) -> nnx.GraphDef:
+        """The graph the policy runs in: the model's, or (LoRA) the adapted model's,
+        whose adapters `lora` (the run's lora section) lays out."""
         if self.adapters is None:
             return nnx.graphdef(self.models[0])
-        return adapted_graphdef(self.models[0].config, self.lora)
+        return adapted_graphdef(self.models[0].config, lora)
 
     def base_states(self) -> list:
         """Each policy's model state (LoRA: the frozen base)."""
@@ -204,9 +191,5 @@ def build_components(run) -> Components:
         raise ConfigErrors(lines)
     return Components(tokenizer=tokenizer, turn_format=fmt, models=models, from_hf=from_hf,
                       suite=suite, train_tasks=train_tasks, eval_tasks=eval_tasks,
-                      test_tasks=test_tasks, env=env, pool=pool,
-                      rollout=run.rollout, objective=run.objective, optim=run.optim,
-                      credit=run.credit, reward_kl=run.reward_kl,
-                      filters=run.filters, recipe=run.recipe, curriculum=run.curriculum,
-                      extra_tests=extra_tests, lora=run.lora if adapters else None,
+                      test_tasks=test_tasks, env=env, pool=pool, extra_tests=extra_tests,
                       adapters=adapters)

@@ -24,6 +24,9 @@ from mtrl.training.run.run_config import read_config
 from mtrl.training.sft.sft import SFTConfig, run_sft, sft_examples
 from mtrl.training.sft.sft_checkpoint import SFTCheckpoints
 from mtrl.training.sft.sft_data import rows_of_kind
+from mtrl.training.sft.warm_start_check import (CheckResult, WarmStartCheckFailed,
+                                                exact_fraction, heldout_demonstrations)
+from mtrl.data.demonstrations import per_agent
 from mtrl.training.run.build import Components
 from mtrl.training.run.sections import SFTSection
 from mtrl.training.run.keys import RunKeys
@@ -49,6 +52,7 @@ class WarmStarter:
     base: Any = None  # LoRA: the frozen base laid out like the train state (None: full)
     base_record: dict | None = None  # LoRA: the base's name and digest (base_record.py)
     remat: str = "none"  # train.remat: the layers' rematerialisation, SFT's as the update's
+    lora: LoRAConfig | None = None  # LoRA: the adapters' config (None: full fine-tuning)
 
     def run(self, log) -> list:
         """SFT of each policy on its role's demonstrations (or the loaded weights).
@@ -60,6 +64,13 @@ class WarmStarter:
         coefficient from the feedback) is learned before rows whose loss is mostly an
         irreducible guess join and drown its gradient.
 
+        With sft.check_min_exact > 0 the first phase ends with a check on held-out
+        demonstrations of its kind (warm_start_check.py): greedy decoding must reproduce
+        that share of them, or the phase goes on for sft.check_extra_steps updates and
+        is checked again, up to sft.check_rounds times; then WarmStartCheckFailed stops
+        the run with one line. A warm start that cannot copy the values its prompts
+        state leaves RL groups with no signal; this stops it before RL.
+
         Every sft.checkpoint_every updates the position is checkpointed
         (sft_checkpoint.py); a killed run resumes there exactly."""
         params = self.c.initial_params()
@@ -70,6 +81,9 @@ class WarmStarter:
         if not s.enabled:
             return params
         pairs = self.c.suite.demonstrations(self.c.env, self.num_agents, s)
+        # The check's rows: built like `pairs` from the validation tasks.
+        heldout = (heldout_demonstrations(self.c.suite, self.c.env, self.num_agents, s)
+                   if s.checks else None)
         checkpoints = SFTCheckpoints(self.workdir / "sft_checkpoints",
                                      self.workdir / "sft.jsonl", self.base_record)
         template = make_optimizer(self._sft_config(max(1, s.steps)).optim).init(params[0])
@@ -89,7 +103,7 @@ class WarmStarter:
                                                    resumed if resumed and resumed.agent == a
                                                    else None,
                                                    lambda: seconds_before + time.perf_counter()
-                                                   - started)
+                                                   - started, heldout)
         finally:
             checkpoints.close()
         return params
@@ -99,11 +113,11 @@ class WarmStarter:
         (train.init_from: e.g. one SFT warm start shared by the arms of a comparison)."""
         source = read_config(workdir) or {}
         keep_reference = float(source.get("loss", {}).get("kl_coef", 0.0)) > 0
-        check_same_adapters(source, self.c.lora, workdir)
+        check_same_adapters(source, self.lora, workdir)
         params = self.c.initial_params()
         template = init_train_state(params * self.num_agents if self.shared else params,
                                     self.optimizer, shared=self.shared,
-                                    keep_reference=keep_reference, lora=self.c.lora,
+                                    keep_reference=keep_reference, lora=self.lora,
                                     base=self.base)
         keeper = CheckpointKeeper(pathlib.Path(workdir) / "checkpoints", keep_best=1)
         try:
@@ -118,58 +132,121 @@ class WarmStarter:
         return [agent_params(state, a) for a in range(1 if self.shared else self.num_agents)]
 
     def _warm_start_agent(self, a: int, params: list, pairs, log, checkpoints,
-                          resumed, elapsed) -> Any:
+                          resumed, elapsed, heldout=None) -> Any:
+        """Policy a's SFT: the first phase, checked on `heldout` (the validation
+        demonstrations; None: no check) and continued while the check fails, then the
+        mixed phase. Returns its parameters; WarmStartCheckFailed when the last check
+        fails."""
         s = self.sft
         p = params[a]
         # LoRA: SFT trains the adapters over this policy's frozen base.
         frozen = None if self.c.adapters is None else self.c.base_states()[a]
-        agent_pairs = [x for agent_list in pairs for x in agent_list] if self.shared \
-            else pairs[a]
-        phases = [(s.first_phase_steps, self.first_phase[a]),
-                  (s.steps - s.first_phase_steps, None)]
-        # SFT is minutes of the default run: show it like the RL steps.
+
+        def mine(lists):
+            return [x for agent_list in lists for x in agent_list] if self.shared else lists[a]
+        agent_pairs, first, kind = mine(pairs), s.first_phase_steps, self.first_phase[a]
+        fmt = per_agent_formats(self.c.turn_format, self.num_agents)[a]
+        minimum = per_agent(s.check_min_exact, self.num_agents, "check_min_exact")[a]
+        check = None
+        if heldout is not None and minimum > 0:
+            check = self._check_examples(mine(heldout), kind, fmt, a)
+        stride = self._agent_updates()
+        # SFT is minutes of the default run: show it like the RL steps (a first phase's
+        # continuations are not shown: the check's line says they run).
         with Progress(s.steps, enabled=self.show_progress,
                       description=f"sft agent{a}") as progress:
-            done = 0
-            for phase, (steps, kind) in enumerate(phases):
-                resume = None
-                if resumed is not None and phase <= resumed.phase:
-                    if phase < resumed.phase or resumed.update >= steps:
-                        done += steps  # this phase was finished before the restart
-                        continue
-                    resume = resumed.progress()
-                if not steps:
-                    continue
+
+            def train(phase, steps, kind, done, resume, shown, cap):
                 chosen = rows_of_kind(agent_pairs, kind)
                 if not chosen:
                     raise ValueError(f"config.sft.first_phase: agent {a} has no {kind!r} "
                                      "demonstrations (see sft.revision_fraction)")
-                examples = sft_examples(self.c.tokenizer, chosen,
-                                        per_agent_formats(self.c.turn_format,
-                                                          self.num_agents)[a], s.max_len)
+                examples = sft_examples(self.c.tokenizer, chosen, fmt, s.max_len)
+                last = []
 
-                def log_and_show(i, m, done=done):
+                def log_and_show(i, m):
                     log(f"sft/agent{a}", done + i, m)
-                    progress.update(done + i, loss=m["loss"])
+                    if shown + i <= cap:
+                        progress.update(shown + i, loss=m["loss"])
 
-                def save(state, phase=phase, done=done, steps=steps):
+                def save(state):
                     # Called after every update: a stop request (Ctrl-C) saves here.
+                    last[:] = [state]
                     stopping = stop_requested()
                     if state.update % s.checkpoint_every and state.update != steps \
                             and not stopping:
                         return
                     if self.main:  # every process trains the same SFT; one saves it
                         everyone = [*params[:a], state.params, *params[a + 1:]]
-                        checkpoints.save(a * s.steps + done + state.update, a, phase,
-                                         everyone, state, elapsed())
+                        checkpoints.save(a * stride + done + state.update, a, phase,
+                                         everyone, state, elapsed(), earlier=done)
                     if stopping:
                         checkpoints.close()  # the save is on disk before the exit
                         stop_point(f"SFT update {done + state.update} of agent {a}")
-                p = run_sft(self.graphdef, p, examples, self._sft_config(steps),
-                            self.keys.sft(a, phase), log_fn=log_and_show, resume=resume,
-                            on_progress=save, progress_every=1, frozen=frozen)
-                done += steps
+                trained = run_sft(self.graphdef, resume.params if resume else p, examples,
+                                  self._sft_config(steps), self.keys.sft(a, phase),
+                                  log_fn=log_and_show, resume=resume, on_progress=save,
+                                  progress_every=1, frozen=frozen)
+                return trained, last[0]
+
+            # Phase 0 ends at `length` updates: first, then first + r·check_extra_steps
+            # after r failed checks. A continuation goes on with the phase's optimizer
+            # state and batch order (its schedule stretched to the new length), so a
+            # restart anywhere, mid-check included, retraces the uninterrupted run.
+            length, r, last = first, 0, None
+            if resumed is not None and resumed.phase > 0:
+                length = first if resumed.earlier is None else resumed.earlier
+            else:
+                at = resumed.progress() if resumed is not None else None
+                while length:
+                    if check is not None and at is not None and at.update > length:
+                        r, length = r + 1, length + s.check_extra_steps  # failed before
+                        continue
+                    start, at = at or last, None
+                    if start is not None and start.update == length:
+                        p, last = start.params, start  # restarted right after the phase
+                    else:
+                        p, last = train(0, length, kind, 0, start, 0, first)
+                    if check is None:
+                        break
+                    result = self._check(a, p, frozen, check, kind, minimum, length, r, log)
+                    if result.passed:
+                        break
+                    if not result.continues:
+                        raise WarmStartCheckFailed(result.failure())
+                    r, length = r + 1, length + s.check_extra_steps
+            mixed = s.steps - first
+            resume = resumed.progress() if resumed is not None and resumed.phase == 1 else None
+            if mixed and (resume is None or resume.update < mixed):
+                p, _ = train(1, mixed, None, length, resume, first, s.steps)
         return p
+
+    def _agent_updates(self) -> int:
+        """The most SFT updates of one policy (its checkpoints' step stride): sft.steps,
+        plus every continuation of the first phase when the warm start is checked."""
+        s = self.sft
+        return s.steps + (s.check_rounds * s.check_extra_steps if s.checks else 0)
+
+    def _check_examples(self, heldout: list, kind: str, fmt, a: int):
+        """The rows the check reads: the first sft.check_rows held-out rows of `kind`."""
+        rows = rows_of_kind(heldout, kind)[:self.sft.check_rows]
+        if not rows:
+            raise ValueError(f"config.sft.check_min_exact: agent {a} has no held-out {kind!r} "
+                             "demonstrations to check (see sft.revision_fraction)")
+        return sft_examples(self.c.tokenizer, rows, fmt, self.sft.max_len)
+
+    def _check(self, a, p, frozen, examples, kind, minimum, updates, r, log) -> CheckResult:
+        """Checks policy a after `updates` first-phase updates (r continuations so far),
+        logs the result (sft.jsonl: tag sft_check/agent<a>) and says it."""
+        s = self.sft
+        exact, n = exact_fraction(self.graphdef, p, examples, frozen=frozen)
+        result = CheckResult(agent=a, kind=kind, exact=exact, rows=n, minimum=minimum,
+                             updates=updates, round=r, rounds=s.check_rounds,
+                             extra_steps=s.check_extra_steps)
+        log(f"sft_check/agent{a}", updates, result.metrics())
+        if self.main:
+            print(result.line(), flush=True)
+        return result
 
     def _sft_config(self, steps: int) -> SFTConfig:
         s = self.sft

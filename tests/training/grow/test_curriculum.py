@@ -81,7 +81,7 @@ def test_training_with_band_and_tcod_records_and_resumes_the_band(tmp_path):
     c.train.steps = 3  # resume from step 2: the band's record comes back with it
     resumed = Trainer(c, tmp_path, show_progress=False)
     try:
-        resumed.c.curriculum  # noqa: B018 (built)
+        resumed.run_config.curriculum  # noqa: B018 (built)
         restored = resumed.keeper.restore("latest", target=None)
         assert restored.extra["band"]["attempts"] == band_after["attempts"]
     finally:

@@ -28,7 +28,7 @@ def test_two_steps_with_the_method(tmp_path, credit, loss):
     c.env.end_on_success = credit["estimator"] == "ufo"  # UFO's first success ends it
     trainer = Trainer(c, tmp_path, show_progress=False)
     try:
-        assert trainer.c.credit.estimator == credit["estimator"]
+        assert trainer.run_config.credit.estimator == credit["estimator"]
         trainer.run()
     finally:
         trainer.close()
