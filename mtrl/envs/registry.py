@@ -122,6 +122,7 @@ ENV_BUILDERS: Registry[EnvBuilder] = Registry("environment builder", modules=(
     "mtrl.envs.tool.builder",
     "mtrl.envs.textworld.builder",
     "mtrl.envs.openenv.builder",
+    "mtrl.envs.guess.builder",
 ))
 
 
