@@ -133,6 +133,7 @@ SUITES: Registry[Callable[[DataConfig, int], TaskSuite]] = Registry("task suite"
     "mtrl.data.calc_suite",
     "mtrl.data.openenv_suite",
     "mtrl.data.arith_suite",
+    "mtrl.data.guess_suite",
 ))
 
 
