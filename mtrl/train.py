@@ -210,6 +210,7 @@ def main(argv) -> None:
     from mtrl.training.checkpoints.checkpointing import CheckpointError
     from mtrl.training.update.memory import StepMemoryError
     from mtrl.rollout.environment import EnvironmentFailure
+    from mtrl.training.sft.warm_start_check import WarmStartCheckFailed
     interrupted = unusable = None
     try:
         result = trainer.run()
@@ -220,6 +221,8 @@ def main(argv) -> None:
     except StepMemoryError as e:  # a packed update that cannot fit: one line, not an OOM
         unusable = e
     except EnvironmentFailure as e:  # e.g. an external environment server stopped answering
+        unusable = e
+    except WarmStartCheckFailed as e:  # SFT did not learn what RL needs: one line, no RL
         unusable = e
     finally:
         trainer.close()  # waits for the checkpoint in flight

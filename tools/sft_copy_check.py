@@ -10,19 +10,16 @@ RUN_DIR: a finished run of the integer-function family (its sft_checkpoints and
 config.json's seed); CONFIG: the experiment file it ran (default: the embedded
 default). "revisions" rows are those that change the previous answer (rows_of_kind):
 after a mixed phase in which a teacher's resubmissions outnumber them, a greedy
-policy that resubmits scores 0 there while still able to copy when it samples.
+policy that resubmits scores 0 there while still able to copy when it samples. The
+measure is the library's (mtrl/training/sft/warm_start_check.py), which a run with
+sft.check_min_exact > 0 applies itself right after the first phase.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import pathlib
 import sys
-
-import jax.numpy as jnp
-import numpy as np
-from flax import nnx
 
 from mtrl.rollout.generator import per_agent_formats
 from mtrl.training.config import module_from_file, parse
@@ -31,23 +28,11 @@ from mtrl.training.run.provenance import code_state
 from mtrl.training.sft.sft import sft_examples
 from mtrl.training.sft.sft_checkpoint import SFTCheckpoints
 from mtrl.training.sft.sft_data import rows_of_kind
+from mtrl.training.sft.warm_start_check import exact_fraction, heldout_demonstrations
 from mtrl.training.policy.optim import OptimConfig, make_optimizer
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ROWS = 256  # rows checked per (agent, kind, split)
-
-
-def exact_fraction(graphdef, params, examples, limit: int = ROWS) -> tuple[float, int]:
-    """(share of rows whose completion tokens are all the argmax, rows checked)."""
-    n = min(limit, len(examples))
-    tokens = examples.tokens[:n]
-    model = nnx.merge(graphdef, params)
-    hidden, _ = model.hidden_states(jnp.asarray(tokens),
-                                    token_mask=jnp.asarray(examples.token_mask[:n]))
-    predicted = np.asarray(jnp.argmax(model.logits(hidden)[:, :-1], -1))
-    trained = examples.loss_mask[:n, 1:]
-    right = (predicted == tokens[:, 1:]) | ~trained
-    return float(right.all(axis=1).mean()), n
 
 
 def _run_code(workdir: pathlib.Path) -> dict | None:
@@ -79,12 +64,8 @@ def main(argv: list[str]) -> None:
         sys.exit(f"{workdir}: no SFT checkpoint")
     formats = per_agent_formats(c.turn_format, run.num_agents)
     train_pairs = c.suite.demonstrations(c.env, run.num_agents, s)
-    # The same demonstrations from validation tasks (relabelled so the suite's guard
-    # against held-out demonstrations lets the check build them; nothing trains on them).
-    splits = c.suite.splits
-    object.__setattr__(splits, "train", tuple(dataclasses.replace(t, split="train")
-                                              for t in splits.heldout))
-    validation_pairs = c.suite.demonstrations(c.env, run.num_agents, s)
+    # The same demonstrations from validation tasks (the warm start's check reads them).
+    validation_pairs = heldout_demonstrations(c.suite, c.env, run.num_agents, s)
     # The code that measured, and the run's own provenance file (the code that trained).
     result = {"code": code_state(), "runs_code": _run_code(workdir), "workdir": str(workdir),
               "sft_position": [position.agent, position.phase, position.update],
@@ -96,7 +77,8 @@ def main(argv: list[str]) -> None:
                 if not rows:
                     continue
                 examples = sft_examples(c.tokenizer, rows, formats[a], s.max_len)
-                share, n = exact_fraction(c.policy_graphdef(run.lora), position.params[a], examples)
+                share, n = exact_fraction(c.policy_graphdef(run.lora), position.params[a],
+                                          examples, ROWS)
                 result["exact"][f"agent{a}/{kind}/{name}"] = [round(share, 3), n]
                 print(f"agent{a} {kind:10s} {name:10s} exact {share:.3f} of {n}", flush=True)
     c.close()

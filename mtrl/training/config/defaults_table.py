@@ -140,7 +140,11 @@ SECTIONS = {'model': {'preset': 'tiny', 'hf_checkpoint': '', 'dtype': 'float32',
          'first_phase': 'first_turn',
          'first_phase_steps': 0,
          'max_len': 256,
-         'checkpoint_every': 50},
+         'checkpoint_every': 50,
+         'check_min_exact': 0.0,
+         'check_rows': 256,
+         'check_extra_steps': 100,
+         'check_rounds': 2},
  'lora': {'rank': 0, 'alpha': 16.0, 'targets': 'all'},
  'mesh': {'shape': 'auto'}}
 

@@ -55,9 +55,12 @@ CAPS = {
 #   optimizer) and says how many rows carried a gradient (informative_rows);
 # - no void-turn filter (SimpleTIR): a smoke model writes neither code nor an answer,
 #   so the filter masked every row of tool.py's step and no update ran ("no trainable
-#   token"); tests/envs/tool/test_train_smoke.py runs the filter in a one-step run.
+#   token"); tests/envs/tool/test_train_smoke.py runs the filter in a one-step run;
+# - no warm-start check (sft.check_min_exact): two SFT updates copy nothing, so the
+#   check would lengthen SFT and then stop the run (tests/training/sft/ runs the check).
 SETS = {("train", "keep_best"): 1, ("train", "export_best"): False,
-        ("train", "drop_zero_advantage"): False, ("filters", "void_turns"): False}
+        ("train", "drop_zero_advantage"): False, ("filters", "void_turns"): False,
+        ("sft", "check_min_exact"): 0.0}
 
 # mtrl.sampling.BucketPolicy fields of a smoke run's sampler.
 SAMPLER_BUCKETS = dict(min_batch=2, min_length=128, cache_multiple=256)

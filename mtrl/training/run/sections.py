@@ -141,6 +141,12 @@ class SFTSection:
       the suite's teacher's fixed first answer ("": none). first_phase /
       first_phase_steps: the row kind (per agent) trained alone for the first K
       updates. checkpoint_every: updates between SFT checkpoints.
+    check_min_exact: the share of held-out demonstrations of an agent's first-phase
+      kind, built like the train rows from the validation tasks, that greedy decoding
+      must reproduce exactly after the first phase (sft/warm_start_check.py; 0, or
+      no first phase: no check). Below it the first phase goes on for
+      check_extra_steps more updates, up to check_rounds times; then the run stops
+      with one line. check_rows: held-out rows checked per agent (the first ones).
     """
 
     enabled: bool = True
@@ -157,11 +163,16 @@ class SFTSection:
     first_phase_steps: int = 0
     max_len: int = 256
     checkpoint_every: int = 50
+    check_min_exact: float = 0.0
+    check_rows: int = 256
+    check_extra_steps: int = 100
+    check_rounds: int = 2
 
     def __post_init__(self):
         check_bool("enabled", self.enabled)
         for name, least in dict(steps=1, batch_size=1, max_len=2, checkpoint_every=1,
-                                first_phase_steps=0).items():
+                                first_phase_steps=0, check_rows=1, check_extra_steps=1,
+                                check_rounds=0).items():
             check_int(name, getattr(self, name), least)
         for name in ("learning_rate", "adam_b2", "fraction"):
             check_number(name, getattr(self, name), above=0)
@@ -174,6 +185,15 @@ class SFTSection:
         if self.enabled and not self.first_phase_steps < self.steps:
             raise ValueError(f"first_phase_steps must lie in [0, sft.steps={self.steps}), "
                              f"got {self.first_phase_steps}")
+        check_number("check_min_exact", self.check_min_exact, 0)
+        if self.check_min_exact > 1:
+            raise ValueError(f"check_min_exact must lie in [0, 1] (0: no check), got "
+                             f"{self.check_min_exact!r}")
+
+    @property
+    def checks(self) -> bool:
+        """Whether the warm start is checked: a threshold and a first phase to check."""
+        return self.check_min_exact > 0 and self.first_phase_steps > 0
 
 
 @dataclasses.dataclass(frozen=True)

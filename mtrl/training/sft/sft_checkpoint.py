@@ -5,7 +5,9 @@ SFT trains the policies one after another, each in up to two phases (trainer.py,
 saved state is every policy's parameters (finished ones, the one in training,
 untouched ones), the optimizer state of the phase in progress and its count of
 skipped updates. The checkpoint's step number is the run's SFT update count so far,
-a·steps + (updates of earlier phases) + u, so the newest checkpoint is the furthest.
+a·S + (updates of earlier phases) + u with S an agent's most updates (sft.steps, plus
+the first phase's continuations when the warm start is checked: warm_start_check.py),
+so the newest checkpoint is the furthest.
 
 Under LoRA the parameters are each policy's adapters, and the checkpoint names the base
 they sit on (checkpoints/base_record.py), checked on restore.
@@ -36,6 +38,9 @@ class SFTPosition:
     params: list  # every policy's parameters at this point
     opt_state: Any
     nonfinite_updates: Any
+    # Updates of this agent's earlier phases (None: a checkpoint from before the first
+    # phase could be continued, whose earlier phase had sft.first_phase_steps).
+    earlier: int | None = None
 
     def progress(self) -> SFTProgress:
         return SFTProgress(self.update, self.params[self.agent], self.opt_state,
@@ -73,11 +78,12 @@ class SFTCheckpoints:
         self.base_record = base_record
 
     def save(self, step: int, agent: int, phase: int, params: list,
-             progress: SFTProgress, seconds: float) -> None:
+             progress: SFTProgress, seconds: float, earlier: int = 0) -> None:
         state = {"params": list(params), "opt": progress.opt_state,
                  "nonfinite": jnp.asarray(progress.nonfinite_updates, jnp.float32)}
         extra = {"agent": agent, "phase": phase, "update": int(progress.update),
-                 "log_lines": count_lines(self.log_path), "seconds": seconds}
+                 "log_lines": count_lines(self.log_path), "seconds": seconds,
+                 "earlier": int(earlier)}
         if self.base_record is not None:
             extra[EXTRA_KEY] = self.base_record
         self.keeper.save_latest(step, state, extra)
@@ -102,7 +108,8 @@ class SFTCheckpoints:
         state = restored.state
         position = SFTPosition(agent=int(extra["agent"]), phase=int(extra["phase"]),
                                update=int(extra["update"]), params=list(state["params"]),
-                               opt_state=state["opt"], nonfinite_updates=state["nonfinite"])
+                               opt_state=state["opt"], nonfinite_updates=state["nonfinite"],
+                               earlier=int(extra["earlier"]) if "earlier" in extra else None)
         return position, float(extra.get("seconds", 0.0))
 
     def close(self) -> None:

@@ -26,7 +26,6 @@ from mtrl.training.sft.sft_checkpoint import SFTCheckpoints
 from mtrl.training.sft.sft_data import rows_of_kind
 from mtrl.training.sft.warm_start_check import (CheckResult, WarmStartCheckFailed,
                                                 exact_fraction, heldout_demonstrations)
-from mtrl.data.demonstrations import per_agent
 from mtrl.training.run.build import Components
 from mtrl.training.run.sections import SFTSection
 from mtrl.training.run.keys import RunKeys
@@ -53,6 +52,11 @@ class WarmStarter:
     base_record: dict | None = None  # LoRA: the base's name and digest (base_record.py)
     remat: str = "none"  # train.remat: the layers' rematerialisation, SFT's as the update's
     lora: LoRAConfig | None = None  # LoRA: the adapters' config (None: full fine-tuning)
+
+    def __post_init__(self):
+        s = self.sft
+        if s.enabled and s.checks and not self.init_from:  # one line before anything runs
+            heldout_demonstrations(self.c.suite, None, self.num_agents, s, check_only=True)
 
     def run(self, log) -> list:
         """SFT of each policy on its role's demonstrations (or the loaded weights).
@@ -81,8 +85,10 @@ class WarmStarter:
         if not s.enabled:
             return params
         pairs = self.c.suite.demonstrations(self.c.env, self.num_agents, s)
-        # The check's rows: built like `pairs` from the validation tasks.
-        heldout = (heldout_demonstrations(self.c.suite, self.c.env, self.num_agents, s)
+        # The check's rows: built like `pairs` from the validation tasks, with no
+        # resubmissions (the check reads rows that change the answer: all of them).
+        heldout = (heldout_demonstrations(self.c.suite, self.c.env, self.num_agents,
+                                          dataclasses.replace(s, resubmit_fraction=0.0))
                    if s.checks else None)
         checkpoints = SFTCheckpoints(self.workdir / "sft_checkpoints",
                                      self.workdir / "sft.jsonl", self.base_record)
@@ -146,10 +152,7 @@ class WarmStarter:
             return [x for agent_list in lists for x in agent_list] if self.shared else lists[a]
         agent_pairs, first, kind = mine(pairs), s.first_phase_steps, self.first_phase[a]
         fmt = per_agent_formats(self.c.turn_format, self.num_agents)[a]
-        minimum = per_agent(s.check_min_exact, self.num_agents, "check_min_exact")[a]
-        check = None
-        if heldout is not None and minimum > 0:
-            check = self._check_examples(mine(heldout), kind, fmt, a)
+        check = None if heldout is None else self._check_examples(mine(heldout), kind, fmt, a)
         stride = self._agent_updates()
         # SFT is minutes of the default run: show it like the RL steps (a first phase's
         # continuations are not shown: the check's line says they run).
@@ -209,7 +212,7 @@ class WarmStarter:
                         p, last = train(0, length, kind, 0, start, 0, first)
                     if check is None:
                         break
-                    result = self._check(a, p, frozen, check, kind, minimum, length, r, log)
+                    result = self._check(a, p, frozen, check, kind, length, r, log)
                     if result.passed:
                         break
                     if not result.continues:
@@ -235,12 +238,12 @@ class WarmStarter:
                              "demonstrations to check (see sft.revision_fraction)")
         return sft_examples(self.c.tokenizer, rows, fmt, self.sft.max_len)
 
-    def _check(self, a, p, frozen, examples, kind, minimum, updates, r, log) -> CheckResult:
+    def _check(self, a, p, frozen, examples, kind, updates, r, log) -> CheckResult:
         """Checks policy a after `updates` first-phase updates (r continuations so far),
         logs the result (sft.jsonl: tag sft_check/agent<a>) and says it."""
         s = self.sft
         exact, n = exact_fraction(self.graphdef, p, examples, frozen=frozen)
-        result = CheckResult(agent=a, kind=kind, exact=exact, rows=n, minimum=minimum,
+        result = CheckResult(agent=a, kind=kind, exact=exact, rows=n, minimum=s.check_min_exact,
                              updates=updates, round=r, rounds=s.check_rounds,
                              extra_steps=s.check_extra_steps)
         log(f"sft_check/agent{a}", updates, result.metrics())
