@@ -17,7 +17,8 @@ uninterrupted one), the stages of `run`, top to bottom, each one package:
               the latest (checkpoints/).
 Between stages the loop carries the train state and one LoopState (loop_state.py).
 The end: the test splits for the chosen and the last checkpoint, the provenance, the
-summary (finish.py, run_record.py).
+summary (finish.py, run_record.py). What the loop runs on is built once, before step 1,
+by build_run (build_run.py).
 """
 
 from __future__ import annotations
@@ -25,139 +26,55 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import threading
 import time
 from typing import Any
 
-import jax
 from flax import nnx
 
-from mtrl.models.adapters import lora_report
-from mtrl.parallel.distributed import is_main_process
-from mtrl.parallel.process_rollout import check_supported, local_params, local_sampler_plan
-from mtrl.parallel.from_config import plan_for
-from mtrl.rollout.sampler_backend import SamplerBackend
+from mtrl.parallel.process_rollout import local_params
+from mtrl.parallel.shardings import committed
 from mtrl.sampling.buckets import BucketPolicy
-from mtrl.sampling.sampler import Sampler
-from mtrl.training.grow.async_rollout import OffPolicyRollouts, SerializedBackend
-from mtrl.training.loop.budget import Budget
-from mtrl.training.run.build import Components, build_components
-from mtrl.training.checkpoints.checkpointing import CheckpointKeeper, abstract_like
+from mtrl.training.checkpoints.base_record import on_checked_base
+from mtrl.training.checkpoints.checkpointing import abstract_like
+from mtrl.training.checkpoints.hf_export import export_agents
+from mtrl.training.checkpoints.run_record import read_run_seconds
 from mtrl.training.evaluate.distributed_eval import evaluate_across_processes
 from mtrl.training.evaluate.evaluation import evaluate
-from mtrl.training.run.interrupts import stop_point, stop_requested
-from mtrl.training.run.keys import RunKeys
-from mtrl.training.update.memory import check_step_memory, packed_step_guard
-from mtrl.training.checkpoints.hf_export import export_agents, model_report
 from mtrl.training.logging import Progress, write_transcripts
-from mtrl.training.checkpoints.run_record import read_run_seconds
-from mtrl.training.policy.optim import make_optimizer, make_schedule
-from mtrl.training.loop.process_roles import open_metrics
-from mtrl.training.grow.curriculum import StepTasks
+from mtrl.training.loop.budget import Budget
+from mtrl.training.loop.build_run import Run, build_run
+from mtrl.training.loop.finish import finish_run
 from mtrl.training.loop.loop_state import LoopState
-from mtrl.training.loop.stages import build_stages
+from mtrl.training.loop.process_roles import open_metrics
 from mtrl.training.loop.stall import StallWatch
 from mtrl.training.loop.step_metrics import COMPILE_WARMUP_STEPS, step_metrics
-from mtrl.training.config import RunConfig, parse
-from mtrl.training.config.migrate import normalize
-from mtrl.training.run.run_config import check_resumable, prepare_workdir, write_config
+from mtrl.training.policy.train_state import agent_merged, init_train_state
+from mtrl.training.run.interrupts import stop_point, stop_requested
 from mtrl.training.run.provenance import code_state, warm_start_record
-from mtrl.training.loop.finish import finish_run
-from mtrl.training.sft.sft_data import first_phase_kinds
 
 # What a run does when its only RL checkpoints are corrupt: RL starts over, while SFT
 # resumes from its own checkpoints where it has whole ones (it says so itself).
 RL_NONE_LEFT = ("no earlier RL checkpoint is left, RL starts over from its warm start "
                 "(SFT resumes from its own checkpoints, if any)")
-from mtrl.parallel.shardings import committed
-from mtrl.training.checkpoints.base_record import base_record, on_checked_base
-from mtrl.training.policy.train_state import agent_merged, base_layout, init_train_state
-from mtrl.training.update.train_step import make_train_step
-from mtrl.training.sft.warm_start import WarmStarter
 
 
 class Trainer:
+    """A run (its parts: build_run.py's Run, read as the trainer's own attributes:
+    trainer.c, trainer.keeper, trainer.stages, ...) and its loop."""
+
     def __init__(self, config, workdir: str | os.PathLike, *, show_progress: bool = True,
                  sampler_buckets: BucketPolicy = BucketPolicy()):
-        """config: a RunConfig (training/config), or a raw ml_collections config parsed here;
-        every config-only check has run (one-line errors) before any work.
-        sampler_buckets: the sampler's shape rounding (what it compiles, not what it
-        samples: sampling/buckets.py); `--smoke` passes coarse ones (config/smoke.py)."""
-        self.workdir = prepare_workdir(workdir)  # one line if it cannot be written
-        self.run_config: RunConfig = parse(config)
-        run = self.run_config
-        self.show_progress = show_progress
-        self.sft, self.train_config = run.sft, run.train
-        # Several processes: each rolls out a share, process 0 logs (process_rollout.py).
-        self.main = is_main_process()
-        # Before any work: one line if it differs (an older layout's record migrated).
-        check_resumable(self.workdir, run.record, normalize=normalize)
-        self.c: Components = build_components(run)
-        self.config_record = write_config(self.workdir, run.record) if self.main else run.record
-        c = self.c
-        print(model_report(c.models[0], c.from_hf), flush=True)  # dtypes in effect
-        # The train step's memory estimate; one line and no run if it cannot fit.
-        print(check_step_memory(run.rollout, self.train_config, c.models[0].config), flush=True)
-        self.num_agents = run.num_agents
-        self.first_phase = first_phase_kinds(run.sft.first_phase, self.num_agents)
-        c.suite.check_sft(run.sft, self.num_agents)
-        self.shared = run.rollout.agent_params == "shared"
-        # The policy's graph (LoRA: the adapted model's; the export's is the base's).
-        self.graphdef = c.policy_graphdef(run.lora)
-        # The device mesh (config.mesh, mtrl/parallel): None on a single device.
-        self.plan = plan_for(run.mesh, c.models[0].config)
-        self.lora = run.lora if run.lora.enabled else None
-        # LoRA: the frozen base laid out as the train state holds it (also the KL
-        # reference and, with the adapters, the sampler's policy: one copy), and its
-        # name and digest, which every checkpoint carries (base_record.py).
-        self.base, self.base_record = None, None
-        if self.lora is not None:
-            base = base_layout(c.base_states(), self.shared)
-            self.base = committed(base) if self.plan is None else self.plan.shard_tree(base)
-            self.base_record = base_record(c.base_states(), f"hf:{c.from_hf}" if c.from_hf
-                                           else f"preset:{run.model.preset}")
-            print(lora_report(self.lora, c.adapters[0], c.models[0].config), flush=True)
-        states = c.initial_policies()
-        # The sampler runs on this process's devices (its own tasks), the step on all.
-        self.sampler = Sampler(nnx.merge(self.graphdef, states[0]), buckets=sampler_buckets,
-                               shardings=local_sampler_plan(self.plan, c.models[0].config))
-        tok = c.tokenizer
-        self.sampling = run.rollout.sampling_config(stop_token_ids=(tok.eos_id,), pad_id=tok.pad_id)
-        greedy = dataclasses.replace(self.sampling, greedy=True)
-        self.backend = SamplerBackend(self.sampler, states, self.sampling)
-        self.eval_backend = SamplerBackend(self.sampler, states, greedy)
-        self.optimizer = make_optimizer(run.optim)
-        train = self.train_config
-        self.step_fn = make_train_step(
-            self.graphdef, run.objective, self.optimizer, num_agents=self.num_agents,
-            shared=self.shared, learning_rate_fn=make_schedule(run.optim), packing=train.packing,
-            remat=train.remat, min_budget=train.pack_budget, shardings=self.plan,
-            memory_guard=packed_step_guard(train, c.models[0].config, self.num_agents),
-            bin_buckets=train.bin_buckets, layout_growth=train.layout_growth)
-        self.keeper = CheckpointKeeper(self.workdir / "checkpoints", keep_best=train.keep_best)
-        self.keys = RunKeys.from_seed(run.seed)
-        self.step_tasks = StepTasks(c.train_tasks, train.tasks_per_step, run.seed, run.curriculum)
-        self.starter = WarmStarter(c, run.sft, run.seed, self.train_config.init_from,
-                                   self.workdir, self.graphdef, self.optimizer, self.keys,
-                                   self.num_agents, self.shared, self.first_phase,
-                                   main=self.main, show_progress=self.show_progress,
-                                   base=self.base, base_record=self.base_record,
-                                   remat=train.remat, lora=self.lora)
-        # train.off_policy: the next tree grows in a thread; backends take turns on the sampler.
-        lock = threading.Lock() if self.train_config.off_policy else None
-        if lock is not None:
-            self.backend, self.eval_backend = (SerializedBackend(b, lock)
-                                               for b in (self.backend, self.eval_backend))
-        self.stages = build_stages(run, c, graphdef=self.graphdef, step_fn=self.step_fn,
-                                   keys=self.keys, step_tasks=self.step_tasks,
-                                   backends=(self.backend, self.eval_backend))
-        # IGPO on an environment that reports the truth: its answers are scored.
-        self.scores_answers = self.stages.score.answers is not None
-        check_supported(band=self.step_tasks.band is not None,
-                        reward_kl=run.reward_kl is not None, answer_scores=self.scores_answers)
-        self.ahead = None if lock is None else OffPolicyRollouts(
-            self.stages.grow.grow, lambda params: SerializedBackend(
-                SamplerBackend(self.sampler, params, self.sampling), lock))
+        """config: a RunConfig, or a raw ml_collections config (build_run parses it and
+        runs every config-only check before any work); sampler_buckets: the sampler's
+        shape rounding (`--smoke` passes coarse ones)."""
+        self.built: Run = build_run(config, workdir, show_progress=show_progress,
+                                    sampler_buckets=sampler_buckets)
+
+    def __getattr__(self, name: str) -> Any:
+        built = self.__dict__.get("built")  # absent while __init__ builds it
+        if built is None:
+            raise AttributeError(name)
+        return getattr(built, name)
 
     def init_state(self, params: list):
         """A step-0 TrainState; shared mode holds the one policy for all N agents
