@@ -17,10 +17,11 @@ from mtrl.training.loop.trainer import Trainer
 from tests.tokenizers.chatml import build_chatml_tokenizer
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-# The configs that train on a learnable-band task file (smollm2_arith generates its
-# tasks and trains on all of them: tested on its own below).
+# The configs that train on a learnable-band task file (smollm2_arith and smollm2_guess
+# generate their tasks and train on all of them: tested below and in
+# test_smollm2_guess.py).
 CONFIGS = sorted(p for p in (ROOT / "experiments" / "configs").glob("smollm2_*.py")
-                 if p.stem != "smollm2_arith")
+                 if p.stem not in ("smollm2_arith", "smollm2_guess"))
 TINY = dict(num_layers=1, hidden_size=32, intermediate_size=64, num_heads=2, num_kv_heads=1,
             head_dim=16, vocab_size=512)
 # Per config: the shared data folder and two ids of its train split.
