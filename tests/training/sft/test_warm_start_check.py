@@ -282,3 +282,27 @@ def test_the_default_checks_and_its_smoke_run_does_not():
     assert module_from_file(configs / "default_narrow_k.py").get_config().sft.check_min_exact == 0
     apply_smoke(c)
     assert c.sft.check_min_exact == 0.0
+
+
+def test_the_trainer_stops_before_rl_with_the_checks_line(tmp_path):
+    """The command line: a warm start that fails its check ends the run in one line
+    `error: SFT warm start failed its check: ...`, with no RL step."""
+    from tests.training.kill_resume import TINY_CONFIG_HEAD, run_cli
+    config = tmp_path / "checked.py"
+    config.write_text(TINY_CONFIG_HEAD + '''    c.train.steps = 2
+    c.sft.steps = 3
+    c.sft.first_phase_steps = 2
+    c.sft.batch_size = 4
+    c.sft.revision_fraction = 0.0
+    c.sft.check_min_exact = 1.0  # two updates from random reproduce no held-out row
+    c.sft.check_rounds = 0
+    return c
+''')
+    done = run_cli(config, tmp_path / "run")
+    assert done.returncode == 1, done.stdout[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("error: SFT warm start failed its check: agent 0's greedy decoding "
+                           "reproduces 0.000 of 2 held-out 'first_turn' demonstrations after 2 "
+                           "first-phase updates (0 continuation(s))"), last
+    assert not (tmp_path / "run" / "metrics.jsonl").exists() or "heldout_success" not in \
+        (tmp_path / "run" / "metrics.jsonl").read_text()
