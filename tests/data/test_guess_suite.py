@@ -148,8 +148,8 @@ def test_sft_fractions_and_the_weak_teacher(setup):
     first_only = suite.demonstrations(env, 1, SFTSection(fraction=1.0, revision_fraction=0.0))
     assert len(first_only[0]) == 4000
     assert all(isinstance(p, str) for p, _ in first_only[0])
-    lazy = suite.demonstrations(GuessEnv(2), 2, SFTSection(fraction=0.5, revision_fraction=(0.0, 1.0),
-                                                   resubmit_fraction=(0.0, 1.0)))
+    sft = SFTSection(fraction=0.5, revision_fraction=(0.0, 1.0), resubmit_fraction=(0.0, 1.0))
+    lazy = suite.demonstrations(GuessEnv(2), 2, sft)
     assert all(isinstance(p, str) for p, _ in lazy[0]) and 1800 < len(lazy[0]) < 2200
     later = [(p, g) for p, g in lazy[1] if isinstance(p, Revision)]
     assert later and all(g == p.exchanges[-1][0] for p, g in later)  # resubmits

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from mtrl.config.fields import check_int
 from mtrl.envs.base import TurnEnvironment
 from mtrl.envs.guess.prompts import GuessTemplates, feedback, read_guess
 from mtrl.envs.guess.task import GuessTask
@@ -56,10 +57,8 @@ class GuessEnv(TurnEnvironment):
 
     def __init__(self, num_agents: int = 1, templates: GuessTemplates = GuessTemplates(),
                  max_completion_chars: int = MAX_MATH_COMPLETION_CHARS):
-        if isinstance(num_agents, bool) or not isinstance(num_agents, int) or num_agents < 1:
-            raise ValueError(f"num_agents must be an int >= 1, got {num_agents!r}")
-        if max_completion_chars < 1:
-            raise ValueError(f"max_completion_chars must be >= 1, got {max_completion_chars}")
+        check_int("num_agents", num_agents, 1)
+        check_int("max_completion_chars", max_completion_chars, 1)
         self.num_agents, self.templates = num_agents, templates
         self.max_completion_chars = max_completion_chars
 

@@ -12,9 +12,12 @@ secret: the question shows the two exclusive bounds, a verdict the wrong guess.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
-from mtrl.envs.guess.task import GuessTask
 from mtrl.envs.math.answer import extract_answer
+
+if TYPE_CHECKING:  # the task module renders its prompt with these templates
+    from mtrl.envs.guess.task import GuessTask
 
 
 @dataclasses.dataclass(frozen=True)

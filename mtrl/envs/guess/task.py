@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from mtrl.envs.guess.prompts import GuessTemplates
+
 
 @dataclasses.dataclass(frozen=True)
 class GuessTask:
@@ -43,5 +45,4 @@ class GuessTask:
     @property
     def prompt(self) -> str:
         """The task as the default templates ask it (the name transcripts use)."""
-        from mtrl.envs.guess.prompts import GuessTemplates
         return GuessTemplates().question.format(low=self.low, high=self.high)
