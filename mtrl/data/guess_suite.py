@@ -15,7 +15,8 @@ data.options:
 
 Splits (mtrl/data/guess_tasks.py): validation and test own held-out lower bounds and
 held-out secrets, so no held-out question occurs in training and no held-out answer
-is a train secret. num_eval / num_test tasks exactly, train at most num_train.
+is a train secret. num_eval / num_test tasks exactly, train at most num_train
+(the split names are not read; an empty data.test_split means no test split).
 
 Demonstrations (train tasks only), from a binary-search teacher played through the
 environment: for a seeded sft.fraction of the tasks the first prompt -> the midpoint;
@@ -34,7 +35,7 @@ import numpy as np
 from mtrl.config.fields import check_choice
 from mtrl.data.demonstrations import Revision, per_agent
 from mtrl.data.guess_tasks import GuessSpace, bisect_guesses, make_splits
-from mtrl.data.suite import SUITES, DataConfig, check_split
+from mtrl.data.suite import SUITES, DataConfig
 from mtrl.envs.guess.prompts import GuessTemplates
 from mtrl.envs.guess.task import GuessTask
 
@@ -67,7 +68,9 @@ class GuessSuite:
                                                    "test": d.num_test})
 
     def tasks(self, split: str) -> list[GuessTask]:
-        return self._splits[check_split(split)]
+        if not self.data.split_spec(split):  # e.g. test_split "": no test split
+            return []
+        return self._splits[split]
 
     def templates(self, name: str) -> GuessTemplates:
         check_choice("templates", name, ("default",))

@@ -156,19 +156,22 @@ def test_sft_fractions_and_the_weak_teacher(setup):
 
 
 def test_splits_come_from_the_options_seed_not_the_runs():
-    data = DataConfig(name="guess", num_train=20, num_eval=5, num_test=5,
+    data = DataConfig(name="guess", test_split="test", num_train=20, num_eval=5, num_test=5,
                       options={"lows": [10, 40], "widths": [4, 12], "seed": 3})
     suite = build_suite(data, seed=0)
     assert build_suite(data, seed=9).tasks("test") == suite.tasks("test")
     other = build_suite(DataConfig(**{**data.__dict__, "options": {"seed": 4}}), seed=0)
     assert other.tasks("test") != suite.tasks("test")
     assert all(10 <= t.low <= 40 and 4 <= t.candidates <= 12 for t in suite.tasks("train"))
+    no_test = build_suite(DataConfig(**{**data.__dict__, "test_split": ""}), seed=0)
+    assert no_test.tasks("test") == [] and no_test.tasks("validation") == suite.tasks("validation")
 
 
 def test_bad_options_are_one_line_errors():
     def build(num_test=2, path="", **options):
-        return build_suite(DataConfig(name="guess", path=path, num_test=num_test,
-                                      num_eval=2, options=options), seed=0).tasks("test")
+        return build_suite(DataConfig(name="guess", test_split="test", path=path,
+                                      num_test=num_test, num_eval=2, options=options),
+                           seed=0).tasks("test")
     cases = [(dict(digits=2), r"unknown \['digits'\] for guess"),
              (dict(seed=-1), "seed: an int >= 0"),
              (dict(widths=(0, 5)), r"widths: two ints \(first, last\), first <= last of "

@@ -40,7 +40,8 @@ def fixed(agent, history):
 
 @pytest.fixture(scope="module")
 def tasks():
-    suite = build_suite(DataConfig(name="guess", num_train=8, num_eval=8, num_test=40), 0)
+    suite = build_suite(DataConfig(name="guess", test_split="test", num_train=8, num_eval=8,
+                                   num_test=40), 0)
     return suite.tasks("test")
 
 
