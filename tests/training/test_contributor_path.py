@@ -148,11 +148,11 @@ def selecting_them():
 def test_a_config_selecting_them_parses_into_their_options(regenerated, no_work):
     from mtrl.training.config import parse
     run = parse(selecting_them())
-    assert (run.env.name, run.data.name, run.credit.estimator, run.objective.loss) == (
+    assert (run.env.name, run.data.name, run.credit.estimator, run.loss.objective.loss) == (
         "my_env", "my_tasks", "my_method", "scaled-pg")
     assert run.env.options.word == "yes"
     assert run.credit.options.my_coef == 0.5
-    assert run.objective.loss_config.scale == 2.0
+    assert run.loss.objective.loss_config.scale == 2.0
 
 
 @pytest.mark.parametrize("section, field, value", [

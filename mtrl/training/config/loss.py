@@ -54,6 +54,8 @@ class LossSection:
 
 @dataclasses.dataclass(frozen=True)
 class LossParts:
+    """The loss section as the run takes it (RunConfig.loss)."""
+
     objective: PolicyObjectiveConfig  # the policy loss, its options, the KL in the loss
     kl_in: str
     reward_kl: KLPenaltyConfig | None  # kl_in=reward with kl_coef > 0: β·KL_i off returns

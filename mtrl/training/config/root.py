@@ -23,13 +23,12 @@ from mtrl.config.fields import ConfigErrors, as_dict, build_all, check_int
 from mtrl.credit import RewardRecipe
 from mtrl.data.suite import DataConfig
 from mtrl.envs.registry import EnvSection
-from mtrl.losses import KLPenaltyConfig, PolicyObjectiveConfig
 from mtrl.models.lora import LoRAConfig
 from mtrl.parallel.mesh import MeshConfig
 from mtrl.rollout import RolloutConfig
 from mtrl.training.advantages.estimators import CreditConfig
 from mtrl.training.advantages.penalties import FilterConfig
-from mtrl.training.config.loss import read_loss
+from mtrl.training.config.loss import LossParts, read_loss
 from mtrl.training.config.readers import (read_credit, read_data, read_env, read_optim,
                                           read_plain, read_reward, read_train,
                                           section_values)
@@ -54,12 +53,10 @@ class RunConfig:
     data: DataConfig
     env: EnvSection
     rollout: RolloutConfig
-    objective: PolicyObjectiveConfig  # config.loss: the policy loss, its options, the KL
-    kl_in: str  # "loss" or "reward" (where loss.kl_coef's penalty goes)
-    reward_kl: KLPenaltyConfig | None  # loss.kl_in=reward: β·KL_i off each return
+    loss: LossParts  # the policy objective, where its KL goes (kl_in), the returns' KL
     credit: CreditConfig
     filters: FilterConfig
-    recipe: RewardRecipe | None  # reward.recipe: the episode reward replacing the env's
+    reward: RewardRecipe | None  # reward.recipe: the episode reward replacing the env's
     curriculum: CurriculumConfig
     optim: OptimConfig
     train: TrainConfig
@@ -111,13 +108,10 @@ def parse(config) -> RunConfig:
     read("train", read_train(config))
     loss_values, more = section_values(config, "loss")
     lines.extend(more)
-    parts, more = read_loss(loss_values, turns)
-    lines.extend(more)
-    s.update(objective=parts and parts.objective, kl_in=parts and parts.kl_in,
-             reward_kl=parts.reward_kl if parts else None)
+    read("loss", read_loss(loss_values, turns))
     read("credit", read_credit(config))
     read("filters", read_plain(config, "filters"))
-    read("recipe", read_reward(config, turns))  # the recipe's dominance check
+    read("reward", read_reward(config, turns))  # the recipe's dominance check
     read("curriculum", read_plain(config, "curriculum"))
     read("optim", read_optim(config, s["train"]))
     read("sft", read_plain(config, "sft"))

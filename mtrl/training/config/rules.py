@@ -31,7 +31,7 @@ def tree_fits_node_cap(rollout, train) -> None:
                          f"{train.tasks_per_step})") from None
 
 
-def minibatches_split_rows(train, rollout, objective) -> None:
+def minibatches_split_rows(train, rollout, loss) -> None:
     """train.minibatches splits every step's rows evenly.
 
     A step's batch has a power-of-two number of rows, at least
@@ -41,6 +41,7 @@ def minibatches_split_rows(train, rollout, objective) -> None:
     size: REFUEL's pairs). So M units must be a power of two no larger than the smallest
     batch. (With k processes the rows of all are gathered: k·b rows, a power of two
     when k is.)"""
+    objective = loss.objective
     unit = POLICY_LOSSES.get(objective.loss).group_size
     smallest = round_up_pow2(train.tasks_per_step * rollout.num_generations, 8)
     rows = train.minibatches * unit
@@ -65,8 +66,9 @@ def group_has_members(credit, rollout) -> None:
                          "estimator without a baseline, e.g. magrpo with baseline raw)")
 
 
-def groups_fit_generations(objective, rollout) -> None:
+def groups_fit_generations(loss, rollout) -> None:
     """A loss whose rows form groups of siblings (REFUEL's pairs) needs G a multiple."""
+    objective = loss.objective
     unit = POLICY_LOSSES.get(objective.loss).group_size
     if rollout.num_generations % unit:
         raise ValueError(f"config.rollout.num_generations: loss {objective.loss!r} groups "
@@ -74,9 +76,10 @@ def groups_fit_generations(objective, rollout) -> None:
                          f"multiple of {unit} (even), got {rollout.num_generations}")
 
 
-def returns_fit_the_loss(objective, credit) -> None:
+def returns_fit_the_loss(loss, credit) -> None:
     """A loss that regresses on return differences needs an estimator whose returns
     are unscaled (both declared traits)."""
+    objective = loss.objective
     if POLICY_LOSSES.get(objective.loss).needs_unscaled_returns and \
             not credit.entry.returns_unscaled(credit.options):
         raise ValueError(f"config.credit.estimator: loss {objective.loss!r} regresses on "
@@ -94,9 +97,9 @@ def episodes_end_at_success(credit, env) -> None:
                          "solved branches (set config.env.end_on_success=True)")
 
 
-def penalties_need_a_tree_estimator(credit, filters, kl_in) -> None:
+def penalties_need_a_tree_estimator(credit, filters, loss) -> None:
     """Per-completion return penalties apply to tree returns only."""
-    if (filters.overlong_cache or kl_in == "reward") and credit.entry.kind != "tree":
+    if (filters.overlong_cache or loss.kl_in == "reward") and credit.entry.kind != "tree":
         raise ValueError(f"config.credit.estimator: return penalties (filters.overlong_cache, "
                          f"loss.kl_in=reward) need a tree estimator "
                          f"({', '.join(tree_estimators())}), got {credit.estimator!r}")

@@ -150,7 +150,7 @@ def build_run(config, workdir: str | os.PathLike, *, show_progress: bool = True,
     eval_backend = SamplerBackend(sampler, states, dataclasses.replace(sampling, greedy=True))
     optimizer = make_optimizer(run.optim)
     step_fn = make_train_step(
-        graphdef, run.objective, optimizer, num_agents=num_agents, shared=shared,
+        graphdef, run.loss.objective, optimizer, num_agents=num_agents, shared=shared,
         learning_rate_fn=make_schedule(run.optim), packing=train.packing, remat=train.remat,
         min_budget=train.pack_budget, shardings=plan,
         memory_guard=packed_step_guard(train, model, num_agents),
@@ -168,7 +168,7 @@ def build_run(config, workdir: str | os.PathLike, *, show_progress: bool = True,
         backend, eval_backend = (SerializedBackend(b, lock) for b in (backend, eval_backend))
     stages = build_stages(run, c, graphdef=graphdef, step_fn=step_fn, keys=keys,
                           step_tasks=step_tasks, backends=(backend, eval_backend))
-    check_supported(band=step_tasks.band is not None, reward_kl=run.reward_kl is not None,
+    check_supported(band=step_tasks.band is not None, reward_kl=run.loss.reward_kl is not None,
                     answer_scores=stages.score.answers is not None)
     ahead = None if lock is None else OffPolicyRollouts(
         stages.grow.grow, lambda params: SerializedBackend(

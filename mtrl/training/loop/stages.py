@@ -45,14 +45,14 @@ def build_stages(run, c, *, graphdef: Any, step_fn: Any, keys: RunKeys,
     num_policies = 1 if run.rollout.agent_params == "shared" else run.num_agents
     return Stages(
         grow=GrowStage(step_tasks, c.env, c.tokenizer, c.turn_format, run.rollout, keys.rollout),
-        score=ScoreStage(run.recipe, answers),
+        score=ScoreStage(run.reward, answers),
         advantages=AdvantageStage(
             credit=run.credit, rollout=run.rollout, filters=run.filters,
             mask=MaskSettings(run.curriculum, run.filters.void_turns, run.rollout.num_turns),
-            reference=(ReferencePass(graphdef, run.reward_kl)
-                       if run.reward_kl is not None else None),
+            reference=(ReferencePass(graphdef, run.loss.reward_kl)
+                       if run.loss.reward_kl is not None else None),
             num_tasks=run.train.tasks_per_step // jax.process_count()),
         update=UpdateStage(step_fn, run.train.ppo_epochs, run.train.minibatches,
-                        run.train.drop_zero_advantage, group_size(run.objective.loss),
+                        run.train.drop_zero_advantage, group_size(run.loss.objective.loss),
                         keys.ppo),
         publish=PublishStage(tuple(backends), num_policies))

@@ -81,8 +81,8 @@ class Trainer:
         (params: each policy's trained parameters; LoRA: adapters over self.base)."""
         per_agent = params * self.num_agents if self.shared else params
         state = init_train_state(per_agent, self.optimizer, shared=self.shared,
-                                 keep_reference=self.run_config.objective.kl.coef > 0
-                                 or self.run_config.reward_kl is not None,
+                                 keep_reference=self.run_config.loss.objective.kl.coef > 0
+                                 or self.run_config.loss.reward_kl is not None,
                                  lora=self.lora, base=self.base)
         # A mesh lays it out per its rules; one device commits it as a restore would.
         return committed(state) if self.plan is None else self.plan.shard_tree(state)

@@ -32,7 +32,7 @@ def estimator_info(run, env: Environment) -> None:
 
 
 def recipe_info(run, env: Environment) -> None:
-    if run.recipe is not None and _missing(RECIPE_NEEDS, env):
+    if run.reward is not None and _missing(RECIPE_NEEDS, env):
         raise ValueError(f"config.reward.recipe: the recipe reads step info "
                          f"{sorted(RECIPE_NEEDS)}, which {type(env).__name__} does not "
                          "report; use reward.recipe='env'")

@@ -17,7 +17,7 @@ def test_one_step_of_the_tool_config(tmp_path, monkeypatch):
     c.train.wandb_project = "mtrl-test"
     trainer = Trainer(c, tmp_path, show_progress=False)
     try:
-        assert trainer.run_config.recipe is not None and trainer.run_config.filters.void_turns
+        assert trainer.run_config.reward is not None and trainer.run_config.filters.void_turns
         result = trainer.run()
     finally:
         trainer.close()

@@ -205,10 +205,10 @@ def test_estimator_needs_are_checked_against_the_environment(name, message):
                                                  (CreditConfig(), 3)])
 def test_refuel_needs_even_siblings_and_unscaled_returns(credit, generations):
     from mtrl.training.config.rules import groups_fit_generations, returns_fit_the_loss
-    objective = types.SimpleNamespace(loss="refuel")
+    loss = types.SimpleNamespace(objective=types.SimpleNamespace(loss="refuel"))
     with pytest.raises(ValueError, match="refuel"):
-        groups_fit_generations(objective, types.SimpleNamespace(num_generations=generations))
-        returns_fit_the_loss(objective, credit)
+        groups_fit_generations(loss, types.SimpleNamespace(num_generations=generations))
+        returns_fit_the_loss(loss, credit)
 
 
 def test_code_env_reports_what_ufo_reads():

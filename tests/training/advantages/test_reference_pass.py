@@ -85,7 +85,7 @@ def test_kl_in_reward_moves_the_coefficient_out_of_the_loss():
     # k1 in the reward, k3 in the loss: the placements that regularise (losses.KL_PLACEMENTS).
     c.loss.kl_coef, c.loss.kl_in, c.loss.kl_estimator = 0.05, "reward", "k1"
     run = parse(c)
-    assert run.objective.kl.coef == 0.0 and run.reward_kl.coef == 0.05
+    assert run.loss.objective.kl.coef == 0.0 and run.loss.reward_kl.coef == 0.05
     c.loss.kl_in, c.loss.kl_estimator = "loss", "k3"
     run = parse(c)
-    assert run.objective.kl.coef == 0.05 and run.reward_kl is None
+    assert run.loss.objective.kl.coef == 0.05 and run.loss.reward_kl is None

@@ -137,10 +137,10 @@ def test_a_registered_clipped_loss_takes_the_clip_settings(monkeypatch):
 def test_a_registered_pairwise_loss_moves_rows_in_pairs(monkeypatch):
     toy_loss(monkeypatch, "toy-pairs", group_size=2)
     assert group_size("toy-pairs") == 2 and group_size("reinforce") == 1
-    objective = types.SimpleNamespace(loss="toy-pairs")
+    loss = types.SimpleNamespace(objective=types.SimpleNamespace(loss="toy-pairs"))
     with pytest.raises(ValueError, match="num_generations must be a multiple of 2"):
-        groups_fit_generations(objective, types.SimpleNamespace(num_generations=3))
-    groups_fit_generations(objective, types.SimpleNamespace(num_generations=4))
+        groups_fit_generations(loss, types.SimpleNamespace(num_generations=3))
+    groups_fit_generations(loss, types.SimpleNamespace(num_generations=4))
 
 
 def test_a_registered_estimator_brings_its_needs_and_episode_end(monkeypatch):
@@ -157,7 +157,7 @@ def test_a_registered_estimator_brings_its_needs_and_episode_end(monkeypatch):
     episodes_end_at_success(credit, EnvSection.of("code", end_on_success=True))
     with pytest.raises(ValueError, match="return penalties .* need a tree estimator"):
         penalties_need_a_tree_estimator(credit, types.SimpleNamespace(overlong_cache=0),
-                                        "reward")
+                                        types.SimpleNamespace(kl_in="reward"))
 
 
 def test_magrpo_takes_its_baselines_traits_from_the_group_function(monkeypatch):
