@@ -19,8 +19,11 @@ episode ends there; the verdict and the question again after a wrong one; the
 evaluation's feedback gain compares turn t+1 after the verdict with turn t+1 after
 "Try again.".
 
-Sized for a 2-core CPU: G = 2 (the tree holds 2^t samples at turn t, 126 per task
-without early ends), 2 tasks a step, 8 new tokens a turn (a guess is one number).
+Sized for a CPU: G = 2 (the tree holds 2^t samples at turn t: at most 126 per task,
+252 rows a step of 2 tasks; a branch ends at its right guess), 8 new tokens a turn
+(a guess is one number). T = 6 makes the step heavier than the two-turn configs':
+the one-step smoke run of this config on the tiny byte model spent 6 minutes on its
+RL step on a shared 2-core CPU.
 The SFT mix (every first turn, a quarter of the tasks' later turns) and the RL
 settings are starting values, not tuned.
 """
