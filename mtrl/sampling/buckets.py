@@ -24,6 +24,7 @@ the distinct ones, so a step whose tasks share a prompt meets no new batch.
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Sequence
 
 import jax
@@ -78,15 +79,20 @@ class ShapeCover:
     may pad up. `shape(program, wanted, fits)` is `wanted` itself (remembered) until
     `frozen`; then the compiled shape of `program` with every size >= wanted's and
     `fits(shape)` true that has the fewest elements (the product of its sizes), or
-    `wanted` when none does (a compile)."""
+    `wanted` when none does (a compile).
+
+    `state()` is the shapes met as JSON data and `restore(state)` takes them back, so
+    another process (a resumed run) pads each call as this one would; its programs
+    compile on first use. A program is named by `program_key` (a dataclass by its
+    fields), the same text in every process."""
 
     def __init__(self):
         self.frozen = False
-        self._compiled: dict[object, set[tuple[int, ...]]] = {}
+        self._compiled: dict[str, set[tuple[int, ...]]] = {}
 
     def shape(self, program, wanted: tuple[int, ...], fits=lambda shape: True
               ) -> tuple[int, ...]:
-        compiled = self._compiled.setdefault(program, set())
+        compiled = self._compiled.setdefault(program_key(program), set())
         if self.frozen and wanted not in compiled:
             covering = [c for c in compiled
                         if all(a >= b for a, b in zip(c, wanted)) and fits(c)]
@@ -94,6 +100,31 @@ class ShapeCover:
                 return min(covering, key=lambda c: (np.prod(c, dtype=np.int64), c))
         compiled.add(wanted)
         return wanted
+
+    def state(self) -> dict[str, list[list[int]]]:
+        """{program key: its shapes, sorted}: JSON data (`frozen` is the caller's)."""
+        return {key: [list(shape) for shape in sorted(shapes)]
+                for key, shapes in sorted(self._compiled.items())}
+
+    def restore(self, state: dict[str, list[list[int]]]) -> None:
+        """The shapes of `state()` in place of this cover's (`frozen` unchanged)."""
+        self._compiled = {str(key): {tuple(int(n) for n in shape) for shape in shapes}
+                          for key, shapes in state.items()}
+
+
+def program_key(program) -> str:
+    """A program's name as JSON text: a string as itself, a tuple as a list, a
+    dataclass (e.g. the SamplingConfig a decode program is compiled for) as
+    {class name: its fields}."""
+    if isinstance(program, str):
+        return program
+    return json.dumps(program, sort_keys=True, default=_fields)
+
+
+def _fields(value) -> dict:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {type(value).__name__: dataclasses.asdict(value)}
+    raise TypeError(f"a program key holds {type(value).__name__}, which has no JSON text")
 
 
 def pad_cache(cache: KVCache, batch: int, max_len: int) -> KVCache:

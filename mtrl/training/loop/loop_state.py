@@ -1,15 +1,17 @@
 """The loop's own state, one typed value passed from step to step beside the train state.
 
     LoopState(step, run_seconds, sft_minutes, post_sft, band, config, code_at_start,
-              warm_start, lora_base)
+              warm_start, lora_base, compiled)
     state.extra()              -> the checkpoint's `extra` dict (JSON data)
     LoopState.from_extra(d)    <- a restored checkpoint's
 
 A checkpoint stores it as its `extra` with the keys it always had (`step`,
 `run_seconds`, `sft_minutes`, `config`, `post_sft_success` and `post_sft_<metric>`,
 `band` when the learnable band is on, the provenance's `code_at_start` and
-`warm_start`, and LoRA's `lora_base`: checkpoints/base_record.py EXTRA_KEY), so
-checkpoints written before this type restore unchanged.
+`warm_start`, LoRA's `lora_base`: checkpoints/base_record.py EXTRA_KEY) and
+`compiled_shapes`, the shapes the sampler and the update have compiled
+(compiled_shapes.py), so checkpoints written before this type restore unchanged (one
+without `compiled_shapes` resumes padding as it did before it).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from mtrl.training.checkpoints.base_record import EXTRA_KEY
 
 POST_SFT = "post_sft_"
 CODE_AT_START, WARM_START = "code_at_start", "warm_start"
+COMPILED = "compiled_shapes"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +38,9 @@ class LoopState:
     code_at_start: dict | None = None
     warm_start: dict | None = None
     lora_base: dict | None = None  # LoRA: the base the adapters belong to (base_record.py)
+    # The sampler's shapes and the update's layouts met so far (compiled_shapes.py);
+    # None: not recorded (a checkpoint from before the record, or several processes).
+    compiled: dict | None = None
 
     def extra(self) -> dict[str, Any]:
         """The checkpoint's extra (module docstring)."""
@@ -45,7 +51,7 @@ class LoopState:
         if self.band is not None:
             out["band"] = self.band
         for key, value in ((CODE_AT_START, self.code_at_start), (WARM_START, self.warm_start),
-                           (EXTRA_KEY, self.lora_base)):
+                           (EXTRA_KEY, self.lora_base), (COMPILED, self.compiled)):
             if value is not None:
                 out[key] = value
         return out
@@ -57,8 +63,13 @@ class LoopState:
                    post_sft={k: v for k, v in extra.items() if k.startswith(POST_SFT)},
                    band=extra.get("band"), config=extra.get("config"),
                    code_at_start=extra.get(CODE_AT_START), warm_start=extra.get(WARM_START),
-                   lora_base=extra.get(EXTRA_KEY))
+                   lora_base=extra.get(EXTRA_KEY), compiled=extra.get(COMPILED))
 
     def after(self, step: int, run_seconds: float, band: dict | None) -> "LoopState":
         """This state once RL step `step` is done."""
         return dataclasses.replace(self, step=step, run_seconds=run_seconds, band=band)
+
+    def with_compiled(self, compiled: dict | None) -> "LoopState":
+        """This state with the compiled shapes now (taken after a step's evaluation,
+        whose sampler calls count)."""
+        return dataclasses.replace(self, compiled=compiled)

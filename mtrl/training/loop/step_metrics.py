@@ -7,12 +7,14 @@ import jax
 from mtrl.parallel.process_rollout import mean_over_processes
 from mtrl.training.checkpoints.run_record import rollout_metrics
 
-# RL steps (of each invocation) whose sampler and update shapes may compile; then the
-# trainer freezes both (Sampler.freeze; UpdateStage.freeze, which also compiles the packed
-# update's largest layout, so every later minibatch fits one) and a later call runs in
-# the smallest compiled shape that holds it. After them `compiles/sampler` and
+# The run's first RL steps, whose sampler and update shapes may compile; then the
+# trainer freezes both (Sampler.freeze; UpdateStage.freeze, which also compiles the
+# packed update's largest layout, so every later minibatch fits one) and a later call
+# runs in the smallest compiled shape that holds it. After them `compiles/sampler` and
 # `compiles/update` are 0, unless a sampler call is larger than every one before (a
-# longer prompt or more rows than any so far: then it compiles, and is counted).
+# longer prompt or more rows than any so far: then it compiles, and is counted), or
+# the invocation resumed: it compiles the run's shapes again as it first uses them
+# (the shapes are loop state: compiled_shapes.py).
 COMPILE_WARMUP_STEPS = 3
 
 

@@ -44,6 +44,7 @@ from mtrl.training.logging import Progress, write_transcripts
 from mtrl.training.loop.budget import Budget
 from mtrl.training.loop.build_run import Run, build_run
 from mtrl.training.loop.finish import finish_run
+from mtrl.training.loop.compiled_shapes import compiled_shapes, freeze_step, restore_compiled
 from mtrl.training.loop.loop_state import LoopState
 from mtrl.training.loop.process_roles import open_metrics
 from mtrl.training.loop.stall import StallWatch
@@ -138,6 +139,9 @@ class Trainer:
         stop_point("start-up")
         state, loop, logger, restored = self._begin(started)
         start = loop.step
+        # The run's step after which nothing compiles (compiled_shapes.py: a resume
+        # keeps the uninterrupted run's).
+        freeze_at = freeze_step(loop.compiled, start)
         self._stop_if_requested(state, loop)
         # train.steps = 0 (a warm start only) shows no RL progress bar.
         progress = Progress(max(1, cfg.steps), initial=min(start, max(1, cfg.steps)),
@@ -163,12 +167,13 @@ class Trainer:
                 step, tree, update, (t0, t1, t2), step_tasks=self.step_tasks,
                 sampler_compiles=self.sampler.num_compiles, compiles_at_start=compiled,
                 staleness=None if self.ahead is None else staleness)
-            if step == start + COMPILE_WARMUP_STEPS:  # then no compile (step_metrics.py)
+            if step == freeze_at:  # then no compile (step_metrics.py)
                 self.sampler.freeze()
                 stages.update.freeze(state)
             loop = loop.after(step, before_s + time.perf_counter() - started,
                               self.step_tasks.band_state())
-            self._evaluate_and_save(state, loop, metrics, logger)               # evaluate, save
+            loop = self._evaluate_and_save(state, loop, metrics, logger,
+                                           freeze_at)                           # evaluate, save
             progress.update(step, step_time_s=metrics["step_time_s"],
                             heldout_success=metrics.get("heldout_success"),
                             reward=metrics.get("reward_mean") if update.metrics else None,
@@ -205,6 +210,8 @@ class Trainer:
             del fresh
         if restored is not None:
             state, loop = self._with_base(restored), LoopState.from_extra(restored.extra)
+            # The shapes the run had compiled: it pads as if never stopped.
+            restore_compiled(loop.compiled, self.sampler, self.stages.update, loop.step)
             if self.main:
                 print(f"resuming from RL step {loop.step} "
                       f"({self.keeper.step_directory(restored.step)})", flush=True)
@@ -241,6 +248,8 @@ class Trainer:
                          config=self.config_record, code_at_start=code_state(),
                          warm_start=warm_start_record(params, self.train_config.init_from),
                          lora_base=self.base_record)  # the base the adapters belong to
+        loop = loop.with_compiled(compiled_shapes(self.sampler, self.stages.update,
+                                                  COMPILE_WARMUP_STEPS))
         logger.write(0, metrics)
         logger.flush()
         self.keeper.save_eval(0, {"train": state.checkpointed()}, metrics, loop.extra())
@@ -256,14 +265,18 @@ class Trainer:
             self.ahead.prefetch(step + 1, self.policy_states(state))
         return tree, staleness
 
-    def _evaluate_and_save(self, state, loop: LoopState, metrics: dict, logger) -> None:
+    def _evaluate_and_save(self, state, loop: LoopState, metrics: dict, logger,
+                           freeze_at: int) -> LoopState:
         """Validation every eval_interval steps and at the last (a ranked checkpoint);
-        the latest checkpoint every save_interval steps and at the last."""
-        cfg, step, extra = self.train_config, loop.step, loop.extra()
+        the latest checkpoint every save_interval steps and at the last. Returns `loop`
+        with the shapes compiled so far, the evaluation's included."""
+        cfg, step = self.train_config, loop.step
         last = step == cfg.steps
         evaluated = step % cfg.eval_interval == 0 or last
         if evaluated:
             metrics.update(self.evaluate(step))
+        loop = loop.with_compiled(compiled_shapes(self.sampler, self.stages.update, freeze_at))
+        extra = loop.extra()
         # Metrics reach disk before the step's checkpoint, so a resume from it never
         # lacks the step's line (later lines are dropped and recomputed).
         logger.write(step, metrics)
@@ -272,6 +285,7 @@ class Trainer:
             self.keeper.save_eval(step, {"train": state.checkpointed()}, metrics, extra)
         if step % cfg.save_interval == 0 or last:
             self.keeper.save_latest(step, {"train": state.checkpointed()}, extra)
+        return loop
 
     def _stop_if_requested(self, state, loop: LoopState) -> None:
         """After step loop.step (0: the warm start): on Ctrl-C or SIGTERM, save it

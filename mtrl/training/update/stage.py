@@ -30,7 +30,6 @@ longer than its warm-up never compiles the largest layout.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Callable
 
 import jax
@@ -56,7 +55,8 @@ class Update:
     """What the update stage did: `metrics` of its minibatches ([]: no update ran),
     `rows` (None: every group was uninformative and dropped), `kept` real rows,
     `informative` rows (a non-zero advantage on a loss token, before any filter), the
-    last minibatch's `packing` token counts and the train step's `compiles` so far."""
+    last minibatch's `packing` token counts ({}: no update ran) and the train step's
+    `compiles` so far."""
 
     metrics: list
     rows: PolicyMinibatch | None
@@ -93,7 +93,7 @@ class UpdateStage:
         """Compiles the largest layout of each row shape met, and from now on runs every
         packed minibatch in the smallest compiled layout that holds it (module
         docstring). `state` is only read (its shapes)."""
-        self.step_fn.layout_growth = math.inf
+        self.step_fn.freeze_layouts()
         for shape in sorted(self.row_shapes):
             self._compile_largest(state, *shape)
 
@@ -125,7 +125,10 @@ class UpdateStage:
             check_finite(metrics)
         except FloatingPointError as e:
             raise FloatingPointError(f"step {step}: {e}") from None
-        return state, Update(metrics, rows, kept, informative, packing=dict(self.step_fn.last_packing),
+        # A skipped update packed nothing (the step function's last packing is an earlier
+        # step's, which a resumed run would not have).
+        packing = dict(self.step_fn.last_packing) if metrics else {}
+        return state, Update(metrics, rows, kept, informative, packing=packing,
                              compiles=self.step_fn.num_compiles)
 
     def _compile_largest(self, state: TrainState, agents: int, rows: int, length: int

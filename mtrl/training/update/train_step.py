@@ -43,6 +43,7 @@ metric reductions and check_finite (step_metrics.py), PPO's epoch loop (ppo_epoc
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import jax
@@ -116,9 +117,11 @@ class TrainStep:
     No compile after warm-up: the bin count is rounded up to the ladder `bin_buckets`
     (buckets.py; empty bins are padding), and a packing that fits a layout already
     compiled (more rows, bins and budget) within `layout_growth` times its slots is
-    padded into it instead, so a run meets a few layouts only. `padded_slots` counts the slots the reuse added (the ladder's own
-    padding shows as slots > packed tokens in last_packing). "auto" / growth 0 are the
-    backend's choice (buckets.resolve_layout).
+    padded into it instead, so a run meets a few layouts only. `padded_slots` counts the
+    slots the reuse added (the ladder's own padding shows as slots > packed tokens in
+    last_packing). "auto" / growth 0 are the backend's choice (buckets.resolve_layout).
+    `layouts()` and `restore_layouts()` carry the layouts met into a resumed run, which
+    then pads as this one does.
     """
 
     def __init__(self, fn: Callable, *, num_agents: int, shared: bool, packing: str = "none",
@@ -212,6 +215,26 @@ class TrainStep:
     @property
     def num_compiles(self) -> int:
         return self.traces.total
+
+    def freeze_layouts(self) -> None:
+        """From now on a packed minibatch runs in the smallest compiled layout that
+        holds it, whatever its slots (no growth limit)."""
+        self.layout_growth = math.inf
+
+    def layouts(self) -> list[list[int]]:
+        """The packed layouts met (compiled, or restored), as JSON data: one
+        [agents, row length, rows, bins, budget] per layout, sorted."""
+        return sorted([*key, *layout] for key, layouts in self._packed_layouts.items()
+                      for layout in layouts)
+
+    def restore_layouts(self, layouts: list[list[int]]) -> None:
+        """The layouts of `layouts()` in place of this step's: a minibatch then runs in
+        the layout it would have run in where they were met (each compiles on first
+        use). The growth limit is unchanged (freeze_layouts)."""
+        self._packed_layouts = {}
+        for agents, length, *layout in layouts:
+            self._packed_layouts.setdefault((int(agents), int(length)), set()).add(
+                tuple(int(n) for n in layout))
 
 
 def _reading_ref_params(fn: Callable) -> Callable:

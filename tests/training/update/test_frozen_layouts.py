@@ -1,8 +1,10 @@
 """No compile after warm-up in the packed update: the largest layout of a step's
 minibatches is compiled (not run) by `UpdateStage.freeze(state)`, so after it a
 minibatch larger than any run before still runs in a compiled layout; a packed update
-runs on one row count whatever the tree's turns."""
+runs on one row count whatever the tree's turns; the layouts met, saved and restored
+into another train step, run its minibatches in the same layouts."""
 
+import json
 from types import SimpleNamespace
 
 import jax
@@ -65,3 +67,46 @@ def test_after_the_freeze_a_larger_minibatch_runs_in_the_precompiled_layout(mode
     for name, value in jax.device_get(want).items():
         np.testing.assert_allclose(jax.device_get(got)[name], value, rtol=1e-5, atol=1e-6,
                                    err_msg=name)
+
+
+def test_restored_layouts_run_a_minibatch_where_the_saved_step_ran_it(models):  # noqa: F811
+    """A resumed run's update: the layouts (through JSON, as a checkpoint's extra holds
+    them) and frozen, a minibatch runs in the layout the saving step runs it in, with
+    the same loss and gradients bit for bit; without them, in a layout of its own."""
+    graphdef, params = models
+    rows, _ = tree_minibatch("cross", 2, models, seed=2)
+    loss_mask = np.array(rows.loss_mask)
+    trained = np.flatnonzero(loss_mask.any(axis=(0, 2)))
+    loss_mask[:, trained[: len(trained) // 2]] = False
+    fewer = rows.replace(loss_mask=jax.numpy.asarray(loss_mask))
+
+    def fresh():
+        step = make_train_step(graphdef, PPO_KL, recording_sgd(), num_agents=2, shared=False,
+                               packing="rows", layout_growth=1.0)
+        return step, init_train_state(params, recording_sgd(), shared=False,
+                                      keep_reference=True)
+
+    saving, state = fresh()
+    updater = UpdateStage(saving, 1, 1, False, 1, lambda step: jax.random.key(step))
+    updater.step_fn(state, fewer)  # the warm-up's own layout
+    updater.row_shapes.add(rows.tokens.shape)
+    updater.freeze(state)  # and the largest
+    saved = json.loads(json.dumps(saving.layouts()))
+    assert len(saved) == 2 and all(len(layout) == 5 for layout in saved)
+    resumed, _ = fresh()
+    resumed.restore_layouts(saved)
+    resumed.freeze_layouts()
+    assert resumed.layouts() == saving.layouts()
+    unrestored, _ = fresh()
+    unrestored.freeze_layouts()
+    results = {}
+    for name, step in (("saving", saving), ("resumed", resumed), ("unrestored", unrestored)):
+        _, state = fresh()
+        state, metrics = step(state, rows)
+        results[name] = (step.last_packing["bins"], jax.device_get((metrics, state.params)))
+    (bins, want), (got_bins, got) = results["saving"], results["resumed"]
+    assert got_bins == bins > results["unrestored"][0]
+    for name, value in want[0].items():
+        np.testing.assert_array_equal(got[0][name], value, err_msg=name)
+    for a, b in zip(jax.tree.leaves(got[1]), jax.tree.leaves(want[1])):
+        np.testing.assert_array_equal(a, b)
