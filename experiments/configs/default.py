@@ -16,9 +16,10 @@ ignores the feedback and resubmits it (sft.first_guess, sft.resubmit_fraction): 
 model that mostly does not use feedback, as SFT'd LLMs often do. SFT: the helper
 first trains on the true revisions alone (learns to copy k from the probe), main on
 first-turn answers alone (learns to copy b from the example), then both on all
-their rows. Between the two, each is checked on held-out rows of its first-phase
-kind: a warm start that cannot copy gets more first-phase updates, then stops the
-run in one line instead of entering an RL that has no signal to learn from. After
+their rows. After each phase, each is checked on held-out rows of its first-phase
+kind (the helper after its first phase only): a warm start that cannot copy gets
+more updates of that phase, then stops the run in one line instead of entering an
+RL that has no signal to learn from. After
 SFT, greedy decoding mostly resubmits, so held-out success sits in the low band;
 RL (MAGRPO on rows with a non-zero advantage, dynamic sampling) has to make the
 helper use the feedback it can already read. Held-out evaluation
@@ -71,14 +72,15 @@ def get_config():
     # -1 is read within ~100 updates, the digits after 175-400+ depending on the seed),
     # main's first turns (copy b from the example, ~200); then 150 on all rows, the
     # teacher's resubmissions (70% of the helper's revisions) included.
-    # Checked before the mixed phase (sft/warm_start_check.py): greedy decoding must
-    # reproduce >= 25% of its held-out first-phase rows (the validation tasks' ~100
-    # first turns or ~100 true revisions: values no train row holds in that role, so
-    # only copying reproduces them), else up to 2 x 100 more
-    # first-phase updates, then the run stops. Without copying the share is ~0 (main
-    # after SFT on narrow-k seed 1: 0.00 of 100, and RL gained nothing); good warm
-    # starts' main reproduced 0.81-1.00 (experiments/default_narrow_k/copy_check.json,
-    # default_wide_k_pilot/); the helper's digits come later (above), so the bar is low.
+    # Checked after each phase (sft/warm_start_check.py; the helper's revisions not
+    # after the mixed phase, which teaches resubmitting them): greedy decoding must
+    # reproduce >= 25% of the agent's held-out first-phase rows (the validation tasks'
+    # ~100 first turns or ~100 true revisions: values no train row holds in that role,
+    # so only copying reproduces them), else up to 2 x 100 more updates of that phase,
+    # then the run stops. Without copying the share is ~0 (main after SFT on narrow-k
+    # seed 1: 0.00 of 100, and RL gained nothing); good warm starts' main reproduced
+    # 0.81-1.00 (experiments/default_narrow_k/copy_check.json, default_wide_k_pilot/);
+    # the helper's digits come later (above), so the bar is low. docs/default.md.
     c.sft = dict(c.sft.to_dict(), steps=550, first_phase_steps=400, schedule="constant",
                  revision_fraction=(1.0, 1.0), max_len=192, first_guess="x",
                  resubmit_fraction=(0.7, 0.0), first_phase=("revisions", "first_turn"),

@@ -143,10 +143,11 @@ class SFTSection:
       updates. checkpoint_every: updates between SFT checkpoints.
     check_min_exact: the share of held-out demonstrations of an agent's first-phase
       kind, built like the train rows from the validation tasks, that greedy decoding
-      must reproduce exactly after the first phase (sft/warm_start_check.py; 0, or
-      no first phase: no check). Below it the first phase goes on for
-      check_extra_steps more updates, up to check_rounds times; then the run stops
-      with one line. check_rows: held-out rows checked per agent (the first ones).
+      must reproduce exactly after each SFT phase (after the mixed phase only where it
+      does not teach that kind's resubmission; sft/warm_start_check.py; 0, or no
+      first phase: no check). Below it the phase goes on for check_extra_steps more
+      updates, up to check_rounds times; then the run stops with one line.
+      check_rows: held-out rows checked per agent (the first ones).
     """
 
     enabled: bool = True

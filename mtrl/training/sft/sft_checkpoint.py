@@ -6,7 +6,7 @@ saved state is every policy's parameters (finished ones, the one in training,
 untouched ones), the optimizer state of the phase in progress and its count of
 skipped updates. The checkpoint's step number is the run's SFT update count so far,
 a·S + (updates of earlier phases) + u with S an agent's most updates (sft.steps, plus
-the first phase's continuations when the warm start is checked: warm_start_check.py),
+the phases' continuations when the warm start is checked: warm_start_check.py),
 so the newest checkpoint is the furthest.
 
 Under LoRA the parameters are each policy's adapters, and the checkpoint names the base

@@ -24,6 +24,7 @@ from mtrl.training.run.run_config import read_config
 from mtrl.training.sft.sft import SFTConfig, run_sft, sft_examples
 from mtrl.training.sft.sft_checkpoint import SFTCheckpoints
 from mtrl.training.sft.sft_data import rows_of_kind
+from mtrl.data.demonstrations import per_agent
 from mtrl.training.sft.warm_start_check import (CheckResult, WarmStartCheckFailed,
                                                 exact_fraction, heldout_demonstrations)
 from mtrl.training.run.build import Components
@@ -68,12 +69,14 @@ class WarmStarter:
         coefficient from the feedback) is learned before rows whose loss is mostly an
         irreducible guess join and drown its gradient.
 
-        With sft.check_min_exact > 0 the first phase ends with a check on held-out
-        demonstrations of its kind (warm_start_check.py): greedy decoding must reproduce
-        that share of them, or the phase goes on for sft.check_extra_steps updates and
-        is checked again, up to sft.check_rounds times; then WarmStartCheckFailed stops
-        the run with one line. A warm start that cannot copy the values its prompts
-        state leaves RL groups with no signal; this stops it before RL.
+        With sft.check_min_exact > 0 each phase ends with a check on held-out
+        demonstrations of the first phase's kind (warm_start_check.py; after the mixed
+        phase only where it does not teach that kind's resubmission): greedy decoding
+        must reproduce that share of them, or the phase goes on for
+        sft.check_extra_steps updates and is checked again, up to sft.check_rounds
+        times; then WarmStartCheckFailed stops the run with one line. A warm start that
+        cannot copy the values its prompts state leaves RL groups with no signal; this
+        stops it before RL.
 
         Every sft.checkpoint_every updates the position is checkpointed
         (sft_checkpoint.py); a killed run resumes there exactly."""
@@ -139,10 +142,10 @@ class WarmStarter:
 
     def _warm_start_agent(self, a: int, params: list, pairs, log, checkpoints,
                           resumed, elapsed, heldout=None) -> Any:
-        """Policy a's SFT: the first phase, checked on `heldout` (the validation
-        demonstrations; None: no check) and continued while the check fails, then the
-        mixed phase. Returns its parameters; WarmStartCheckFailed when the last check
-        fails."""
+        """Policy a's SFT: the first phase, then the mixed phase, each checked on
+        `heldout` (the validation demonstrations; None: no check) and continued while
+        its check fails. Returns its parameters; WarmStartCheckFailed when a phase's
+        last check fails."""
         s = self.sft
         p = params[a]
         # LoRA: SFT trains the adapters over this policy's frozen base.
@@ -154,7 +157,7 @@ class WarmStarter:
         fmt = per_agent_formats(self.c.turn_format, self.num_agents)[a]
         check = None if heldout is None else self._check_examples(mine(heldout), kind, fmt, a)
         stride = self._agent_updates()
-        # SFT is minutes of the default run: show it like the RL steps (a first phase's
+        # SFT is minutes of the default run: show it like the RL steps (a phase's
         # continuations are not shown: the check's line says they run).
         with Progress(s.steps, enabled=self.show_progress,
                       description=f"sft agent{a}") as progress:
@@ -192,43 +195,60 @@ class WarmStarter:
                                   progress_every=1, frozen=frozen)
                 return trained, last[0]
 
-            # Phase 0 ends at `length` updates: first, then first + r·check_extra_steps
-            # after r failed checks. A continuation goes on with the phase's optimizer
-            # state and batch order (its schedule stretched to the new length), so a
-            # restart anywhere, mid-check included, retraces the uninterrupted run.
-            length, r, last = first, 0, None
-            if resumed is not None and resumed.phase > 0:
-                length = first if resumed.earlier is None else resumed.earlier
-            else:
-                at = resumed.progress() if resumed is not None else None
-                while length:
+            def checked_phase(phase, planned, rows_kind, done, at, check, shown, cap):
+                """Trains `phase` to `planned` updates, then, while `check` (None: none)
+                fails, r times check_extra_steps more: a continuation goes on with the
+                phase's optimizer state and batch order (its schedule stretched to the
+                new length), so a restart anywhere, mid-check included (`at`: the
+                restored position in this phase), retraces the uninterrupted run.
+                Returns (params, the phase's length)."""
+                length, r, last, trained = planned, 0, None, p
+                while True:
                     if check is not None and at is not None and at.update > length:
                         r, length = r + 1, length + s.check_extra_steps  # failed before
                         continue
                     start, at = at or last, None
                     if start is not None and start.update == length:
-                        p, last = start.params, start  # restarted right after the phase
+                        trained, last = start.params, start  # restarted at the phase's end
                     else:
-                        p, last = train(0, length, kind, 0, start, 0, first)
+                        trained, last = train(phase, length, rows_kind, done, start, shown, cap)
                     if check is None:
-                        break
-                    result = self._check(a, p, frozen, check, kind, length, r, log)
+                        return trained, length
+                    result = self._check(a, trained, frozen, check, kind, phase, done + length,
+                                         r, log)
                     if result.passed:
-                        break
+                        return trained, length
                     if not result.continues:
                         raise WarmStartCheckFailed(result.failure())
                     r, length = r + 1, length + s.check_extra_steps
-            mixed = s.steps - first
-            resume = resumed.progress() if resumed is not None and resumed.phase == 1 else None
-            if mixed and (resume is None or resume.update < mixed):
-                p, _ = train(1, mixed, None, length, resume, first, s.steps)
+
+            def restored(phase):
+                return resumed.progress() if resumed is not None and resumed.phase == phase \
+                    else None
+            # The first phase, checked on its kind; then the mixed phase, checked again
+            # unless it teaches that kind's resubmission (revisions with a weak teacher).
+            length = first
+            if resumed is not None and resumed.phase > 0:
+                length = first if resumed.earlier is None else resumed.earlier
+            elif first:
+                p, length = checked_phase(0, first, kind, 0, restored(0), check, 0, first)
+            p, _ = checked_phase(1, s.steps - first, None, length, restored(1),
+                                 check if self._checked_after_mixing(a, kind) else None,
+                                 first, s.steps)
         return p
 
     def _agent_updates(self) -> int:
         """The most SFT updates of one policy (its checkpoints' step stride): sft.steps,
-        plus every continuation of the first phase when the warm start is checked."""
+        plus every continuation of both phases when the warm start is checked."""
         s = self.sft
-        return s.steps + (s.check_rounds * s.check_extra_steps if s.checks else 0)
+        return s.steps + (2 * s.check_rounds * s.check_extra_steps if s.checks else 0)
+
+    def _checked_after_mixing(self, a: int, kind: str) -> bool:
+        """Whether the mixed phase keeps teaching agent a's first-phase kind as it is:
+        not for revisions when the weak teacher resubmits some (then a good policy's
+        greedy revisions become resubmissions)."""
+        resubmit = per_agent(self.sft.resubmit_fraction, self.num_agents, "resubmit_fraction")
+        return kind != "revisions" or (max(resubmit) if self.shared else resubmit[a]) == 0
 
     def _check_examples(self, heldout: list, kind: str, fmt, a: int):
         """The rows the check reads: the first sft.check_rows held-out rows of `kind`."""
@@ -238,13 +258,14 @@ class WarmStarter:
                              "demonstrations to check (see sft.revision_fraction)")
         return sft_examples(self.c.tokenizer, rows, fmt, self.sft.max_len)
 
-    def _check(self, a, p, frozen, examples, kind, updates, r, log) -> CheckResult:
-        """Checks policy a after `updates` first-phase updates (r continuations so far),
-        logs the result (sft.jsonl: tag sft_check/agent<a>) and says it."""
+    def _check(self, a, p, frozen, examples, kind, phase, updates, r, log) -> CheckResult:
+        """Checks policy a at the end of `phase`, after `updates` SFT updates in all (r
+        continuations so far), logs the result (sft.jsonl: tag sft_check/agent<a>)
+        and says it."""
         s = self.sft
         exact, n = exact_fraction(self.graphdef, p, examples, frozen=frozen)
         result = CheckResult(agent=a, kind=kind, exact=exact, rows=n, minimum=s.check_min_exact,
-                             updates=updates, round=r, rounds=s.check_rounds,
+                             phase=phase, updates=updates, round=r, rounds=s.check_rounds,
                              extra_steps=s.check_extra_steps)
         log(f"sft_check/agent{a}", updates, result.metrics())
         if self.main:

@@ -1,5 +1,5 @@
-"""Has the warm start learned what RL needs? A check of each policy after SFT's first
-phase, on held-out demonstrations, before the mixed phase and RL.
+"""Has the warm start learned what RL needs? A check of each policy on held-out
+demonstrations at the end of each SFT phase, before RL.
 
 A demonstration row is reproduced when greedy decoding writes its completion exactly,
 which (for a row laid out by sft_examples: prompt, completion, eos) is when every
@@ -15,9 +15,11 @@ no train row holds: a policy that copies the number its prompt or feedback state
 reproduces them, a table of train answers does not.
 
 The check measures the row kind of the agent's first phase (sft_data.first_phase_kinds)
-right after that phase: the mixed phase that follows deliberately teaches a weak
-teacher's resubmissions, after which a good warm start's greedy revisions are the
-resubmission and score near 0 (tools/sft_copy_check.py measures either point).
+after that phase, and again after the mixed phase, which can undo a copy the first
+phase taught (a fresh optimizer on all rows), except where the mixed phase teaches
+that kind's resubmission on purpose: a weak teacher's revisions, after which a good
+warm start's greedy revisions are the resubmission and score near 0
+(tools/sft_copy_check.py measures after SFT).
 """
 
 from __future__ import annotations
@@ -107,14 +109,16 @@ def exact_fraction(graphdef: nnx.GraphDef, params: nnx.State, examples: SFTExamp
 
 @dataclasses.dataclass(frozen=True)
 class CheckResult:
-    """One check of agent `agent` after `updates` first-phase updates (round r of
-    `rounds` continuations so far; each continuation adds `extra_steps` updates)."""
+    """One check of agent `agent` at the end of SFT phase `phase` (0: first, 1: mixed),
+    after `updates` SFT updates in all (round r of `rounds` continuations of the phase
+    so far; each continuation adds `extra_steps` updates)."""
 
     agent: int
     kind: str  # the first phase's row kind
     exact: float  # the measured fraction
     rows: int
-    minimum: float  # sft.check_min_exact for this agent
+    minimum: float  # sft.check_min_exact
+    phase: int
     updates: int
     round: int
     rounds: int
@@ -132,17 +136,22 @@ class CheckResult:
     def metrics(self) -> dict[str, float]:
         """The SFT log's line (tag sft_check/agent<a>, step `updates`)."""
         return {"exact": self.exact, "rows": float(self.rows), "min_exact": self.minimum,
-                "round": float(self.round), "passed": float(self.passed)}
+                "phase": float(self.phase), "round": float(self.round),
+                "passed": float(self.passed)}
+
+    @property
+    def _when(self) -> str:
+        return f"after {self.updates} SFT updates ({('first', 'mixed')[self.phase]} phase)"
 
     def line(self) -> str:
         """What the run prints after the check."""
         head = (f"SFT check of agent {self.agent}: greedy decoding reproduces {self.exact:.3f} "
-                f"of {self.rows} held-out {self.kind!r} demonstrations after {self.updates} "
-                f"first-phase updates (sft.check_min_exact {self.minimum:g})")
+                f"of {self.rows} held-out {self.kind!r} demonstrations {self._when} "
+                f"(sft.check_min_exact {self.minimum:g})")
         if self.passed:
             return f"{head}: passed"
         if self.continues:
-            return (f"{head}: the first phase goes on for {self.extra_steps} updates "
+            return (f"{head}: the phase goes on for {self.extra_steps} updates "
                     f"(continuation {self.round + 1} of {self.rounds})")
         return f"{head}: failed"
 
@@ -150,7 +159,7 @@ class CheckResult:
         """The one line a run that fails its check stops with."""
         return (f"SFT warm start failed its check: agent {self.agent}'s greedy decoding "
                 f"reproduces {self.exact:.3f} of {self.rows} held-out {self.kind!r} "
-                f"demonstrations after {self.updates} first-phase updates "
+                f"demonstrations {self._when} "
                 f"({self.round} continuation(s)), below sft.check_min_exact={self.minimum:g}: "
                 "it has not learned to copy the values its prompts state, which RL needs; "
                 f"in a new --workdir, train longer or otherwise ({', '.join(KNOBS)})")

@@ -71,16 +71,17 @@ def test_exact_rows_are_what_greedy_decoding_reproduces(model):
 
 def test_check_result_lines():
     result = CheckResult(agent=1, kind="first_turn", exact=0.02, rows=100, minimum=0.5,
-                         updates=600, round=2, rounds=2, extra_steps=100)
+                         phase=1, updates=750, round=2, rounds=2, extra_steps=100)
     assert not result.passed and not result.continues
     line = result.failure()
     assert "\n" not in line
-    for part in ("agent 1", "0.020 of 100 held-out 'first_turn'", "after 600 first-phase",
+    for part in ("agent 1", "0.020 of 100 held-out 'first_turn'",
+                 "after 750 SFT updates (mixed phase)",
                  "sft.check_min_exact=0.5", "sft.first_phase_steps", "sft.check_extra_steps",
                  "sft.learning_rate", "--workdir"):
         assert part in line, part
     going_on = dataclasses.replace(result, round=1)
-    assert going_on.continues and "goes on for 100 updates (continuation 2 of 2)" in \
+    assert going_on.continues and "phase goes on for 100 updates (continuation 2 of 2)" in \
         going_on.line()
     assert dataclasses.replace(result, exact=0.5).line().endswith(": passed")
 
@@ -131,7 +132,7 @@ def logger(workdir, stop_at=None):
 
 
 def checks(workdir):
-    return [(r["step"], r["exact"], r["passed"]) for r in sft_log(workdir)
+    return [(r["step"], r["phase"], r["exact"], r["passed"]) for r in sft_log(workdir)
             if r["tag"] == "sft_check/agent0"]
 
 
@@ -143,17 +144,29 @@ def continued(tmp_path_factory, model):
     return workdir, params
 
 
-def test_a_failed_check_continues_the_first_phase_until_it_passes(continued, capsys):
+def test_a_failed_check_continues_its_phase_until_it_passes(continued):
     workdir, _ = continued
     got = checks(workdir)
-    # Checked after 4 updates (not yet memorised), then every 20 more until it passes.
-    assert [step for step, _, _ in got][:2] == [4, 24] and got[0][1] < 1.0
-    assert [passed for _, _, passed in got] == [0.0] * (len(got) - 1) + [1.0]
-    assert got[-1][1] == 1.0 and len(got) <= 4
-    last = got[-1][0]
-    # The mixed phase's 4 updates follow the longer first phase in the log.
+    # Checked after the first phase's 4 updates (not yet memorised), then every 20 more
+    # until it passes; then after the mixed phase's 4, whose fresh optimizer can undo
+    # the copy (here 3 rows of 3 -> 2), and continued the same way.
+    assert got[0][:2] == (4, 0) and got[0][3] == 0.0
+    for phase, planned in ((0, 4), (1, 4)):
+        mine = [g for g in got if g[1] == phase]
+        start = 0 if phase == 0 else max(g[0] for g in got if g[1] == 0)
+        assert [g[0] for g in mine] == [start + planned + 20 * r for r in range(len(mine))]
+        assert [g[3] for g in mine] == [0.0] * (len(mine) - 1) + [1.0] and mine[-1][2] == 1.0
     steps = [r["step"] for r in sft_log(workdir) if r["tag"] == "sft/agent0"]
-    assert steps[-1] == last + 4 and max(s for s in steps if s <= last) == last
+    assert steps[-1] == got[-1][0]  # SFT ends with the last check
+
+
+def test_a_weak_teachers_revisions_are_not_checked_after_mixing(tmp_path, model):
+    made = starter(tmp_path, PAIRS, model)
+    assert made._checked_after_mixing(0, "first_turn")
+    for resubmit, checked in ((0.0, True), (0.7, False)):
+        weak = dataclasses.replace(made, sft=dataclasses.replace(
+            made.sft, resubmit_fraction=resubmit), first_phase=("revisions",))
+        assert weak._checked_after_mixing(0, "revisions") is checked
 
 
 def test_a_check_that_still_fails_stops_the_run_with_one_line(tmp_path, model, capsys):
@@ -164,12 +177,13 @@ def test_a_check_that_still_fails_stops_the_run_with_one_line(tmp_path, model, c
                 check_extra_steps=2).run(logger(tmp_path))
     line = str(failed.value)
     assert "\n" not in line and line.startswith("SFT warm start failed its check: agent 0")
-    assert "0.000 of 3 held-out 'first_turn' demonstrations after 6 first-phase updates" in line
+    assert "0.000 of 3 held-out 'first_turn' demonstrations after 6 SFT updates (first phase)" \
+        in line
     assert "sft.check_min_exact=0.5" in line and "sft.first_phase_steps" in line
-    assert checks(tmp_path) == [(4, 0.0, 0.0), (6, 0.0, 0.0)]
+    assert checks(tmp_path) == [(4, 0, 0.0, 0.0), (6, 0, 0.0, 0.0)]
     assert max(r["step"] for r in sft_log(tmp_path)) == 6  # the mixed phase never ran
     printed = capsys.readouterr().out
-    assert "goes on for 2 updates (continuation 1 of 1)" in printed and "failed" in printed
+    assert "phase goes on for 2 updates (continuation 1 of 1)" in printed and "failed" in printed
 
 
 def test_no_check_when_off(tmp_path, model):
@@ -179,15 +193,26 @@ def test_no_check_when_off(tmp_path, model):
     assert max(r["step"] for r in sft_log(tmp_path)) == 8
 
 
-@pytest.mark.parametrize("kill", [("sft_check/agent0", 4), ("sft/agent0", 24),
-                                  ("sft_check/agent0", 24), ("sft/agent0", "mixed")])
+def kill_point(whole, where):
+    """A log line (tag, step) of the uninterrupted run to end a run at."""
+    got = checks(whole)
+    lines = [(r["tag"], r["step"]) for r in sft_log(whole)]
+    if where == "first check":
+        return ("sft_check/agent0", got[0][0])
+    if where == "continuing":  # a first-phase continuation's update
+        return next(line for line in lines if line[0] == "sft/agent0" and line[1] > got[0][0])
+    if where == "mixed check":
+        return ("sft_check/agent0", next(g[0] for g in got if g[1] == 1))
+    return lines[-2]  # SFT's last update, in the mixed phase (its checkpoint says where)
+
+
+@pytest.mark.parametrize("where", ["first check", "continuing", "mixed check", "mixed end"])
 def test_a_run_killed_mid_check_resumes_like_the_uninterrupted_one(tmp_path, model, continued,
-                                                                   kill):
+                                                                   where):
     whole, expected = continued
-    if kill[1] == "mixed":  # the mixed phase's last update (after its checkpoint at 3)
-        kill = ("sft/agent0", checks(whole)[-1][0] + 4)
     with pytest.raises(Killed):
-        starter(tmp_path, PAIRS, model, checkpoint_every=3).run(logger(tmp_path, kill))
+        starter(tmp_path, PAIRS, model, checkpoint_every=3).run(
+            logger(tmp_path, kill_point(whole, where)))
     params = starter(tmp_path, PAIRS, model, checkpoint_every=3).run(logger(tmp_path))
     assert sft_log(tmp_path) == sft_log(whole)
     jax.tree.map(np.testing.assert_array_equal, params[0], expected[0])
@@ -303,6 +328,6 @@ def test_the_trainer_stops_before_rl_with_the_checks_line(tmp_path):
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("error: SFT warm start failed its check: agent 0's greedy decoding "
                            "reproduces 0.000 of 2 held-out 'first_turn' demonstrations after 2 "
-                           "first-phase updates (0 continuation(s))"), last
+                           "SFT updates (first phase) (0 continuation(s))"), last
     assert not (tmp_path / "run" / "metrics.jsonl").exists() or "heldout_success" not in \
         (tmp_path / "run" / "metrics.jsonl").read_text()
