@@ -78,7 +78,8 @@ class GuessEnv(TurnEnvironment):
         team = team_answer([None if g is None else str(g) for g in guesses])
         guess = None if team is None else int(team)
         correct = guess == state.task.secret
-        text = feedback(self.templates, state.task, guess)
+        task = state.task
+        text = feedback(self.templates, task.low, task.high, task.secret, guess)
         info: dict[str, Any] = {
             "correct": correct, "answer_id": answer_id(team),
             "void": tuple(g is None for g in guesses), "truth": state.task.answer,

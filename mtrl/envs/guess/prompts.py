@@ -12,12 +12,8 @@ secret: the question shows the two exclusive bounds, a verdict the wrong guess.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 from mtrl.envs.math.answer import extract_answer
-
-if TYPE_CHECKING:  # the task module renders its prompt with these templates
-    from mtrl.envs.guess.task import GuessTask
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,15 +37,18 @@ def read_guess(text: str) -> int | None:
     return int(answer)
 
 
-def feedback(templates: GuessTemplates, task: GuessTask, guess: int | None) -> str:
-    """The observation after `guess`: solved, no integer, out of range (at or past a
-    bound), too low or too high."""
-    question = templates.question.format(low=task.low, high=task.high)
+def feedback(templates: GuessTemplates, low: int, high: int, secret: int,
+             guess: int | None) -> str:
+    """The observation after `guess` on the task (low, high, secret): solved, no
+    integer, out of range (at or past a bound), too low or too high. Takes the task's
+    numbers, not the task, since the task module renders its prompt with these
+    templates."""
+    question = templates.question.format(low=low, high=high)
     if guess is None:
         return templates.none.format(question=question)
-    if guess == task.secret:
+    if guess == secret:
         return templates.solved
-    if not task.low < guess < task.high:
+    if not low < guess < high:
         return templates.outside.format(guess=guess, question=question)
-    side = templates.low if guess < task.secret else templates.high
+    side = templates.low if guess < secret else templates.high
     return side.format(guess=guess, question=question)
