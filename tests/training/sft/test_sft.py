@@ -19,12 +19,7 @@ from mtrl.training.sft.sft import (SFTConfig, make_sft_step, masked_nll, run_sft
                                    sft_examples)
 from mtrl.training.update.step_metrics import check_finite
 
-CONFIG = dataclasses.replace(PRESETS.get("tiny"), num_layers=1, hidden_size=32,
-                             intermediate_size=64, head_dim=8, num_heads=4, num_kv_heads=2)
-TOKENIZER = ByteTokenizer()
-EOS, PAD = TOKENIZER.eos_id, TOKENIZER.pad_id
-PAIRS = [("a", "xyz"), ("b", "pq"), ("c", "hello")]
-MAX_LEN = 16
+from tests.training.sft.tiny_sft import CONFIG, EOS, MAX_LEN, PAD, PAIRS, TOKENIZER
 MEMORISE_OPTIM = OptimConfig(learning_rate=1e-2, max_grad_norm=1.0)
 
 

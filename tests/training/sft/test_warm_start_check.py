@@ -22,12 +22,7 @@ from mtrl.training.sft.warm_start import WarmStarter
 from mtrl.training.sft.warm_start_check import (CheckResult, WarmStartCheckFailed,
                                                 exact_fraction, exact_rows)
 
-CONFIG = dataclasses.replace(PRESETS.get("tiny"), num_layers=1, hidden_size=32,
-                             intermediate_size=64, head_dim=8, num_heads=4, num_kv_heads=2)
-TOKENIZER = ByteTokenizer()
-EOS, PAD = TOKENIZER.eos_id, TOKENIZER.pad_id
-PAIRS = [("a", "xyz"), ("b", "pq"), ("c", "hello")]
-MAX_LEN = 16
+from tests.training.sft.tiny_sft import CONFIG, EOS, MAX_LEN, PAD, PAIRS, TOKENIZER
 
 
 @pytest.fixture(scope="module")
