@@ -8,7 +8,10 @@ openenv-core or Starlette import: they wrap any ASGI app, whatever the release).
                                    `max_bytes` of it plus one read
   IdleTimeout(app, timeout_s)      a WebSocket whose client sends nothing for
                                    `timeout_s` while the app waits for its next
-                                   message is closed (1001), which ends its session
+                                   message is closed (1001), which ends its session;
+                                   a send to a client that dropped its socket is
+                                   dropped, and the app's next receive is the
+                                   disconnect (1006): no traceback per lost client
 
 The idle clock runs only while the app waits on the client: a step in progress (the
 app is not receiving) never counts as idle, however long the sandbox takes. Frames
@@ -26,6 +29,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[dict, Receive, Send], Awaitable[None]]
 
+GONE_CODE = 1006  # "abnormal closure": the client went away without a close frame
 IDLE_CLOSE_CODE = 1001  # "going away": the server ends the session
 
 
@@ -97,11 +101,13 @@ class IdleTimeout:
     async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
         if scope["type"] != "websocket":
             return await self.app(scope, receive, send)
-        closed = False
+        closed = gone = False
         disconnect = {"type": "websocket.disconnect", "code": IDLE_CLOSE_CODE}
 
         async def timed_receive() -> Message:
             nonlocal closed
+            if gone:  # a send found the client gone: the app hears it here, quietly
+                return {"type": "websocket.disconnect", "code": GONE_CODE}
             if closed:
                 return disconnect
             try:
@@ -113,12 +119,20 @@ class IdleTimeout:
                 return disconnect
 
         async def guarded_send(message: Message) -> None:
-            if not closed:  # the app's own farewell: the close below replaces it
+            nonlocal gone
+            if closed or gone:  # the app's own farewell: the close below replaces it
+                return
+            try:
                 await send(message)
+            except OSError:
+                # The client dropped its socket while the app answered it (uvicorn's
+                # ClientDisconnected). Raised into the app, the framework's own error
+                # reply would fail again and print a traceback per dropped client.
+                gone = True
 
         try:
             await self.app(scope, timed_receive, guarded_send)
         finally:
-            if closed:  # the session is gone before the client hears of it
+            if closed and not gone:  # the session is gone before the client hears of it
                 await send({"type": "websocket.close", "code": IDLE_CLOSE_CODE,
                             "reason": f"idle for {self.timeout_s:g} s"})
