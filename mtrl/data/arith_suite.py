@@ -32,6 +32,7 @@ import numpy as np
 
 from mtrl.config.fields import check_choice
 from mtrl.data.suite import SUITES, DataConfig, check_split
+from mtrl.data.suite_options import check_generated_options
 from mtrl.envs.math.prompts import MathTemplates
 from mtrl.envs.math.task import MathTask
 
@@ -94,17 +95,10 @@ class ArithSuite:
 
     def __init__(self, data: DataConfig, seed: int):
         del seed  # the split's seed is data.options.seed (module doc)
-        unknown = sorted(set(data.options) - set(_OPTIONS))
-        if unknown:
-            raise ValueError(f"config.data.options: unknown {unknown} for arith; "
-                             f"valid: {list(_OPTIONS)}")
-        if data.path:
-            raise ValueError("config.data.path: arith tasks are generated; leave it ''")
+        check_generated_options("arith", data, _OPTIONS)
         name = data.options.get("kind", "add2")
         check_choice("config.data.options.kind", name, sorted(KINDS))
         self.seed = data.options.get("seed", 0)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"config.data.options.seed: an int >= 0, got {self.seed!r}")
         self.kind_name, self.kind, self.data = name, KINDS[name], data
         room = len(operand_sets(self.kind))
         if data.num_test + data.num_eval >= room:

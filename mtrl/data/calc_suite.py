@@ -33,6 +33,7 @@ import numpy as np
 from mtrl.config.fields import check_choice
 from mtrl.data.demonstrations import Revision
 from mtrl.data.suite import SUITES, DataConfig, check_split
+from mtrl.data.suite_options import check_generated_options
 from mtrl.envs.math.task import MathTask
 
 _OPTIONS = ("seed", "digits", "direct_fraction")
@@ -57,15 +58,8 @@ class CalcSuite:
 
     def __init__(self, data: DataConfig, seed: int):
         del seed  # the tasks' seed is data.options.seed (module doc)
-        unknown = sorted(set(data.options) - set(_OPTIONS))
-        if unknown:
-            raise ValueError(f"config.data.options: unknown {unknown} for calc; "
-                             f"valid: {list(_OPTIONS)}")
-        if data.path:
-            raise ValueError("config.data.path: calc tasks are generated; leave it ''")
+        check_generated_options("calc", data, _OPTIONS)
         self.seed = data.options.get("seed", 0)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"config.data.options.seed: an int >= 0, got {self.seed!r}")
         digits = tuple(data.options.get("digits", (4, 3)))
         if len(digits) != 2 or not all(isinstance(d, int) and 1 <= d <= 9 for d in digits):
             raise ValueError(f"config.data.options.digits: two ints in [1, 9], got {digits!r}")

@@ -25,6 +25,7 @@ import re
 from mtrl.config.fields import check_choice, check_int
 from mtrl.data.gsm8k import GSM8K_SPLITS, MathTask, load_gsm8k
 from mtrl.data.suite import SUITES, DataConfig, check_split, parse_split
+from mtrl.data.suite_options import check_known_options
 from mtrl.data.task_filter import keep_tasks, read_task_ids
 
 _CALC = re.compile(r"<<[^>]*>>")
@@ -42,10 +43,7 @@ class GSM8KSuite:
 
     def __init__(self, data: DataConfig, seed: int):
         del seed  # fixed files, fixed slices
-        unknown = sorted(set(data.options) - set(_OPTIONS))
-        if unknown:
-            raise ValueError(f"config.data.options: unknown {unknown} for gsm8k; "
-                             f"valid: {list(_OPTIONS)}")
+        check_known_options("gsm8k", data.options, _OPTIONS)
         self.max_chars = data.options.get("max_question_chars", 0)
         check_int("config.data.options.max_question_chars", self.max_chars, 0)
         if not data.path:

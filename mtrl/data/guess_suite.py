@@ -36,6 +36,7 @@ from mtrl.config.fields import check_choice
 from mtrl.data.demonstrations import Revision, per_agent
 from mtrl.data.guess_tasks import GuessSpace, bisect_guesses, make_splits
 from mtrl.data.suite import SUITES, DataConfig
+from mtrl.data.suite_options import check_generated_options
 from mtrl.envs.guess.prompts import GuessTemplates
 from mtrl.envs.guess.task import GuessTask
 
@@ -47,15 +48,8 @@ class GuessSuite:
 
     def __init__(self, data: DataConfig, seed: int):
         del seed  # the split's seed is data.options.seed (module doc)
-        unknown = sorted(set(data.options) - set(_OPTIONS))
-        if unknown:
-            raise ValueError(f"config.data.options: unknown {unknown} for guess; "
-                             f"valid: {list(_OPTIONS)}")
-        if data.path:
-            raise ValueError("config.data.path: guess tasks are generated; leave it ''")
+        check_generated_options("guess", data, _OPTIONS)
         self.seed = data.options.get("seed", 0)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"config.data.options.seed: an int >= 0, got {self.seed!r}")
         self.space = GuessSpace(**{k: tuple(v) if isinstance(v, list) else v
                                    for k, v in data.options.items() if k != "seed"})
         self.data = data

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from mtrl.config.fields import check_int
 from mtrl.data.suite import SUITES, DataConfig, check_split
+from mtrl.data.suite_options import check_known_options
 from mtrl.envs.openenv.task import EpisodeTask
 
 _OPTIONS = ("seed_base", "reset", "server")
@@ -29,10 +30,7 @@ class OpenEnvSuite:
 
     def __init__(self, data: DataConfig, seed: int):
         del seed  # the episodes' seeds are the splits' (module doc)
-        unknown = sorted(set(data.options) - set(_OPTIONS))
-        if unknown:
-            raise ValueError(f"config.data.options: unknown {unknown} for openenv; "
-                             f"valid: {list(_OPTIONS)}")
+        check_known_options("openenv", data.options, _OPTIONS)
         if data.path:
             raise ValueError("config.data.path: openenv episodes come from the server; "
                              "leave it ''")

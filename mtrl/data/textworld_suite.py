@@ -22,6 +22,7 @@ import functools
 import random
 
 from mtrl.data.suite import SUITES, DataConfig, check_split
+from mtrl.data.suite_options import check_generated_options
 from mtrl.envs.textworld.games import (DEFAULT_CHALLENGES, GameTask, check_challenge,
                                        default_cache_dir, make_split)
 
@@ -34,11 +35,7 @@ class TextWorldSuite:
 
     def __init__(self, data: DataConfig, seed: int):
         del seed  # the games' seed is data.options.seed (module doc)
-        unknown = sorted(set(data.options) - set(_OPTIONS))
-        if unknown:
-            raise ValueError(f"config.data.options: unknown {unknown}; valid: {list(_OPTIONS)}")
-        if data.path:
-            raise ValueError("config.data.path: TextWorld games are generated; leave it ''")
+        check_generated_options("textworld", data, _OPTIONS, items="games")
         self.challenges = tuple(data.options.get("challenges", DEFAULT_CHALLENGES))
         for challenge in self.challenges:
             try:
@@ -46,8 +43,6 @@ class TextWorldSuite:
             except ValueError as e:
                 raise ValueError(f"config.data.options.challenges: {e}") from None
         self.seed = data.options.get("seed", 0)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"config.data.options.seed: an int >= 0, got {self.seed!r}")
         self.cache_dir = data.options.get("cache_dir") or default_cache_dir()
         for split, spec in (("train", data.train_split), ("validation", data.eval_split),
                             ("test", data.test_split)):
