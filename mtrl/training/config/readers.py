@@ -22,6 +22,7 @@ from mtrl.training.advantages.estimators import CreditConfig, estimator_options
 from mtrl.training.advantages.registry import LEGACY_BASELINE_NAMES
 from mtrl.training.config.loss import read_loss
 from mtrl.training.config.sections import RECIPES, SPECS, section_defaults
+from mtrl.training.logging.traces import check_traces_installed
 from mtrl.training.logging.wandb_sink import check_wandb_installed
 from mtrl.training.run.sections import TrainConfig
 from mtrl.training.policy.optim import OptimConfig
@@ -117,6 +118,7 @@ def read_train(config) -> Read:
             if train.init_from:
                 resolve_path(train.init_from, "train.init_from")
             check_wandb_installed(train.wandb_project)
+            check_traces_installed(train.write_traces)
         except ValueError as e:
             message = str(e)
             return None, lines + [message if message.startswith("config.")

@@ -132,6 +132,11 @@ class StepTasks:
             self._ids[step] = ids
         return [self.tasks[i] for i in ids]
 
+    def chosen(self, step: int) -> list:
+        """The tasks `choose(step)` returned (until `record(step)` takes them)."""
+        with self._lock:
+            return [self.tasks[i] for i in self._ids[step]]
+
     def record(self, step: int, tree) -> dict[str, float]:
         """Feeds step `step`'s outcomes to the band; its metrics (none when off)."""
         with self._lock:

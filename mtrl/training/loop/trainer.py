@@ -41,6 +41,7 @@ from mtrl.training.checkpoints.run_record import read_run_seconds
 from mtrl.training.evaluate.distributed_eval import evaluate_across_processes
 from mtrl.training.evaluate.evaluation import evaluate
 from mtrl.training.logging import Progress, write_transcripts
+from mtrl.training.logging.traces import clear_traces_after, write_step_traces
 from mtrl.training.loop.budget import Budget
 from mtrl.training.loop.build_run import Run, build_run
 from mtrl.training.loop.finish import finish_run
@@ -139,6 +140,8 @@ class Trainer:
         stop_point("start-up")
         state, loop, logger, restored = self._begin(started)
         start = loop.step
+        if cfg.write_traces:  # an earlier attempt's later steps are played again
+            clear_traces_after(self.workdir, start)
         # The run's step after which nothing compiles (compiled_shapes.py: a resume
         # keeps the uninterrupted run's).
         freeze_at = freeze_step(loop.compiled, start)
@@ -163,6 +166,8 @@ class Trainer:
             state, update = stages.update.update(rolled_out, advantages, state, step)   # update
             stages.publish.publish(state)                                               # publish
             t2 = time.perf_counter()
+            if cfg.write_traces:  # the step's episodes in OpenEnv's format
+                write_step_traces(self.workdir, step, tree, self.step_tasks.chosen(step))
             metrics = step_metrics(
                 step, tree, update, (t0, t1, t2), step_tasks=self.step_tasks,
                 sampler_compiles=self.sampler.num_compiles, compiles_at_start=compiled,

@@ -63,6 +63,9 @@ class TrainConfig:
       (training/grow/async_rollout.py).
     wandb_project: also log to Weights & Biases under this project ("": off; the
       [wandb] extra; training/logging/wandb_sink.py).
+    write_traces: write every RL step's rollout episodes, any environment's, in
+      OpenEnv's training-trace format to workdir/traces/step_<8 digits>.jsonl (the
+      [openenv] extra; training/logging/traces.py).
     """
 
     steps: int = 300
@@ -88,6 +91,7 @@ class TrainConfig:
     layout_growth: float = 0.0
     off_policy: int = 0
     wandb_project: str = ""
+    write_traces: bool = False
 
     def __post_init__(self):
         counts = dict(steps=0, tasks_per_step=1, ppo_epochs=1, minibatches=1, eval_interval=1,
@@ -95,7 +99,8 @@ class TrainConfig:
                       eval_turns=0)
         for name, least in counts.items():
             check_int(name, getattr(self, name), least)
-        for name in ("drop_zero_advantage", "export_best", "eval_feedback_gain"):
+        for name in ("drop_zero_advantage", "export_best", "eval_feedback_gain",
+                     "write_traces"):
             check_bool(name, getattr(self, name))
         check_choice("restore", self.restore, RESTORE_MODES)
         check_number("budget_minutes", self.budget_minutes, 0)
