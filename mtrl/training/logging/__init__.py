@@ -1,5 +1,5 @@
 """Run logging: scalar metrics (JSON lines + TensorBoard), progress, transcripts,
-and the end-of-run summary."""
+each step's episodes as training traces (traces.py) and the end-of-run summary."""
 
 from mtrl.training.logging.metrics import (HELDOUT_SUCCESS, HELDOUT_SUCCESS_TURN, KL,
                                            METRICS_FILE, REWARD_MEAN, STEP_TIME,
