@@ -30,6 +30,7 @@ def get_config():
     # checkpoint: tools/get_smollm2.py --out; bfloat16 is slower than float32 on CPU XLA.
     blocks.hf_checkpoint_model(c, checkpoint="models/smollm2-135m-instruct", dtype="float32")
     blocks.real_model_cpu_run(c)
+    blocks.small_model_grpo(c)
     c.chat.system_prompts = ("You are a calculator. Reply with the number only.",)
     c.data.name = "arith"
     c.data.train_split = "train"
@@ -40,7 +41,6 @@ def get_config():
     c.data.num_test = 128
     c.data.options = {"kind": "add2", "seed": 0}
     c.env.name = "math"
-    c.env.num_agents = 1
     c.env.templates = "default"
     c.env.feedback_mode = "direction"
     c.env.history_mode = "full"
@@ -48,13 +48,6 @@ def get_config():
     c.rollout.num_generations = 4
     c.rollout.max_new_tokens = 32
     c.rollout.max_context = 256
-    # A node whose every answer was right stops expanding (its children would be
-    # played after the end of the episode).
-    c.rollout.termination_threshold = 0.99
-    c.credit.estimator = "grpo"
-    c.loss.policy_loss = "ppo"
-    c.loss.aggregation = "seq-mean-token-mean"
-    c.loss.kl_coef = 0.01
     # A short SFT warm start on train questions -> their sums (first turn only, no
     # revision: what the second turn does with the feedback is left to RL). The base
     # model answers 2-digit sums in prose, right 5-12% of the time (BENCHMARKS.md).

@@ -29,6 +29,7 @@ def get_config():
     blocks.hf_checkpoint_model(c, checkpoint="models/smollm2-135m-instruct", dtype="float32")
     blocks.gsm8k_data(c)
     blocks.real_model_cpu_run(c)
+    blocks.small_model_grpo(c, estimator="ufo")
     c.chat.system_prompts = ("You solve grade-school math problems. Reason step by step, "
                              "then give the final number as \\boxed{answer}.",)
     c.data.num_eval = 16
@@ -36,21 +37,13 @@ def get_config():
     # Every question (a BPE context holds the longest), filtered to the learnable band.
     c.data.options = {"train_ids_file": "models/smollm2_gsm8k_learnable.json"}
     c.env.name = "math"
-    c.env.num_agents = 1
     c.env.templates = "default"
     c.env.feedback_mode = "unary"
     c.env.history_mode = "full"
     c.rollout.num_turns = 3
     c.rollout.max_new_tokens = 192
     c.rollout.max_context = 1024
-    # A node whose every attempt was right stops expanding (its children would be
-    # played after the end of the episode and dropped from the loss).
-    c.rollout.termination_threshold = 0.99
-    c.credit.estimator = "ufo"
     c.credit.ufo_gamma = 0.9
     c.credit.ufo_penalty = 0.5
-    c.loss.policy_loss = "ppo"
-    c.loss.aggregation = "seq-mean-token-mean"
-    c.loss.kl_coef = 0.01
     c.sft.enabled = False
     return c

@@ -40,6 +40,7 @@ def get_config():
     # checkpoint: tools/get_smollm2.py --out; bfloat16 is slower than float32 on CPU XLA.
     blocks.hf_checkpoint_model(c, checkpoint="models/smollm2-135m-instruct", dtype="float32")
     blocks.real_model_cpu_run(c)
+    blocks.small_model_grpo(c)
     c.chat.system_prompts = ("You are playing a guessing game. Reply with one integer only.",)
     c.data.name = "guess"
     c.data.train_split = "train"
@@ -50,18 +51,11 @@ def get_config():
     c.data.num_test = 128
     c.data.options = {"lows": (0, 99), "widths": (8, 32), "seed": 0}
     c.env.name = "guess"
-    c.env.num_agents = 1
     c.rollout.num_turns = 6
     c.rollout.num_generations = 2
     c.rollout.max_new_tokens = 8
     # Six turns of ~30 tokens (the verdict repeats the question) after the system prompt.
     c.rollout.max_context = 512
-    # A node whose every guess was right stops expanding.
-    c.rollout.termination_threshold = 0.99
-    c.credit.estimator = "grpo"
-    c.loss.policy_loss = "ppo"
-    c.loss.aggregation = "seq-mean-token-mean"
-    c.loss.kl_coef = 0.01
     # The teacher: every task's first guess (the midpoint) and, for a quarter of the
     # tasks, the later turns (the midpoint of what the verdicts leave); the rest of the
     # search is left to RL.

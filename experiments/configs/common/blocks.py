@@ -106,19 +106,36 @@ def hf_checkpoint_model(c, *, checkpoint: str, dtype: str) -> None:
     c.model.dtype = dtype
 
 
+def ppo_with_kl(c, *, kl_coef: float) -> None:
+    """The loss of the GRPO-style configs: PPO clipping, averaged over each sequence's
+    tokens, then over sequences, plus kl_coef times the KL to the reference model."""
+    c.loss.policy_loss = "ppo"
+    c.loss.aggregation = "seq-mean-token-mean"
+    c.loss.kl_coef = kl_coef
+
+
 def code_grpo(c, *, kl_coef: float) -> None:
     """One agent, multi-turn GRPO with PPO clipping on a code suite (the real-model
     configs): default templates, full feedback, reward = share of tests passed; a node
     whose joint actions pass more than 0.9 of the tests on average stops expanding;
-    loss averaged over tokens, then sequences, plus kl_coef times the KL to the
-    reference model; no SFT warm start."""
+    ppo_with_kl(kl_coef); no SFT warm start."""
     c.env.num_agents = 1
     c.env.templates = "default"
     c.env.feedback_style = "full"
     c.env.reward = "pass_rate"
     c.rollout.termination_threshold = 0.9
     c.credit.estimator = "grpo"
-    c.loss.policy_loss = "ppo"
-    c.loss.aggregation = "seq-mean-token-mean"
-    c.loss.kl_coef = kl_coef
+    ppo_with_kl(c, kl_coef=kl_coef)
     c.sft.enabled = False
+
+
+def small_model_grpo(c, *, estimator: str = "grpo") -> None:
+    """One agent, a group-relative estimator (GRPO, or `estimator`: smollm2_gsm8k.py's
+    UFO) and ppo_with_kl at kl_coef 0.01, for the SmolLM2 configs whose episode ends
+    at the first right answer (smollm2_arith.py, smollm2_guess.py, smollm2_gsm8k.py):
+    a node whose every answer was right stops expanding (its children would be played
+    after the end of the episode and dropped from the loss)."""
+    c.env.num_agents = 1
+    c.rollout.termination_threshold = 0.99
+    c.credit.estimator = estimator
+    ppo_with_kl(c, kl_coef=0.01)
