@@ -117,6 +117,7 @@ class Trainer:
         tasks, prefix = ((self.c.eval_tasks, "heldout") if split == "validation"
                          else (self.c.test_splits()[split], split))
         key = self.keys.eval(step) if split == "validation" else self.keys.test(step)
+        t0 = time.perf_counter()
         rollout = self.run_config.rollout
         episode = (dataclasses.replace(rollout, num_turns=cfg.eval_turns)
                    if cfg.eval_turns else rollout)
@@ -128,7 +129,10 @@ class Trainer:
             feedback_gain=cfg.eval_feedback_gain))
         if result.transcripts and self.main:
             write_transcripts(self.workdir, step, result.transcripts, split=prefix)
-        return result.metrics
+        if split != "validation":  # test.json holds no timing: a resumed test equals it
+            return result.metrics
+        # Where a run's time goes: evaluations are a share of it beside SFT and RL steps.
+        return {**result.metrics, "time/heldout_eval_s": time.perf_counter() - t0}
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -244,7 +248,8 @@ class Trainer:
         self.set_policy(state)
         metrics = self.evaluate(0)
         post_sft = {"post_sft_success": metrics["heldout_success"],
-                    **{f"post_sft_{k}": v for k, v in metrics.items()}}
+                    **{f"post_sft_{k}": v for k, v in metrics.items()
+                       if not k.startswith("time/")}}
         for name in c.test_splits():  # reported beside the final test; chooses nothing
             test = self.evaluate(0, name)
             post_sft.update({f"post_sft_{k}": v for k, v in test.items()})

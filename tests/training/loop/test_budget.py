@@ -32,9 +32,13 @@ def test_a_run_over_budget_still_runs_every_planned_step(tmp_path, capsys):
         result = trainer.run()
     finally:
         trainer.close()
-    steps = [json.loads(line)["step"] for line in
-             (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert steps == [0, 1, 2, 3]
+    records = [json.loads(line) for line in
+               (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [0, 1, 2, 3]
+    # Where the time went: each validation (after SFT, at step 3) is timed, beside the
+    # steps' own rollout and update seconds.
+    assert [r["step"] for r in records if r.get("time/heldout_eval_s", -1.0) > 0] == [0, 3]
+    assert "post_sft_time/heldout_eval_s" not in result
     assert result["steps"] == 3 and result["over_budget"] is True
     assert "over the 1e-06-minute budget" in capsys.readouterr().err
 
