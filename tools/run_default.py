@@ -9,7 +9,10 @@ summary.json) instead of running it (`--seeds ""` runs none: a record of finishe
 e.g. seeds run in a snapshot worktree at a pinned commit). Every run of the record,
 run now or adopted, must have run under one code state (provenance: commit, dirty
 flag, changes) and one config, seed aside (config.json): anything else is refused in
-one line naming the seed.
+one line naming the seed. `--stopped S=DIR` takes seed S's run that the warm-start
+check stopped before RL (its sft.jsonl shows the last check failing in the last
+round): it counts with test gains 0 and is listed under `stopped_by_warm_start_check`
+(it writes no provenance, so only its config is checked).
 
 Each seed is the README's main command (`python -m mtrl.train`, embedded default
 config) in its own process and workdir (`--workdir-root/seed<S>`), so seeds cannot
@@ -36,6 +39,7 @@ repeats that seed's keys, so `--out` reads the same as the trainer's own `--out`
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 
 from mtrl.training.logging.metrics import read_metrics
@@ -86,15 +90,44 @@ def adopt(spec: str) -> dict:
     return seed_result(summary, workdir, int(seed))
 
 
+def stopped(spec: str) -> dict:
+    """`S=DIR`: seed S's run that its warm-start check stopped before RL (sft.jsonl's last
+    check failed in the last round config.sft.check_rounds allows): in the record with
+    the check's numbers, test gains 0 (RL never ran, so nothing was gained) and no
+    provenance (a stopped run writes none; its config is checked with the others)."""
+    seed, _, directory = spec.partition("=")
+    workdir = pathlib.Path(directory)
+    log, config_file = workdir / "sft.jsonl", workdir / "config.json"
+    if not seed.isdigit() or not log.exists() or not config_file.exists():
+        raise SystemExit(f"--stopped {spec}: need SEED=DIR with a run's sft.jsonl and "
+                         "config.json")
+    checks = [json.loads(line) for line in log.read_text().splitlines()
+              if line.startswith('{"tag": "sft_check/')]
+    rounds = json.loads(config_file.read_text())["sft"]["check_rounds"]
+    if not checks or checks[-1]["passed"] or checks[-1]["round"] < rounds:
+        raise SystemExit(f"--stopped {spec}: its last warm-start check did not fail in "
+                         f"the last round ({rounds}); not a run the check stopped")
+    last = checks[-1]
+    agent = last["tag"].split("/")[-1]
+    return {"seed": int(seed), "workdir": str(workdir), "provenance": None,
+            "stopped": (f"{agent} reproduced {last['exact']:.2f} of {int(last['rows'])} "
+                        f"held-out demonstrations after {int(last['step'])} SFT updates "
+                        f"(below {last['min_exact']:g} after {int(last['round'])} "
+                        "continuations): stopped before RL"),
+            "test_gain": 0.0, "last_test_gain": 0.0}
+
+
 def check_one_origin(runs: list[dict]) -> None:
     """SystemExit (one line) unless every run ran under one code state, with one config
     seed aside, and with the seed it is filed under."""
-    first = runs[0]
+    finished = [run for run in runs if not run.get("stopped")]
+    first = finished[0] if finished else runs[0]
     for run in runs:
         config = json.loads((pathlib.Path(run["workdir"]) / "config.json").read_text())
         base = json.loads((pathlib.Path(first["workdir"]) / "config.json").read_text())
-        why = same_origin(run.get("provenance"), {"code": (first.get("provenance") or {})
-                                                   .get("code") or {"commit": None}})
+        why = None if run.get("stopped") else same_origin(
+            run.get("provenance"), {"code": (first.get("provenance") or {}).get("code")
+                                    or {"commit": None}})
         if why is None and {**config, "seed": None} != {**base, "seed": None}:
             why = f"its config differs from seed {first['seed']}'s (seed aside)"
         if why is None and config.get("seed") != run["seed"]:
@@ -124,7 +157,8 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",") if s]
     root = pathlib.Path(args.workdir_root).resolve()
     runs = [run_seed(seed, root, args.override) for seed in seeds]
-    runs = sorted(runs + [adopt(spec) for spec in args.adopt], key=lambda r: r["seed"])
+    runs = sorted(runs + [adopt(spec) for spec in args.adopt]
+                  + [stopped(spec) for spec in args.stopped], key=lambda r: r["seed"])
     if not runs or len({r["seed"] for r in runs}) != len(runs):
         raise SystemExit("--seeds / --adopt: need at least one run and each seed once")
     check_one_origin(runs)
@@ -134,8 +168,12 @@ def main() -> None:
     summary = {"seeds": seeds, "runs": runs, "over_seeds": stats["stats"],
                "ci95": stats["ci95"],
                "validation_test_correlation": stats.get("validation_test_correlation"),
+               "stopped_by_warm_start_check": [r["seed"] for r in runs if r.get("stopped")],
                "targets_met": {
-                   "minutes_le_15": all(r["minutes"] <= 15 for r in runs),
+                   # minutes at whatever load the runs met; the quiet timing is its own run
+                   "minutes_le_10": all(r.get("minutes", math.inf) <= 10 for r in runs),
+                   "every_test_gain_ge_0.25": all((r.get("test_gain") or 0) >= 0.25
+                                                  for r in runs),
                    "mean_test_gain_ge_0.25": bool(runs) and sum(
                        r.get("test_gain") or 0 for r in runs) / len(runs) >= 0.25,
                    "test_gain_ci_above_0": test_ci is not None and test_ci[0] > 0,
@@ -145,6 +183,9 @@ def main() -> None:
     print(f"\n{'seed':>4} {'min':>6} {'steps':>5} {'post_sft':>8} {'best':>6} {'gain':>6} "
           f"{'turn1':>6} {'turn2':>6} {'sft_test':>8} {'test':>6}")
     for r in runs:
+        if r.get("stopped"):
+            print(f"{r['seed']:>4} {r['stopped']}")
+            continue
         tests = [r.get("post_sft_test_success"), r.get("test_success")]
         print(f"{r['seed']:>4} {r['minutes']:>6.2f} {r['steps']:>5} {r['post_sft_success']:>8.3f} "
               f"{r['final_best_success']:>6.3f} {r['gain']:>6.3f} {r['turn1_success']:>6.3f} "

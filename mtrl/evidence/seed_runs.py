@@ -28,7 +28,7 @@ def parse_seed_run_args(description: str, workdir_root: str,
     """--seeds (comma-separated, default "0"), --out (required), --workdir-root
     (default `workdir_root`) and --override (repeatable extra trainer flags), and with
     `adopt` --adopt (repeatable SEED=DIR: a finished run to take instead of running
-    that seed), parsed from `argv` (None: sys.argv)."""
+    that seed) and --stopped (SEED=DIR: a run its warm-start check stopped), parsed from `argv` (None: sys.argv)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--seeds", default="0", help="comma-separated seeds, run in order")
     parser.add_argument("--out", required=True, help="JSON output file")
@@ -39,6 +39,9 @@ def parse_seed_run_args(description: str, workdir_root: str,
     if adopt:
         parser.add_argument("--adopt", action="append", default=[],
                             help="SEED=DIR: that seed's finished run, checked, not re-run")
+        parser.add_argument("--stopped", action="append", default=[],
+                            help="SEED=DIR: that seed's run, stopped before RL by its "
+                                 "warm-start check (counted with gain 0)")
     return parser.parse_args(argv)
 
 

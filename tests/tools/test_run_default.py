@@ -61,3 +61,46 @@ def test_adopted_runs_must_share_one_code_state_and_config(tmp_path, monkeypatch
         main(f"0={tmp_path / 's0'}", f"3={tmp_path / 'other_config'}")
     with pytest.raises(SystemExit, match="it ran seed 0"):
         main(f"0={tmp_path / 's0'}", f"4={tmp_path / 's0'}")
+
+
+def stopped_run(directory, seed, checks, config=None):
+    directory.mkdir(parents=True)
+    config = config or {"seed": seed, "lr": 1, "sft": {"check_rounds": 2}}
+    (directory / "config.json").write_text(json.dumps(config))
+    lines = [{"tag": "sft/agent0", "step": 25, "loss": 0.5}]
+    lines += [{"tag": "sft_check/agent0", "step": 300 + 100 * r, "exact": e, "rows": 100.0,
+               "min_exact": 0.25, "phase": 0.0, "round": float(r), "passed": float(e >= 0.25)}
+              for r, e in enumerate(checks)]
+    (directory / "sft.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_a_run_the_warm_start_check_stopped_counts_with_gain_zero(tmp_path, monkeypatch):
+    code = {"commit": "a" * 40, "dirty": False, "diff_sha256": None}
+    config = {"seed": 0, "lr": 1, "sft": {"check_rounds": 2}}
+    finished_run(tmp_path / "s0", 0, code, config)
+    stopped_run(tmp_path / "s1", 1, [0.0, 0.0, 0.1])
+    out = tmp_path / "out.json"
+
+    def main(*flags):
+        monkeypatch.setattr(sys, "argv", ["run_default.py", "--seeds", "", "--out", str(out),
+                                          *flags])
+        run_default.main()
+        return json.loads(out.read_text())
+
+    record = main(f"--adopt=0={tmp_path / 's0'}", f"--stopped=1={tmp_path / 's1'}")
+    assert record["stopped_by_warm_start_check"] == [1]
+    assert record["runs"][1]["test_gain"] == 0.0
+    assert "agent0 reproduced 0.10 of 100" in record["runs"][1]["stopped"]
+    # the mean counts the stopped seed: (0.3 + 0) / 2
+    assert record["over_seeds"]["test_gain"]["mean"] == pytest.approx(0.15)
+    assert record["targets_met"]["every_test_gain_ge_0.25"] is False
+    # a run whose check passed, or that had rounds left, was not stopped by it
+    stopped_run(tmp_path / "passed", 2, [0.0, 0.3], dict(config, seed=2))
+    with pytest.raises(SystemExit, match="did not fail in the last round"):
+        main(f"--adopt=0={tmp_path / 's0'}", f"--stopped=2={tmp_path / 'passed'}")
+    stopped_run(tmp_path / "early", 3, [0.0, 0.0], dict(config, seed=3))
+    with pytest.raises(SystemExit, match="did not fail in the last round"):
+        main(f"--adopt=0={tmp_path / 's0'}", f"--stopped=3={tmp_path / 'early'}")
+    stopped_run(tmp_path / "other", 4, [0.0, 0.0, 0.0], dict(config, seed=4, lr=2))
+    with pytest.raises(SystemExit, match="seed 4 .*config differs"):
+        main(f"--adopt=0={tmp_path / 's0'}", f"--stopped=4={tmp_path / 'other'}")
