@@ -81,7 +81,7 @@ def _run(config, workdir: str, steps: int):
     agent_pairs = [x for a in pairs for x in a] if trainer.shared else pairs[0]
     examples = sft_examples(c.tokenizer, rows_of_kind(agent_pairs, None),
                             per_agent_formats(c.turn_format, trainer.num_agents)[0], s.max_len)
-    sft_config = dataclasses.replace(starter._sft_config(steps), log_every=1)
+    sft_config = dataclasses.replace(starter.sft_config(steps), log_every=1)
     frozen = None if c.adapters is None else c.base_states()[0]
     times = [time.perf_counter()]
     losses = []

@@ -17,16 +17,16 @@ from mtrl.rollout.generator import per_agent_formats
 from mtrl.training.checkpoints.base_record import on_checked_base
 from mtrl.training.checkpoints.checkpointing import CheckpointKeeper
 from mtrl.models.lora import LoRAConfig
-from mtrl.training.run.interrupts import stop_point, stop_requested
 from mtrl.training.logging import Progress
 from mtrl.training.policy.optim import OptimConfig, make_optimizer
 from mtrl.training.run.run_config import read_config
-from mtrl.training.sft.sft import SFTConfig, run_sft, sft_examples
+from mtrl.training.sft.agent_sft import AgentSFT
+from mtrl.training.sft.sft import SFTConfig, sft_examples
 from mtrl.training.sft.sft_checkpoint import SFTCheckpoints
 from mtrl.training.sft.sft_data import rows_of_kind
 from mtrl.data.demonstrations import per_agent
-from mtrl.training.sft.warm_start_check import (CheckResult, WarmStartCheckFailed,
-                                                exact_fraction, heldout_demonstrations)
+from mtrl.training.sft.warm_start_check import (CheckResult, exact_fraction,
+                                                heldout_demonstrations)
 from mtrl.training.run.build import Components
 from mtrl.training.run.sections import SFTSection
 from mtrl.training.run.keys import RunKeys
@@ -95,7 +95,7 @@ class WarmStarter:
                    if s.checks else None)
         checkpoints = SFTCheckpoints(self.workdir / "sft_checkpoints",
                                      self.workdir / "sft.jsonl", self.base_record)
-        template = make_optimizer(self._sft_config(max(1, s.steps)).optim).init(params[0])
+        template = make_optimizer(self.sft_config(max(1, s.steps)).optim).init(params[0])
         resumed, seconds_before = checkpoints.restore(params, template)
         self.seconds_before = seconds_before
         if resumed is not None:
@@ -146,104 +146,28 @@ class WarmStarter:
         `heldout` (the validation demonstrations; None: no check) and continued while
         its check fails. Returns its parameters; WarmStartCheckFailed when a phase's
         last check fails."""
-        s = self.sft
-        p = params[a]
         # LoRA: SFT trains the adapters over this policy's frozen base.
         frozen = None if self.c.adapters is None else self.c.base_states()[a]
 
         def mine(lists):
             return [x for agent_list in lists for x in agent_list] if self.shared else lists[a]
-        agent_pairs, first, kind = mine(pairs), s.first_phase_steps, self.first_phase[a]
+        kind = self.first_phase[a]
         fmt = per_agent_formats(self.c.turn_format, self.num_agents)[a]
         check = None if heldout is None else self._check_examples(mine(heldout), kind, fmt, a)
-        stride = self._agent_updates()
         # SFT is minutes of the default run: show it like the RL steps (a phase's
         # continuations are not shown: the check's line says they run).
-        with Progress(s.steps, enabled=self.show_progress,
+        with Progress(self.sft.steps, enabled=self.show_progress,
                       description=f"sft agent{a}") as progress:
+            return AgentSFT(self, a, params, mine(pairs), log, checkpoints, elapsed, frozen,
+                            progress, check, kind, fmt).run(resumed)
 
-            def train(phase, steps, kind, done, resume, shown, cap):
-                chosen = rows_of_kind(agent_pairs, kind)
-                if not chosen:
-                    raise ValueError(f"config.sft.first_phase: agent {a} has no {kind!r} "
-                                     "demonstrations (see sft.revision_fraction)")
-                examples = sft_examples(self.c.tokenizer, chosen, fmt, s.max_len)
-                last = []
-
-                def log_and_show(i, m):
-                    log(f"sft/agent{a}", done + i, m)
-                    if shown + i <= cap:
-                        progress.update(shown + i, loss=m["loss"])
-
-                def save(state):
-                    # Called after every update: a stop request (Ctrl-C) saves here.
-                    last[:] = [state]
-                    stopping = stop_requested()
-                    if state.update % s.checkpoint_every and state.update != steps \
-                            and not stopping:
-                        return
-                    if self.main:  # every process trains the same SFT; one saves it
-                        everyone = [*params[:a], state.params, *params[a + 1:]]
-                        checkpoints.save(a * stride + done + state.update, a, phase,
-                                         everyone, state, elapsed(), earlier=done)
-                    if stopping:
-                        checkpoints.close()  # the save is on disk before the exit
-                        stop_point(f"SFT update {done + state.update} of agent {a}")
-                trained = run_sft(self.graphdef, resume.params if resume else p, examples,
-                                  self._sft_config(steps), self.keys.sft(a, phase),
-                                  log_fn=log_and_show, resume=resume, on_progress=save,
-                                  progress_every=1, frozen=frozen)
-                return trained, last[0]
-
-            def checked_phase(phase, planned, rows_kind, done, at, check, shown, cap):
-                """Trains `phase` to `planned` updates, then, while `check` (None: none)
-                fails, r times check_extra_steps more: a continuation goes on with the
-                phase's optimizer state and batch order (its schedule stretched to the
-                new length), so a restart anywhere, mid-check included (`at`: the
-                restored position in this phase), retraces the uninterrupted run.
-                Returns (params, the phase's length)."""
-                length, r, last, trained = planned, 0, None, p
-                while True:
-                    if check is not None and at is not None and at.update > length:
-                        r, length = r + 1, length + s.check_extra_steps  # failed before
-                        continue
-                    start, at = at or last, None
-                    if start is not None and start.update == length:
-                        trained, last = start.params, start  # restarted at the phase's end
-                    else:
-                        trained, last = train(phase, length, rows_kind, done, start, shown, cap)
-                    if check is None:
-                        return trained, length
-                    result = self._check(a, trained, frozen, check, kind, phase, done + length,
-                                         r, log)
-                    if result.passed:
-                        return trained, length
-                    if not result.continues:
-                        raise WarmStartCheckFailed(result.failure())
-                    r, length = r + 1, length + s.check_extra_steps
-
-            def restored(phase):
-                return resumed.progress() if resumed is not None and resumed.phase == phase \
-                    else None
-            # The first phase, checked on its kind; then the mixed phase, checked again
-            # unless it teaches that kind's resubmission (revisions with a weak teacher).
-            length = first
-            if resumed is not None and resumed.phase > 0:
-                length = first if resumed.earlier is None else resumed.earlier
-            elif first:
-                p, length = checked_phase(0, first, kind, 0, restored(0), check, 0, first)
-            p, _ = checked_phase(1, s.steps - first, None, length, restored(1),
-                                 check if self._checked_after_mixing(a, kind) else None,
-                                 first, s.steps)
-        return p
-
-    def _agent_updates(self) -> int:
+    def agent_updates(self) -> int:
         """The most SFT updates of one policy (its checkpoints' step stride): sft.steps,
         plus every continuation of both phases when the warm start is checked."""
         s = self.sft
         return s.steps + (2 * s.check_rounds * s.check_extra_steps if s.checks else 0)
 
-    def _checked_after_mixing(self, a: int, kind: str) -> bool:
+    def checked_after_mixing(self, a: int, kind: str) -> bool:
         """Whether the mixed phase keeps teaching agent a's first-phase kind as it is:
         not for revisions when the weak teacher resubmits some (then a good policy's
         greedy revisions become resubmissions)."""
@@ -258,7 +182,7 @@ class WarmStarter:
                              "demonstrations to check (see sft.revision_fraction)")
         return sft_examples(self.c.tokenizer, rows, fmt, self.sft.max_len)
 
-    def _check(self, a, p, frozen, examples, kind, phase, updates, r, log) -> CheckResult:
+    def check_policy(self, a, p, frozen, examples, kind, phase, updates, r, log) -> CheckResult:
         """Checks policy a at the end of `phase`, after `updates` SFT updates in all (r
         continuations so far), logs the result (sft.jsonl: tag sft_check/agent<a>)
         and says it."""
@@ -272,7 +196,7 @@ class WarmStarter:
             print(result.line(), flush=True)
         return result
 
-    def _sft_config(self, steps: int) -> SFTConfig:
+    def sft_config(self, steps: int) -> SFTConfig:
         s = self.sft
         return SFTConfig(optim=OptimConfig(learning_rate=s.learning_rate,
                                            warmup_steps=max(1, min(20, steps // 10)),

@@ -157,11 +157,11 @@ def test_a_failed_check_continues_its_phase_until_it_passes(continued):
 
 def test_a_weak_teachers_revisions_are_not_checked_after_mixing(tmp_path, model):
     made = starter(tmp_path, PAIRS, model)
-    assert made._checked_after_mixing(0, "first_turn")
+    assert made.checked_after_mixing(0, "first_turn")
     for resubmit, checked in ((0.0, True), (0.7, False)):
         weak = dataclasses.replace(made, sft=dataclasses.replace(
             made.sft, resubmit_fraction=resubmit), first_phase=("revisions",))
-        assert weak._checked_after_mixing(0, "revisions") is checked
+        assert weak.checked_after_mixing(0, "revisions") is checked
 
 
 def test_a_check_that_still_fails_stops_the_run_with_one_line(tmp_path, model, capsys):
