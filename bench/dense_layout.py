@@ -1,18 +1,23 @@
-"""A dense layer's product on [B, L, in] activations vs on one [B·L, in] matrix: the
-supervised step of the embedded default's model, both ways, side by side in one run.
+"""A dense layer's product on [B, L, in] activations vs on one [B·L, in] matrix, and the
+layer loop scanned vs unrolled: the supervised step of the embedded default's model,
+three ways, side by side in one run.
 
     python -m bench.dense_layout --out bench/records/train_step/dense_layout.json
 
 XLA's CPU backward of a dot over [B, L, in] emits the weight gradient's operand as a
 loop fusion that writes it transposed ([out, B·L]), element by element with strided
 reads of the saved activations; flattening the leading axes first (Dense does, since
-this benchmark) lets the backward use plain row-major GEMMs. Each arm is the
+this benchmark) lets the backward use plain row-major GEMMs. Arms: three_d (the 3-D
+product, layers in one lax.scan: the code before both changes), flat (the flat product,
+scanned) and flat_unrolled (the flat product, layers in a Python loop:
+ModelConfig.layer_loop="unroll", what "auto" picks for the default's 2 layers). Each
+arm is the
 default's SFT step (value_and_grad of the masked NLL plus AdamW, jitted, params and
 optimizer state donated) on the default's model (the tiny preset at 2 layers), at the
 row widths the default's SFT and RL use. Arms alternate within each repeat so that
-load drifts hit both; reported per shape: the median milliseconds of each arm and
-their ratio, and the largest difference of the two arms' losses and updated
-parameters (the same math: only float rounding may differ).
+load drifts hit both; reported per shape: the median milliseconds of each arm, each
+arm's speed-up over three_d, and the largest difference of an arm's loss and updated
+parameters from three_d's (the same math: only float rounding may differ).
 """
 
 from __future__ import annotations
@@ -41,11 +46,16 @@ def three_d_call(self, x):
     return nnx.Linear.__call__(self, x)
 
 
+ARMS = ("three_d", "flat", "flat_unrolled")
+
+
 def step_for(arm: str):
     """(graphdef, params, step) of one arm; the arm is fixed when the step is traced."""
-    Dense.__call__ = FLAT if arm == "flat" else three_d_call
+    Dense.__call__ = three_d_call if arm == "three_d" else FLAT
     jax.clear_caches()  # the model's inner jitted forward is cached by graph, not by arm
-    graphdef, params = nnx.split(Transformer(preset("tiny", num_layers=2), rngs=nnx.Rngs(0)))
+    loop = "unroll" if arm == "flat_unrolled" else "scan"
+    graphdef, params = nnx.split(Transformer(preset("tiny", num_layers=2, layer_loop=loop),
+                                             rngs=nnx.Rngs(0)))
     step = make_sft_step(graphdef, optax.adamw(1e-3))
     return graphdef, params, step
 
@@ -71,7 +81,7 @@ def main() -> None:
         batch, width = map(int, shape.split("x"))
         tokens, mask = rows(batch, width)
         arms, outputs = {}, {}
-        for arm in ("three_d", "flat"):
+        for arm in ARMS:
             graphdef, params, step = step_for(arm)
             optimizer = optax.adamw(1e-3)
             state = (jax.tree.map(jnp.copy, params), optimizer.init(params))
@@ -88,15 +98,18 @@ def main() -> None:
                     p, o, metrics = step(p, o, tokens, mask, mask)
                 jax.block_until_ready(metrics)
                 times[arm].append((time.perf_counter() - started) / args.iters * 1e3)
-        diff = max(float(np.max(np.abs(a - b))) for a, b in zip(
-            jax.tree.leaves(outputs["three_d"]), jax.tree.leaves(outputs["flat"])))
         median = {arm: statistics.median(t) for arm, t in times.items()}
-        table.append({"batch": batch, "width": width,
-                      "ms_three_d": median["three_d"], "ms_flat": median["flat"],
-                      "speedup": median["three_d"] / median["flat"],
-                      "max_abs_difference": diff, "ms_all": times})
-        print(f"{batch}x{width}: 3-D {median['three_d']:.0f} ms, flat {median['flat']:.0f} ms, "
-              f"{median['three_d'] / median['flat']:.2f}x, max |diff| {diff:.2e}", flush=True)
+        row = {"batch": batch, "width": width, "ms_all": times}
+        for arm in ARMS:
+            row[f"ms_{arm}"] = median[arm]
+            row[f"speedup_{arm}"] = median["three_d"] / median[arm]
+            row[f"max_abs_difference_{arm}"] = max(
+                float(np.max(np.abs(a - b))) for a, b in zip(
+                    jax.tree.leaves(outputs["three_d"]), jax.tree.leaves(outputs[arm])))
+        table.append(row)
+        print(f"{batch}x{width}: " + ", ".join(
+            f"{arm} {median[arm]:.0f} ms ({row[f'speedup_{arm}']:.2f}x, max |diff| "
+            f"{row[f'max_abs_difference_{arm}']:.1e})" for arm in ARMS), flush=True)
         write_record(args.out, {"command": "python -m bench.dense_layout",
                                 "repeats": args.repeats, "iters": args.iters,
                                 "model": "tiny preset, 2 layers (the embedded default's)",

@@ -39,6 +39,9 @@ ATTENTION = ("auto", "chunked", "xla", "cudnn", "reference")
 MATMULS = ("auto", "xla", "onednn")
 # ModelConfig.decode_attention (mtrl.models.cached_attention repeats it).
 DECODE_ATTENTIONS = ("auto", "einsum", "kernel")
+# ModelConfig.layer_loop, and the depth up to which "auto" unrolls.
+LAYER_LOOPS = ("auto", "scan", "unroll")
+UNROLL_LAYERS_UP_TO = 4
 
 
 def canonical_dtype(dtype: Any) -> str:
@@ -122,6 +125,12 @@ class ModelConfig:
     mtrl/models/head.py projects that many at a time, rematerialised in the backward
     pass); 0 projects all of them at once. The same values either way, up to float32
     summation order. Not part of the checkpoint.
+    layer_loop: how the cache-free forward (training, scoring) runs its stacked layers:
+    "scan" (one lax.scan: compile time independent of depth), "unroll" (a Python loop
+    over static per-layer slices: no stacked residual buffers or dynamic slices, the
+    XLA CPU gradient step of the default's 2-layer model ~1.2x faster) or "auto"
+    (unroll up to UNROLL_LAYERS_UP_TO layers, else scan). The same math. Not part of
+    the checkpoint.
     """
 
     vocab_size: int
@@ -152,6 +161,7 @@ class ModelConfig:
     matmul: str = "auto"
     decode_attention: str = "auto"
     logits_chunk: int = LOGITS_CHUNK
+    layer_loop: str = "auto"
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -194,6 +204,9 @@ class ModelConfig:
         if self.decode_attention not in DECODE_ATTENTIONS:
             raise ValueError(f"decode_attention must be one of {DECODE_ATTENTIONS}, got "
                              f"{self.decode_attention!r}")
+        if self.layer_loop not in LAYER_LOOPS:
+            raise ValueError(f"layer_loop must be one of {LAYER_LOOPS}, got "
+                             f"{self.layer_loop!r}")
         if isinstance(self.logits_chunk, bool) or not isinstance(self.logits_chunk, int) \
                 or self.logits_chunk < 0:
             raise ValueError(f"logits_chunk must be an int >= 0 (0: the whole head), got "
@@ -245,6 +258,13 @@ class ModelConfig:
     @property
     def weight_dtype(self) -> jnp.dtype:
         return jnp.dtype(self.param_dtype)
+
+    @property
+    def unrolled_layers(self) -> bool:
+        """Whether the cache-free forward loops over its layers in Python (layer_loop)."""
+        if self.layer_loop == "auto":
+            return self.num_layers <= UNROLL_LAYERS_UP_TO
+        return self.layer_loop == "unroll"
 
     @property
     def num_groups(self) -> int:

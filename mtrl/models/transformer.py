@@ -2,7 +2,8 @@
 
 Parameter layout (nnx.state(model) paths; layers are stacked on a leading axis of size
 num_layers. The cache-free forward (training) runs them with one `jax.lax.scan`, so its
-compile time does not grow with depth; the cached forward (sampling) unrolls them, see
+compile time does not grow with depth, or, for shallow models, in a Python loop over
+static slices (ModelConfig.layer_loop); the cached forward (sampling) unrolls them, see
 `unstacked_layers`):
 
   embed_tokens.embedding                      [V, D]
@@ -178,7 +179,12 @@ class Transformer(nnx.Module):
             def layer(h, params):
                 return nnx.merge(block_graph, params)(h, cos, sin, token_mask, attend_end), None
 
-            h, _ = jax.lax.scan(remat_layer(layer, remat), h, block_state)
+            body = remat_layer(layer, remat)
+            if config.unrolled_layers:  # static slices: no stacked residuals (layer_loop)
+                for i in range(config.num_layers):
+                    h, _ = body(h, jax.tree.map(lambda x, i=i: x[i], block_state))
+            else:
+                h, _ = jax.lax.scan(body, h, block_state)
             return self.norm(h), None
 
         k_layers, v_layers = cache.unstack()
