@@ -74,17 +74,19 @@ def get_config():
     # teacher's resubmissions (70% of the helper's revisions) included.
     # Checked after each phase (sft/warm_start_check.py; the helper's revisions not
     # after the mixed phase, which teaches resubmitting them): greedy decoding must
-    # reproduce >= 25% of the agent's held-out first-phase rows (the validation tasks'
+    # reproduce >= 50% of the agent's held-out first-phase rows (the validation tasks'
     # ~100 first turns or ~100 true revisions: values no train row holds in that role,
-    # so only copying reproduces them), else up to 2 x 100 more updates of that phase,
+    # so only copying reproduces them), else up to 4 x 100 more updates of that phase,
     # then the run stops. Without copying the share is ~0 (main after SFT on narrow-k
     # seed 1: 0.00 of 100, and RL gained nothing); good warm starts' main reproduced
-    # 0.81-1.00 (experiments/default_narrow_k/copy_check.json, default_wide_k_pilot/);
-    # the helper's digits come later (above), so the bar is low. docs/default.md.
+    # 0.81-1.00 (experiments/default_narrow_k/copy_check.json, default_wide_k_pilot/).
+    # A helper that passed at 0.25 left RL without signal (seed 9: test +0.12 at best,
+    # experiments/default_ten_seeds/pilot_seed9.json), and its digits come after
+    # 175-500+ updates, hence the higher bar and more continuations. docs/default.md.
     c.sft = dict(c.sft.to_dict(), steps=550, first_phase_steps=400, schedule="constant",
                  revision_fraction=(1.0, 1.0), max_len=192, first_guess="x",
                  resubmit_fraction=(0.7, 0.0), first_phase=("revisions", "first_turn"),
-                 check_min_exact=0.25, check_extra_steps=100, check_rounds=2)
+                 check_min_exact=0.5, check_extra_steps=100, check_rounds=4)
     # Turn 2 sees the feedback alone (a fresh context: the revision instruction
     # restates the task for main, the failing probe names k for the helper).
     c.env.history_mode = "feedback"
