@@ -8,7 +8,7 @@ rate 5e-5 with a cosine decay, 32 updates of 16 rows, as the config's sft sectio
 rows = the chat template's first prompt (system prompt + train question) -> the sum
 and the end-of-turn token, loss on the completion only; then greedy two-turn episodes
 with the "too high / too low" feedback on the validation and test splits, played by
-tools/hf_reproduce_math.py's `play` (the math environment scores and answers).
+tools/hf_reproduce.py's `play` (the math environment scores and answers).
 
     python experiments/smollm2_heldout_sums/sft_probe_hf.py \
         --out experiments/smollm2_heldout_sums/sft_probe_hf.json --save models/smollm2-arith-sft-hf
@@ -28,7 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from mtrl.training.config import module_from_file  # noqa: E402
 
-hf = module_from_file(ROOT / "tools" / "hf_reproduce_math.py")
+hf = module_from_file(ROOT / "tools" / "hf_reproduce.py")
 
 
 def main() -> None:

@@ -1,44 +1,51 @@
 """An exported model's test success, measured with transformers in a fresh process:
-greedy episodes of T turns on a math-environment suite's split, the way mtrl's
-evaluation plays them, with no mtrl model or sampler code.
+greedy episodes of T turns on a one-agent text environment's split (math, guess: any
+environment the config names), the way mtrl's evaluation plays them, with no mtrl
+model or sampler code.
 
 Per task: the chat template renders the system prompt and the task's first prompt;
 `generate` (greedy, the config's max_new_tokens, stopping at the tokenizer's eos)
-answers; the math environment (mtrl.envs.math, text only) scores the decoded answer
-and writes the feedback; the next turn's input is the previous input, the generated
-tokens and the template's delta for the feedback (token-in/token-out, as mtrl's
-rollout builds it: mtrl/rollout/formatting.py), until the answer is right or T turns
-were played. Prints and writes success by turn, and per task whether it was solved.
+answers; the config's environment (built as the trainer builds it) scores the decoded
+answer and writes the feedback; the next turn's input is the previous input, the
+generated tokens and the template's delta for the feedback (token-in/token-out, as
+mtrl's rollout builds it: mtrl/rollout/formatting.py), until the answer is right or T
+turns were played. Prints and writes success by turn, and per task whether it was
+solved.
 
-    python -m tools.hf_reproduce_math --config=experiments/configs/smollm2_arith.py \
+    python -m tools.hf_reproduce --config=experiments/configs/smollm2_guess.py \
         --model=workdir/.../export/agent0 --split=test --out=hf_test.json
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import pathlib
 import time
 
-from mtrl.data.suite import DataConfig, build_suite
-from mtrl.envs.math import MathEnv, MathEnvConfig
-from mtrl.training.config import module_from_file
+from mtrl.data.suite import build_suite
+from mtrl.envs.registry import build_environment
+from mtrl.training.config import module_from_file, parse
+from mtrl.training.run.build import build_tokenizer
 from mtrl.training.run.provenance import code_state
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def suite_and_env(c):
-    d = c.data
-    suite = build_suite(DataConfig(name=d.name, path=d.path, train_split=d.train_split,
-                                   eval_split=d.eval_split, test_split=d.test_split,
-                                   num_train=d.num_train, num_eval=d.num_eval,
-                                   num_test=d.num_test, options=dict(d.options)), c.seed)
-    env = MathEnv(MathEnvConfig(num_agents=1, feedback_mode=c.env.feedback_mode,
-                                history_mode=c.env.history_mode,
-                                templates=suite.templates(c.env.templates)))
-    return suite, env
+    """(suite, environment) of config `c` as the trainer builds them; one agent only."""
+    run = parse(c)
+    if run.env.num_agents != 1:
+        raise SystemExit(f"error: {run.env.name} with env.num_agents={run.env.num_agents}: "
+                         "this tool plays one agent's episodes")
+    suite = build_suite(run.data, run.seed)
+    tokenizer = build_tokenizer(run.tokenizer, run.model)
+    built = build_environment(run.env, run.rollout.num_turns, run.data.name, suite,
+                              tokenizer)
+    # Text environments hold no process or server; a built one is closed at exit.
+    atexit.register(built.close)
+    return suite, built.env
 
 
 def chat_parts(tokenizer, system: str | None) -> tuple[str, str]:
