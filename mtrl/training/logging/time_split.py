@@ -11,8 +11,9 @@ last RL step was saved (the LoopState's run_seconds); total_seconds: the whole r
     rl_steps        Σ_t step_time_s                (grow, score, advantages, update)
       rollout, env, update: Σ_t time/rollout_s, time/env_s, time/update_s
     validation      Σ_t time/heldout_eval_s        (after SFT and every eval_interval)
-    after_rl        total - seconds_at_last_step   (the test splits for the chosen and
-                                                    the last checkpoint, export, plots)
+    after_rl        total - seconds_at_last_step - the last step's validation
+                    (the test splits for the chosen and the last checkpoint, export,
+                    plots: the last step's seconds are taken before its validation)
     other           total - sft - rl_steps - validation - after_rl
                     (the test splits after SFT, checkpoint writes, start-up)
 
@@ -47,7 +48,9 @@ def time_split(records: Sequence[Mapping[str, Any]], sft_minutes: float,
     steps = [r for r in records if r.get("step_time_s") is not None]
     rl = _sum(steps, "step_time_s") or 0.0
     validation = _sum(records, VALIDATION)
-    after_rl = total_seconds - seconds_at_last_step
+    last = max((int(r["step"]) for r in steps), default=None)
+    at_last = _sum([r for r in records if r.get("step") == last], VALIDATION) or 0.0
+    after_rl = total_seconds - seconds_at_last_step - at_last
     other = total_seconds - sft_minutes * 60 - rl - (validation or 0.0) - after_rl
     return {"total": total_seconds / 60, "sft": sft_minutes, "rl_steps": rl / 60,
             "rl_step_count": len(steps),

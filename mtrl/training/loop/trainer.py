@@ -254,7 +254,10 @@ class Trainer:
             test = self.evaluate(0, name)
             post_sft.update({f"post_sft_{k}": v for k, v in test.items()})
             logger.write_reported(0, test)
-        loop = LoopState(step=0, run_seconds=sft_s, sft_minutes=sft_s / 60, post_sft=post_sft,
+        # The run's seconds so far include the evaluations after SFT (the RL loop counts
+        # on from here: without them a run's minutes left them out).
+        begun_s = self.starter.seconds_before + time.perf_counter() - started
+        loop = LoopState(step=0, run_seconds=begun_s, sft_minutes=sft_s / 60, post_sft=post_sft,
                          config=self.config_record, code_at_start=code_state(),
                          warm_start=warm_start_record(params, self.train_config.init_from),
                          lora_base=self.base_record)  # the base the adapters belong to

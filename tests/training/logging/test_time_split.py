@@ -21,16 +21,17 @@ def test_parts_sum_to_the_whole():
     assert split["rollout"] == pytest.approx(8 / 60) and split["update"] == pytest.approx(20 / 60)
     assert split["env"] == pytest.approx(2 / 60)
     assert split["validation"] == pytest.approx(1.0) and split["validation_count"] == 2
-    assert split["after_rl"] == pytest.approx(1.0)
-    # 360 - 120 - 30 - 60 - 60 = 90 s left for the rest
-    assert split["other"] == pytest.approx(1.5)
+    # 360 - 300 s, less step 2's validation (logged after the step's seconds were taken)
+    assert split["after_rl"] == pytest.approx(0.5)
+    # 360 - 120 (SFT) - 30 (steps) - 60 (validations) - 30 (after RL) = 120 s left
+    assert split["other"] == pytest.approx(2.0)
 
 
 def test_a_run_without_timed_validations_keeps_them_in_other():
     untimed = [{k: v for k, v in r.items() if k != "time/heldout_eval_s"} for r in RECORDS]
     split = time_split(untimed, 2.0, 300.0, 360.0)
     assert split["validation"] is None and split["validation_count"] == 0
-    assert split["other"] == pytest.approx(2.5)
+    assert split["after_rl"] == pytest.approx(1.0) and split["other"] == pytest.approx(2.5)
 
 
 @pytest.mark.parametrize("args, match", [

@@ -7,6 +7,7 @@ import pytest
 from mtrl.training.loop.budget import Budget
 from mtrl.training.loop.trainer import Trainer
 from tests.training.loop.small_run import small_config
+from tools.time_split import split_of
 
 
 def test_budget_warns_once_and_reports(capsys):
@@ -39,6 +40,10 @@ def test_a_run_over_budget_still_runs_every_planned_step(tmp_path, capsys):
     # steps' own rollout and update seconds.
     assert [r["step"] for r in records if r.get("time/heldout_eval_s", -1.0) > 0] == [0, 3]
     assert "post_sft_time/heldout_eval_s" not in result
+    # The parts add up to the run's time: nothing is counted twice or left out (the
+    # evaluations after SFT are in the run's minutes).
+    split = split_of(tmp_path)
+    assert split["other"] >= 0 and split["after_rl"] >= 0, split
     assert result["steps"] == 3 and result["over_budget"] is True
     assert "over the 1e-06-minute budget" in capsys.readouterr().err
 
